@@ -1,0 +1,1 @@
+"""Settings, errors, the stage dataclasses and logging: what every other layer stands on."""

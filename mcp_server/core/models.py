@@ -1,0 +1,142 @@
+"""The values the pipeline stages hand each other: frozen, keyword-only dataclasses.
+
+fetch -> ``FetchedDocument`` -> processors -> ``ProcessedDocument`` -> chunking -> ``Chunk``
+-> retrieval -> ``SearchHit``. Tools turn them into their JSON shape at the edge.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "Chunk",
+    "ChunkLocation",
+    "ExtractedImage",
+    "ExtractedTable",
+    "ExtractedURL",
+    "FetchedDocument",
+    "Location",
+    "ProcessedDocument",
+    "SearchHit",
+]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FetchedDocument:
+    """Bytes of one document and what the transport said about them."""
+
+    data: bytes
+    url: str  # as the caller gave it
+    final_url: str  # after redirects
+    content_type: str = ""  # the Content-Type header's media type, lower-case, no parameters
+    charset: str | None = None  # the Content-Type header's charset parameter, if any
+    filename: str = ""  # last path segment (or Content-Disposition filename)
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.data).hexdigest()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Location:
+    """Where the characters ``content[start:end]`` of a processed document come from.
+
+    Processors emit one whenever page, slide, sheet, rows or heading path change; the spans are
+    sorted by ``start`` and do not overlap.
+    """
+
+    start: int
+    end: int
+    page: int | None = None  # 1-based (PDF)
+    slide: int | None = None  # 1-based (PPTX)
+    sheet: str | None = None  # XLSX sheet name, or the CSV file name
+    row_start: int | None = None  # 1-based spreadsheet rows as in the source file
+    row_end: int | None = None
+    heading_path: tuple[str, ...] = ()  # DOCX / HTML / Markdown headings, outermost first
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ExtractedTable:
+    content: str  # Markdown
+    table_type: str = "markdown"
+    location: str = ""  # human-readable, e.g. "page 3", "sheet Sales"
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ExtractedImage:
+    ocr_text: str
+    confidence: float = 0.0  # mean word confidence, 0..100
+    source: str = ""  # e.g. "page 2" or the image file name
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ExtractedURL:
+    url: str
+    context: str
+    source_location: str = ""
+    confidence: float = 0.9
+    url_type: str = "general"  # api_endpoint | navigation | image | general
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ProcessedDocument:
+    content: str
+    doc_type: str  # pdf | docx | pptx | xlsx | csv | html | txt | image
+    metadata: dict[str, Any] = field(default_factory=dict)
+    tables: tuple[ExtractedTable, ...] = ()
+    images: tuple[ExtractedImage, ...] = ()
+    extracted_urls: tuple[ExtractedURL, ...] = ()
+    detected_language: str = "en"
+    locations: tuple[Location, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ChunkLocation:
+    start_char: int  # into ProcessedDocument.content
+    end_char: int
+    pages: tuple[int, ...] = ()
+    slide: int | None = None
+    sheet: str | None = None
+    row_start: int | None = None
+    row_end: int | None = None
+    heading_path: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON shape: the character range always, the rest only where known."""
+        out: dict[str, Any] = {"start_char": self.start_char, "end_char": self.end_char}
+        if self.pages:
+            out["pages"] = list(self.pages)
+            out["page"] = self.pages[0]
+        for name in ("slide", "sheet", "row_start", "row_end"):
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = value
+        if self.heading_path:
+            out["heading_path"] = list(self.heading_path)
+        return out
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Chunk:
+    text: str
+    chunk_index: int
+    total_chunks: int
+    token_count: int
+    importance_score: float
+    content_type: str  # table | list | heading | text
+    doc_type: str
+    location: ChunkLocation
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SearchHit:
+    chunk: Chunk
+    score: float  # the final ranking score
+    dense: float | None = None  # cosine similarity
+    bm25: float | None = None
+    rerank: float | None = None
+    text: str | None = None  # expanded text when neighbours were merged in; else chunk.text

@@ -1,0 +1,196 @@
+"""The one settings object. Nothing else in the server reads environment variables.
+
+Variables carry the ``MCP_`` prefix; a few long-standing names from the original design are
+also read without it (``MAX_DOWNLOAD_BYTES``, ``DOCUMENT_ROOTS``, ``GPU_CONCURRENCY``,
+``REDIS_URL``, ``HUGGINGFACE_TOKEN``). Lists are comma-separated. ``.env`` in the working
+directory is read too; real environment variables win over it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import AliasChoices, Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+__all__ = ["Settings", "TimeoutClass"]
+
+TimeoutClass = Literal["document", "extraction", "utility"]
+CommaList = Annotated[list[str], NoDecode]
+
+
+def _alias(name: str) -> AliasChoices:
+    """Accept both MCP_NAME and the bare NAME of the original design."""
+    return AliasChoices(f"MCP_{name}", name)
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="MCP_",
+        env_file=".env",
+        env_file_encoding="utf-8",
+        extra="ignore",
+        populate_by_name=True,
+        frozen=True,
+    )
+
+    # --- server -------------------------------------------------------------------------
+    host: str = Field("127.0.0.1", description="Bind address for streamable HTTP.")
+    port: int = Field(8000, ge=0, le=65535, description="Port for streamable HTTP (0 = any free port).")
+    transport: Literal["streamable-http", "stdio"] = Field(
+        "streamable-http", description="MCP transport."
+    )
+    workers: int = Field(1, ge=1, le=64, description="Worker processes for streamable HTTP.")
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", description="Log level.")
+    log_dir: Path | None = Field(
+        Path("request_logs"),
+        description="Folder for daily JSON log files server_YYYY-MM-DD.log; empty disables files.",
+    )
+
+    # --- HTTP security ------------------------------------------------------------------
+    api_keys: CommaList = Field(
+        default_factory=list,
+        description="Bearer tokens accepted on /mcp; empty = no authentication.",
+    )
+    allowed_hosts: CommaList = Field(
+        default_factory=list,
+        description="Extra Host header values accepted (DNS-rebinding guard); 'name:*' allows any port. "
+        "Loopback names and the bind address are always allowed.",
+    )
+    allowed_origins: CommaList = Field(
+        default_factory=list,
+        description="Extra Origin header values accepted; 'http://name:*' allows any port. "
+        "Loopback origins are always allowed; requests without Origin are allowed.",
+    )
+    max_request_body_bytes: int = Field(
+        1_048_576, ge=1024, description="Largest request body accepted on /mcp (413 beyond)."
+    )
+
+    # --- rate limits and timeouts -------------------------------------------------------
+    rate_limit_rpm: int = Field(60, ge=1, description="Requests per minute per client (token bucket).")
+    global_rate_multiplier: float = Field(5.0, gt=0, description="Global bucket = this x rate_limit_rpm.")
+    rate_limit_max_clients: int = Field(1000, ge=1, description="Per-client buckets kept (oldest evicted).")
+    request_timeout: float | None = Field(
+        None, gt=0, description="Overrides every tool timeout below (seconds)."
+    )
+    timeout_document: float = Field(300, gt=0, description="Timeout of document tools (seconds).")
+    timeout_extraction: float = Field(120, gt=0, description="Timeout of extraction tools (seconds).")
+    timeout_utility: float = Field(30, gt=0, description="Timeout of utility tools (seconds).")
+    max_text_length: int = Field(100_000, ge=1, description="Longest text argument accepted (characters).")
+    max_url_length: int = Field(2048, ge=16, description="Longest URL accepted.")
+
+    # --- fetching -----------------------------------------------------------------------
+    fetch_allowlist: CommaList = Field(
+        default_factory=list,
+        description="Hosts or CIDRs that may be fetched although private/loopback (SSRF guard).",
+    )
+    allowed_ports: CommaList = Field(
+        default_factory=list, description="If set, the only ports that may be fetched."
+    )
+    document_roots: CommaList = Field(
+        default_factory=list,
+        validation_alias=_alias("DOCUMENT_ROOTS"),
+        description="Folders from which file:// URLs and plain paths may be read; empty = refused.",
+    )
+    max_download_bytes: int = Field(
+        100 * 1024 * 1024,
+        ge=1,
+        validation_alias=_alias("MAX_DOWNLOAD_BYTES"),
+        description="Cap on decoded bytes of one download.",
+    )
+    download_deadline: float = Field(120, gt=0, description="Overall deadline of one download (seconds).")
+    connect_timeout: float = Field(10, gt=0, description="TCP/TLS connect timeout (seconds).")
+    read_timeout: float = Field(30, gt=0, description="Timeout between two reads (seconds).")
+    download_attempts: int = Field(3, ge=1, le=10, description="Attempts on retryable failures.")
+    retry_backoff: Annotated[list[float], NoDecode] = Field(
+        default_factory=lambda: [1.0, 3.0, 5.0], description="Waits between attempts (seconds)."
+    )
+    retry_after_cap: float = Field(10, ge=0, description="Longest Retry-After honoured (seconds).")
+    max_redirects: int = Field(5, ge=0, le=20, description="Redirect hops followed (each re-checked).")
+    user_agent: str = Field("rag-document-server/3", description="User-Agent of downloads.")
+
+    # --- parsing ------------------------------------------------------------------------
+    parse_workers: int = Field(2, ge=1, le=32, description="Parser worker processes.")
+    parse_timeout: float = Field(120, gt=0, description="Time one document may take to parse (seconds).")
+    parse_memory_mb: int = Field(2048, ge=128, description="Address-space limit of a parser process (MB).")
+    max_pdf_pages: int = Field(2000, ge=1, description="PDFs with more pages are refused.")
+    max_image_pixels: int = Field(
+        89_478_485, ge=1, description="Pillow decompression-bomb cap (pixels)."
+    )
+    ocr_languages: str = Field("eng", description="Tesseract languages, e.g. 'eng+deu'.")
+    ocr_timeout: float = Field(60, gt=0, description="Tesseract timeout per image (seconds).")
+    zip_max_entries: int = Field(10_000, ge=1, description="OOXML: most zip entries.")
+    zip_max_ratio: float = Field(100, gt=1, description="OOXML: highest per-entry compression ratio.")
+    zip_max_uncompressed_bytes: int = Field(
+        1024 * 1024 * 1024, ge=1, description="OOXML: most total declared uncompressed bytes."
+    )
+    max_content_chars: int = Field(50_000, ge=1000, description="Cap of returned document content.")
+    max_table_chars: int = Field(5_000, ge=100, description="Cap of one returned table.")
+    max_rows_per_sheet: int = Field(20, ge=1, description="Rows rendered per sheet.")
+
+    # --- models -------------------------------------------------------------------------
+    embedding_fast: str = Field(
+        "sentence-transformers/all-MiniLM-L6-v2",
+        description="Fast embedder: Hugging Face id or local path (the MiniLM id loads offline).",
+    )
+    embedding_accurate: str = Field(
+        "BAAI/bge-small-en-v1.5",
+        description="Accurate embedder for documents over accurate_min_chunks chunks; falls back to fast.",
+    )
+    reranker: str = Field(
+        "cross-encoder/ms-marco-MiniLM-L-6-v2",
+        description="Cross-encoder reranker; empty disables; unloadable -> no reranking.",
+    )
+    accurate_min_chunks: int = Field(50, ge=0, description="Chunk count above which the accurate embedder is used.")
+    embed_batch_size: int = Field(32, ge=1, description="Embedding batch size.")
+    device: str = Field("auto", description="torch device: auto, cpu, cuda, mps.")
+    huggingface_token: str | None = Field(
+        None, validation_alias=_alias("HUGGINGFACE_TOKEN"), description="Token for gated models."
+    )
+    load_models: bool = Field(True, description="Load models at start-up (tests may turn this off).")
+
+    # --- caches and indexes -------------------------------------------------------------
+    cache_ttl: float = Field(1800, gt=0, description="TTL of every cache layer (seconds).")
+    cache_max_downloads: int = Field(50, ge=1, description="Download cache entries.")
+    cache_max_download_bytes: int = Field(500 * 1024 * 1024, ge=1, description="Download cache bytes.")
+    cache_max_documents: int = Field(50, ge=1, description="Processed-document cache entries.")
+    cache_max_retrievers: int = Field(20, ge=1, description="In-memory retriever (index) entries.")
+    index_dir: Path = Field(Path("faiss_indexes"), description="Folder of persisted FAISS indexes.")
+    gpu_concurrency: int = Field(
+        2, ge=1, validation_alias=_alias("GPU_CONCURRENCY"), description="Concurrent index builds/searches."
+    )
+    redis_url: str | None = Field(
+        None, validation_alias=_alias("REDIS_URL"), description="Shared store for limits and caches."
+    )
+
+    @field_validator(
+        "api_keys", "allowed_hosts", "allowed_origins", "fetch_allowlist", "allowed_ports",
+        "document_roots", mode="before",
+    )
+    @classmethod
+    def _split_commas(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("retry_backoff", mode="before")
+    @classmethod
+    def _split_floats(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [float(part) for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("log_dir", mode="before")
+    @classmethod
+    def _empty_path_is_none(cls, value: Any) -> Any:
+        return None if value == "" else value
+
+    def timeout_for(self, kind: TimeoutClass) -> float:
+        if self.request_timeout is not None:
+            return self.request_timeout
+        return {
+            "document": self.timeout_document,
+            "extraction": self.timeout_extraction,
+            "utility": self.timeout_utility,
+        }[kind]

@@ -1,0 +1,64 @@
+"""Shared fixtures: the corpus, a loopback file server, settings for tests."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = Path(os.environ.get("RAG_CORPUS_DIR", ROOT.parent / "shared" / "corpus")).resolve()
+DOCS = CORPUS / "docs"
+SQUAD = CORPUS / "qa" / "squad-v2-small"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Model weights never come from a hub during tests; the bundled MiniLM loads from site-packages.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+@pytest.fixture(scope="session")
+def corpus_dir() -> Path:
+    if not DOCS.is_dir():
+        pytest.fail(f"test corpus not found at {CORPUS} (set RAG_CORPUS_DIR)")
+    return CORPUS
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        pass
+
+
+class FileServer:
+    """A threaded HTTP server on 127.0.0.1 serving one folder; ``url(path)`` builds links."""
+
+    def __init__(self, directory: Path) -> None:
+        handler = functools.partial(_QuietHandler, directory=str(directory))
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_address[1]
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def url(self, relative: str) -> str:
+        return f"{self.base}/{relative.lstrip('/')}"
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture(scope="session")
+def corpus_server(corpus_dir: Path) -> Iterator[FileServer]:
+    """Serves ../shared/corpus on a loopback port (fetch it with MCP_FETCH_ALLOWLIST=127.0.0.1)."""
+    server = FileServer(corpus_dir)
+    yield server
+    server.close()

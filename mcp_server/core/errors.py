@@ -42,6 +42,11 @@ class MCPServerError(Exception):
         self.details: dict[str, Any] = details
         super().__init__(self.message)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Parser workers send errors back pickled; the default Exception pickling replays only
+        # ``args`` and would drop ``details`` (and break keyword-only ones like retry_after).
+        return (_rebuild_error, (type(self), self.message, self.details))
+
     def to_dict(self) -> dict[str, Any]:
         return {"error": self.message, "code": self.code, **self.details}
 
@@ -81,3 +86,12 @@ class ModelLoadError(MCPServerError):
 class ToolTimeoutError(MCPServerError):
     code = "TIMEOUT"
     default_message = "The operation timed out"
+
+
+def _rebuild_error(cls: type[MCPServerError], message: str, details: dict[str, Any]) -> MCPServerError:
+    """Unpickle without calling ``__init__`` (subclasses may require keyword arguments)."""
+    error = cls.__new__(cls)
+    Exception.__init__(error, message)
+    error.message = message
+    error.details = dict(details)
+    return error

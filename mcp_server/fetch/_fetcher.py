@@ -1,0 +1,204 @@
+"""The downloader: one pooled httpx client, pinned addresses, hand-followed redirects,
+retries, an overall deadline and a cap on decoded bytes.
+
+Every failure leaves as ``DownloadError`` (or ``ValidationError`` for a malformed URL); httpx and
+OS exceptions are translated in ``_translate`` and never escape.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import ssl
+from dataclasses import dataclass
+from types import TracebackType
+
+import anyio
+import httpx
+
+from mcp_server.core.errors import DownloadError, ValidationError
+from mcp_server.core.models import FetchedDocument
+from mcp_server.core.settings import Settings
+
+from ._addresses import AddressPolicy, Target, display_url
+from ._document import build_document, too_large
+from ._local import read_local
+from ._resolver import Resolver, SystemResolver
+from ._retry import Retryable, parse_retry_after, with_retries
+from ._validate import is_local, validate_url
+
+__all__ = ["Fetcher"]
+
+logger = logging.getLogger(__name__)
+
+# Everything httpx (or a transport) may raise while sending or streaming one request.
+_LIBRARY_ERRORS = (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError, httpx.CookieConflict, OSError)
+
+
+@dataclass(frozen=True, slots=True)
+class _Redirect:
+    location: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Body:
+    data: bytes
+    headers: httpx.Headers
+
+
+def _caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, kind):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _translate(exc: Exception, target: Target) -> Exception:
+    """A library exception as Retryable (worth another attempt) or DownloadError (final)."""
+    where = target.display
+    detail = str(exc) or type(exc).__name__
+    if _caused_by(exc, ssl.SSLCertVerificationError):
+        return DownloadError(f"the TLS certificate of {target.host} could not be verified ({where})")
+    if isinstance(exc, httpx.TimeoutException):
+        return Retryable(f"timed out fetching {where} ({type(exc).__name__})")
+    if isinstance(exc, httpx.NetworkError | httpx.RemoteProtocolError | OSError):
+        return Retryable(f"connection to {where} failed: {detail}")
+    if isinstance(exc, httpx.DecodingError):
+        return DownloadError(f"the response from {where} could not be decoded: {detail}")
+    return DownloadError(f"fetching {where} failed: {type(exc).__name__}: {detail}")
+
+
+class Fetcher:
+    """Downloads documents safely; the server lifespan owns one and closes it.
+
+    ``transport`` replaces the network (httpx.MockTransport in tests); ``resolver`` replaces DNS.
+    """
+
+    def __init__(
+        self, settings: Settings, transport: httpx.AsyncBaseTransport | None = None,
+        resolver: Resolver | None = None,
+    ) -> None:
+        self._settings = settings
+        self._policy = AddressPolicy(settings)
+        self._resolver: Resolver = resolver or SystemResolver()
+        self._client = httpx.AsyncClient(
+            transport=transport,
+            trust_env=False,  # proxy variables must never route around the address pin (S6)
+            follow_redirects=False,  # every hop is re-checked by hand
+            timeout=httpx.Timeout(
+                connect=settings.connect_timeout, read=settings.read_timeout,
+                write=settings.read_timeout, pool=settings.connect_timeout,
+            ),
+            headers={"User-Agent": settings.user_agent},
+        )
+
+    async def __aenter__(self) -> Fetcher:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    async def fetch(self, url: str) -> FetchedDocument:
+        """The document at ``url`` (http/https, file: or an absolute path under DOCUMENT_ROOTS).
+
+        Raises ValidationError for a malformed URL and DownloadError for everything else.
+        """
+        url = validate_url(url, self._settings)
+        deadline = self._settings.download_deadline
+        try:
+            with anyio.fail_after(deadline):
+                if is_local(url):
+                    return await read_local(url, self._settings)
+                return await self._download(url)
+        except TimeoutError:
+            raise DownloadError(
+                f"download of {url} did not finish within the {deadline:g} s deadline (download_deadline)",
+                limit=deadline,
+            ) from None
+
+    async def _download(self, url: str) -> FetchedDocument:
+        try:
+            current = httpx.URL(url).copy_with(fragment=None)
+        except httpx.InvalidURL as exc:
+            message = f"document_url is not a valid URL: {exc}"
+            raise ValidationError(message, argument="document_url") from None
+        seen = {str(current)}
+        redirects = 0
+        while True:
+            target = await self._policy.pin(current, self._resolver)
+            try:
+                result = await with_retries(
+                    self._settings, target.display, functools.partial(self._exchange, target)
+                )
+            except Retryable as exc:
+                attempts = self._settings.download_attempts
+                raise DownloadError(f"{exc.message} (gave up after {attempts} attempts)") from exc
+            if isinstance(result, _Body):
+                logger.info("download complete", extra={"bytes": len(result.data), "url": target.display})
+                return build_document(
+                    data=result.data, url=url, final_url=display_url(current), headers=result.headers
+                )
+            redirects += 1
+            current = self._next_hop(current, result.location, seen, redirects)
+
+    def _next_hop(self, current: httpx.URL, location: str, seen: set[str], redirects: int) -> httpx.URL:
+        where = display_url(current)
+        limit = self._settings.max_redirects
+        if redirects > limit:
+            raise DownloadError(f"too many redirects from {where} (the limit is {limit}, max_redirects)")
+        try:
+            following = current.join(location).copy_with(fragment=None)
+        except httpx.InvalidURL as exc:
+            raise DownloadError(f"{where} redirected to an invalid URL: {exc}") from None
+        if following.scheme not in ("http", "https"):
+            raise DownloadError(f"refusing the redirect from {where} to a {following.scheme}: URL")
+        if str(following) in seen:
+            raise DownloadError(f"redirect loop: {where} leads back to {display_url(following)}")
+        seen.add(str(following))
+        return following
+
+    async def _exchange(self, target: Target) -> _Body | _Redirect:
+        """One request to one pinned hop."""
+        request = self._client.build_request(
+            "GET", target.url, headers={"Host": target.host_header}, extensions=target.extensions
+        )
+        try:
+            response = await self._client.send(request, stream=True)
+        except _LIBRARY_ERRORS as exc:
+            raise _translate(exc, target) from exc
+        try:
+            return await self._read(response, target)
+        except _LIBRARY_ERRORS as exc:
+            raise _translate(exc, target) from exc
+        finally:
+            await response.aclose()
+
+    async def _read(self, response: httpx.Response, target: Target) -> _Body | _Redirect:
+        status = f"HTTP {response.status_code} {response.reason_phrase}".rstrip()
+        if response.is_redirect:
+            return _Redirect(response.headers["location"])
+        if response.status_code == 429 or response.status_code >= 500:
+            retry_after = parse_retry_after(response.headers.get("retry-after"))
+            raise Retryable(f"{status} for {target.display}", retry_after=retry_after)
+        if not response.is_success:
+            raise DownloadError(f"{status} for {target.display}", status=response.status_code)
+        limit = self._settings.max_download_bytes
+        declared = response.headers.get("content-length", "")
+        # Fail fast on an honest oversize body; the streamed count below is the real check.
+        if declared.isdigit() and int(declared) > limit and "content-encoding" not in response.headers:
+            raise too_large(target.display, limit)
+        chunks: list[bytes] = []
+        total = 0
+        async for chunk in response.aiter_bytes():  # decoded: a gzip bomb is counted expanded
+            total += len(chunk)
+            if total > limit:
+                raise too_large(target.display, limit)
+            chunks.append(chunk)
+        return _Body(b"".join(chunks), response.headers)

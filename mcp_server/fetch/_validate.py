@@ -1,0 +1,52 @@
+"""The cheap, syntactic check tools run on ``document_url`` before any work starts."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from mcp_server.core.errors import ValidationError
+from mcp_server.core.settings import Settings
+
+__all__ = ["is_local", "validate_url"]
+
+_SCHEMES = ("http", "https", "file")
+
+
+def is_local(url: str) -> bool:
+    """A ``file:`` URL or a plain absolute path (the tools accept both for local documents)."""
+    return url.startswith("/") or urlsplit(url).scheme.lower() == "file"
+
+
+def _invalid(why: str) -> ValidationError:
+    return ValidationError(f"document_url {why}", argument="document_url")
+
+
+def validate_url(url: str, settings: Settings) -> str:
+    """Return ``url`` stripped of surrounding blanks, or raise ValidationError naming why.
+
+    Accepts http(s) URLs with a host, file: URLs and plain absolute paths. Whether the target
+    may actually be fetched (addresses, document roots) is decided by the Fetcher.
+    """
+    if not isinstance(url, str):
+        raise _invalid(f"must be a string, not {type(url).__name__}")
+    url = url.strip()
+    if not url:
+        raise _invalid("must not be empty")
+    if len(url) > settings.max_url_length:
+        raise _invalid(f"is {len(url)} characters long; the limit is {settings.max_url_length}")
+    if any(ord(char) < 32 or ord(char) == 127 for char in url):
+        raise _invalid("must not contain control characters")
+    if url.startswith("/"):
+        return url
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - urlsplit checks the port only when it is read
+    except ValueError as exc:
+        raise _invalid(f"is not a valid URL ({exc})") from None
+    scheme = parts.scheme.lower()
+    if scheme not in _SCHEMES:
+        shown = f"scheme {scheme!r}" if scheme else "no scheme"
+        raise _invalid(f"has {shown}; use an http(s):// or file:// URL or an absolute path")
+    if scheme != "file" and not parts.hostname:
+        raise _invalid("has no host")
+    return url

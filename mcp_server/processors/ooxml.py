@@ -1,0 +1,173 @@
+"""OOXML guard: what runs before python-docx, python-pptx or openpyxl see a single byte.
+
+An OOXML file (docx/pptx/xlsx) is a zip of XML parts. Before any parser opens it we read only
+the zip's central directory and refuse:
+
+- more than ``zip_max_entries`` members, a member whose declared size is more than
+  ``zip_max_ratio`` times its compressed size, or more than ``zip_max_uncompressed_bytes`` in
+  total (zip bombs: a 1 GB member of zeros is refused without inflating anything; reads later
+  cannot exceed the declared sizes because ``zipfile`` truncates at ``file_size`` and checks
+  the CRC);
+- any XML part whose prolog declares a DOCTYPE or ENTITY (billion laughs, XXE). The parsers
+  are safe on their own (python-docx and python-pptx parse with ``resolve_entities=False``,
+  openpyxl uses defusedxml when it is installed); this check is a second fence that does not
+  depend on library internals.
+
+A file in an OLE/CFB container (magic ``D0 CF 11 E0``) is either an encrypted OOXML package
+(``EncryptionInfo`` + ``EncryptedPackage`` streams) or a legacy binary .doc/.xls/.ppt. Neither
+is parsed; ``OleProcessor`` gives each a clear message.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import zipfile
+from typing import ClassVar
+
+import olefile
+
+from mcp_server.core.errors import ProcessingError
+from mcp_server.core.models import ProcessedDocument
+from mcp_server.processors.base import DocumentInput, ProcessOptions
+
+__all__ = [
+    "OLE_MAGIC",
+    "OleProcessor",
+    "check_ole",
+    "guard_ooxml",
+    "is_ole",
+]
+
+OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+ENCRYPTED_MESSAGE = "password required: the document is encrypted"
+LEGACY_MESSAGE = "legacy binary Office format is not supported; save as .docx/.xlsx/.pptx"
+ENTITY_MESSAGE = "XML entity declarations are not allowed"
+
+# How much of each XML part's start is inspected. A DOCTYPE may only appear in the prolog,
+# before the root element; OOXML prologs are a one-line declaration.
+_PROLOG_BYTES = 16 * 1024
+_DECLARATION = re.compile(r"<!\s*(DOCTYPE|ENTITY)", re.IGNORECASE)
+# The first start tag of an element (not "<?" or "<!"): the prolog ends there.
+_ROOT_START = re.compile(r"<[A-Za-z_]")
+_XML_SUFFIXES = (".xml", ".rels", ".vml")
+
+
+def is_ole(data: bytes) -> bool:
+    return data[:8] == OLE_MAGIC
+
+
+def check_ole(data: bytes) -> None:
+    """Raise the right ``ProcessingError`` for an OLE/CFB container; never returns for one."""
+    if not is_ole(data):
+        return
+    try:
+        with olefile.OleFileIO(io.BytesIO(data)) as ole:
+            encrypted = ole.exists("EncryptedPackage") or ole.exists("EncryptionInfo")
+    except Exception as exc:  # olefile raises OSError and assorted parse errors on junk
+        raise ProcessingError("the file is truncated or corrupt (not a valid OLE container)") from exc
+    if encrypted:
+        raise ProcessingError(ENCRYPTED_MESSAGE, reason="encrypted")
+    raise ProcessingError(LEGACY_MESSAGE, reason="legacy_format")
+
+
+def guard_ooxml(data: bytes, options: ProcessOptions, *, kind: str) -> None:
+    """Check an OOXML package's zip before any parser opens it (``kind`` names it in errors).
+
+    Raises ``ProcessingError`` for encrypted/legacy OLE files, a file that is not a zip, and
+    any zip or XML limit crossed.
+    """
+    check_ole(data)
+    try:
+        zf = zipfile.ZipFile(io.BytesIO(data))
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError) as exc:
+        raise ProcessingError(
+            f"the file is truncated or corrupt (not a valid {kind} zip)", reason="corrupt"
+        ) from exc
+    with zf:
+        infos = zf.infolist()
+        _check_limits(infos, options)
+        for info in infos:
+            if info.filename.lower().endswith(_XML_SUFFIXES) and not info.is_dir():
+                _check_prolog(zf, info, kind)
+
+
+def _check_limits(infos: list[zipfile.ZipInfo], options: ProcessOptions) -> None:
+    if len(infos) > options.zip_max_entries:
+        raise ProcessingError(
+            f"zip has {len(infos)} entries, more than the limit zip_max_entries={options.zip_max_entries}",
+            limit="zip_max_entries",
+        )
+    total = 0
+    for info in infos:
+        if info.file_size > 0:
+            # compress_size 0 with content is an infinite ratio, not a division error.
+            ratio = info.file_size / info.compress_size if info.compress_size else float("inf")
+            if ratio > options.zip_max_ratio:
+                raise ProcessingError(
+                    f"zip member {info.filename!r} expands {ratio:.0f}x, more than the limit "
+                    f"zip_max_ratio={options.zip_max_ratio:g}",
+                    limit="zip_max_ratio",
+                )
+        total += info.file_size
+        if total > options.zip_max_uncompressed_bytes:
+            raise ProcessingError(
+                "zip declares more uncompressed bytes than the limit "
+                f"zip_max_uncompressed_bytes={options.zip_max_uncompressed_bytes}",
+                limit="zip_max_uncompressed_bytes",
+            )
+
+
+def _check_prolog(zf: zipfile.ZipFile, info: zipfile.ZipInfo, kind: str) -> None:
+    try:
+        with zf.open(info) as member:
+            head = member.read(_PROLOG_BYTES)
+    except Exception as exc:  # BadZipFile, zlib.error, EOFError, NotImplementedError (method)
+        raise ProcessingError(
+            f"the file is truncated or corrupt (not a valid {kind} zip)", reason="corrupt"
+        ) from exc
+    text = _decode_head(head)
+    root = _ROOT_START.search(text)
+    prolog = text[: root.start()] if root else text
+    if _DECLARATION.search(prolog):
+        raise ProcessingError(ENTITY_MESSAGE, part=info.filename)
+    if root is None and info.file_size > len(head):
+        # A prolog longer than we read could hide a DOCTYPE further on.
+        raise ProcessingError(ENTITY_MESSAGE, part=info.filename)
+
+
+def _decode_head(head: bytes) -> str:
+    """Decode enough of an XML part's start to look for declarations (UTF-8/16/32 aware)."""
+    if head.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):
+        encoding = "utf-32"
+    elif head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        encoding = "utf-16"
+    elif head.startswith(b"<\x00"):
+        encoding = "utf-16-le"
+    elif head.startswith(b"\x00<"):
+        encoding = "utf-16-be"
+    else:
+        # Markup is ASCII in every ASCII-compatible encoding; latin-1 never fails.
+        encoding = "latin-1"
+    return head.decode(encoding, errors="ignore")
+
+
+class OleProcessor:
+    """OLE/CFB containers: encrypted OOXML or legacy .doc/.xls/.ppt, refused with a clear message."""
+
+    doc_type: ClassVar[str] = "ole"
+    extensions: ClassVar[tuple[str, ...]] = (".doc", ".xls", ".ppt")
+    mime_types: ClassVar[tuple[str, ...]] = (
+        "application/msword",
+        "application/vnd.ms-excel",
+        "application/vnd.ms-powerpoint",
+        "application/x-ole-storage",
+        "application/x-cfb",
+    )
+    description: ClassVar[str] = (
+        "Encrypted Office files and legacy .doc/.xls/.ppt: refused with a clear message"
+    )
+
+    def process(self, doc: DocumentInput, options: ProcessOptions) -> ProcessedDocument:
+        check_ole(doc.data)
+        raise ProcessingError(LEGACY_MESSAGE, reason="legacy_format")

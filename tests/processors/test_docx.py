@@ -1,0 +1,130 @@
+"""DOCX: corpus vectors, document order, headings, tables, lists, links, locations, fuzzing."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mcp_server.core.errors import ProcessingError
+from mcp_server.core.models import ProcessedDocument
+from mcp_server.processors.base import DocumentInput, ProcessOptions
+from mcp_server.processors.docx import DocxProcessor
+
+OPTIONS = ProcessOptions()
+
+# (file, must_include, must_not_include)
+VECTORS = [
+    ("testWORD.docx", ["# Sample Word Document Title", "# Heading Level 1", "## Heading Level 2",
+                       "### Heading Level 3", "| This is a table |", "Nested table",
+                       "Tika (http://tika.apache.org/)", "This is the header for our document",
+                       "This is the footer for our document"], ["<w:"]),
+    ("word_tables.docx", ["# Test with tables", "| Header 0.0 | Header 0.1 | Header 0.2 |",
+                          "| Cell 1.0 | Merged Cell 1.1 1.2 | Merged Cell 1.1 1.2 |",
+                          "| Cell 2.0 | Merged Cell 1.1 2.1 | Cell 2.2 |"], []),
+    ("docx_rich_cells.docx", ["## Table with rich cells", "This is a list:<br>- A First",
+                              "A, B, C; Cell 1, Cell 2, Cell 3", "- R2C2 item 2"], []),
+    ("unit_test_headers_numbered.docx", ["# Section 1", "## Section 1.1", "### Section 1.2.3",
+                                         "- Appendix A: Glossary", "    - Detail A.1.1", "## REFERENCES"], []),
+    ("docx-tables.docx", ["| Header Col 1 | Header Col 2 |", "A link example (https://tabul.com/)",
+                          "| e | e | d |"], []),
+    ("test.docx", ["AutoGen"], []),
+    ("list_after_num_headers.docx", ["## Chính sách bảo hành", "### ĐỐI TƯỢNG ÁP DỤNG", "- Term 1: Definition 1"], []),
+    ("testWORD_formattingFlipUnderlineOrder.docx", ["Informacje o zmianach w ustawie o działalności leczniczej"], []),
+    ("word_sample.docx", ["# Swimming in the lake", "- You can relax and look around\n- Paddle about",
+                          "| Leaves | Ash, Elm, Maple | 50 |"], []),
+]
+
+
+def _process(data: bytes) -> ProcessedDocument:
+    return DocxProcessor().process(DocumentInput(data=data, doc_type="docx"), OPTIONS)
+
+
+@pytest.fixture(scope="module")
+def handbook(corpus_dir: Path) -> ProcessedDocument:
+    return _process((corpus_dir / "docs" / "docx" / "handbook-872p.docx").read_bytes())
+
+
+@pytest.mark.parametrize(("name", "must_include", "must_not_include"), VECTORS, ids=[v[0] for v in VECTORS])
+def test_docx_corpus_files_give_their_expected_text(
+    corpus_dir: Path, name: str, must_include: list[str], must_not_include: list[str]
+) -> None:
+    doc = _process((corpus_dir / "docs" / "docx" / name).read_bytes())
+    assert doc.doc_type == "docx"
+    for fragment in must_include:
+        assert fragment in doc.content, fragment
+    for fragment in must_not_include:
+        assert fragment not in doc.content, fragment
+
+
+def test_paragraphs_and_tables_come_out_in_document_order(corpus_dir: Path) -> None:
+    content = _process((corpus_dir / "docs" / "docx" / "word_tables.docx").read_bytes()).content
+    assert content.index("A uniform table") < content.index("| Cell 1.0 | Cell 1.1 | Cell 1.2 |")
+    assert content.index("| Cell 1.0 | Cell 1.1 | Cell 1.2 |") < content.index("A non-uniform table")
+
+
+def test_word_tables_gives_its_seven_tables(corpus_dir: Path) -> None:
+    doc = _process((corpus_dir / "docs" / "docx" / "word_tables.docx").read_bytes())
+    assert len(doc.tables) == 7
+    assert all(t.content.startswith("| ") for t in doc.tables)
+
+
+def test_hyperlinks_are_listed_in_metadata(corpus_dir: Path) -> None:
+    doc = _process((corpus_dir / "docs" / "docx" / "docx-tables.docx").read_bytes())
+    assert {"text": "A link example", "url": "https://tabul.com/"} in doc.metadata["hyperlinks"]
+
+
+def test_locations_follow_the_heading_path_and_cover_the_content(corpus_dir: Path) -> None:
+    doc = _process((corpus_dir / "docs" / "docx" / "unit_test_headers_numbered.docx").read_bytes())
+    paths = [loc.heading_path for loc in doc.locations]
+    assert ("Test Document", "Section 1.2", "Section 1.2.3") not in paths  # levels replace, not append
+    assert ("Section 1", "Section 1.2", "Section 1.2.3") in paths
+    starts = [loc.start for loc in doc.locations]
+    assert starts == sorted(starts)
+    for a, b in zip(doc.locations, doc.locations[1:], strict=False):
+        assert a.end <= b.start
+    section = next(loc for loc in doc.locations if loc.heading_path == ("Section 1", "Section 1.1"))
+    assert doc.content[section.start : section.end].startswith("## Section 1.1")
+
+
+def test_the_872_page_handbook_is_processed_whole(handbook: ProcessedDocument) -> None:
+    assert 780_000 < len(handbook.content) < 860_000
+    assert handbook.metadata["heading_count"] >= 280
+    assert len(handbook.tables) == 2
+    assert handbook.locations[-1].end == len(handbook.content)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_mutated_docx_bytes_give_a_document_or_a_processing_error(corpus_dir: Path, data: st.DataObject) -> None:
+    original = (corpus_dir / "docs" / "docx" / "docx-tables.docx").read_bytes()
+    mutated = _mutate(original, data)
+    try:
+        _process(mutated)
+    except ProcessingError:
+        pass
+
+
+def test_a_mutated_main_part_gives_a_processing_error(corpus_dir: Path) -> None:
+    original = (corpus_dir / "docs" / "docx" / "docx-tables.docx").read_bytes()
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(original)) as zin, zipfile.ZipFile(out, "w") as zout:
+        for info in zin.infolist():
+            body = zin.read(info)
+            zout.writestr(info, body[: len(body) // 2] if info.filename == "word/document.xml" else body)
+    with pytest.raises(ProcessingError, match="could not be parsed"):
+        _process(out.getvalue())
+
+
+def _mutate(original: bytes, data: st.DataObject) -> bytes:
+    buf = bytearray(original)
+    for _ in range(data.draw(st.integers(1, 8))):
+        pos = data.draw(st.integers(0, len(buf) - 1))
+        buf[pos] = data.draw(st.integers(0, 255))
+    if data.draw(st.booleans()):
+        buf = buf[: data.draw(st.integers(0, len(buf)))]
+    return bytes(buf)

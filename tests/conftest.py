@@ -62,3 +62,8 @@ def corpus_server(corpus_dir: Path) -> Iterator[FileServer]:
     server = FileServer(corpus_dir)
     yield server
     server.close()
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"

@@ -1,1 +1,16 @@
+"""The thirteen MCP tools. Each module registers its tools on a ``RagMCP`` through the guard."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mcp_server.server import RagMCP
+
+__all__ = ["register_tools"]
+
+
+def register_tools(server: RagMCP) -> None:
+    from mcp_server.tools import utility
+
+    utility.register(server)

@@ -1,0 +1,46 @@
+# Two commands on a fresh machine: `make serve` and `make test` (see README Quick start).
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+HOST   ?= 127.0.0.1
+PORT   ?= 8000
+
+.PHONY: serve test setup system-deps lint typecheck unit fuzz bench clean
+
+serve: setup
+	$(BIN)/python -m mcp_server --transport streamable-http --host $(HOST) --port $(PORT)
+
+test: setup lint typecheck unit
+
+setup: system-deps $(STAMP)
+
+system-deps:
+	@bash scripts/system-deps.sh
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+# torch first and pinned: the CPU wheel on disk; an unpinned torch pulls GBs of CUDA packages.
+$(STAMP): pyproject.toml client/requirements.txt | $(BIN)/python
+	$(BIN)/pip install --quiet "torch==2.13.0"
+	$(BIN)/pip install --quiet -e ".[dev]" -r client/requirements.txt
+	@touch $(STAMP)
+
+lint: setup
+	$(BIN)/ruff check mcp_server tests bench client
+
+typecheck: setup
+	$(BIN)/mypy
+
+unit: setup
+	$(BIN)/pytest
+
+fuzz: setup
+	$(BIN)/pytest tests -m fuzz --hypothesis-profile=long -p no:cacheprovider
+
+bench: setup
+	$(BIN)/python bench/squad.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,73 @@
+"""The streamable-HTTP ASGI app: /mcp (stateless MCP), /health and /info, behind the HTTP guard.
+
+``create_app()`` is also the uvicorn factory for ``--workers N`` and ``--reload``: every worker
+process builds its own app from the same environment.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Mount, Route
+
+from mcp_server import SERVER_NAME, __version__
+from mcp_server.core.logging import configure_logging
+from mcp_server.core.settings import Settings
+from mcp_server.middleware.http import HTTPGuardMiddleware
+from mcp_server.server import RagMCP, create_server
+
+__all__ = ["create_app"]
+
+
+def create_app(settings: Settings | None = None, server: RagMCP | None = None) -> Starlette:
+    settings = settings or Settings()
+    configure_logging(settings.log_level, settings.log_dir)
+    server = server or create_server(settings)
+    mcp_app = server.streamable_http_app()
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with server.app_context(), mcp_app.router.lifespan_context(mcp_app):
+            yield
+
+    async def health(request: Request) -> JSONResponse:
+        context = server.shared_context
+        if context is None:
+            return JSONResponse({"status": "starting", "ready": False}, status_code=503)
+        from mcp_server.health import readiness
+
+        body = readiness(context)
+        return JSONResponse(body, status_code=200 if body["ready"] else 503)
+
+    async def info(request: Request) -> JSONResponse:
+        from mcp_server.resources import supported_formats
+
+        return JSONResponse({
+            "name": SERVER_NAME,
+            "version": __version__,
+            "mcp_endpoint": "/mcp",
+            "transport": "streamable-http (stateless)",
+            "auth": "bearer" if settings.api_keys else "none",
+            "tools": [tool["name"] for tool in server.describe_tools()],
+            "resources": ["rag://supported-formats", "rag://tool-descriptions"],
+            "supported_formats": supported_formats(),
+            "pid": os.getpid(),
+            "time": time.time(),
+        })
+
+    return Starlette(
+        routes=[
+            Route("/health", health, methods=["GET"]),
+            Route("/info", info, methods=["GET"]),
+            Mount("/", app=mcp_app),
+        ],
+        lifespan=lifespan,
+        middleware=[Middleware(HTTPGuardMiddleware, settings=settings)],
+    )

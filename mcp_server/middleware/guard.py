@@ -1,0 +1,102 @@
+"""The guard every tool call passes through: request id, rate limit, argument validation,
+timeout, structured log events and error conversion. A tool never raises to the client.
+
+Known errors become ``{"error", "code", "request_id", ...details}`` results with ``isError``
+set (so clients skip output-schema validation); anything else becomes INTERNAL_ERROR with the
+request id only — the traceback goes to the log, never to the client.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+import pydantic
+from mcp.types import CallToolResult, TextContent
+
+from mcp_server.core.errors import MCPServerError, ToolTimeoutError, ValidationError
+from mcp_server.core.logging import new_request_id, request_id_var, tool_var
+from mcp_server.core.settings import Settings, TimeoutClass
+from mcp_server.middleware.ratelimit import RateLimiter
+
+__all__ = ["ToolGuard", "error_result", "format_validation_error"]
+
+logger = logging.getLogger("mcp_server.tools")
+
+
+def error_result(error: MCPServerError, request_id: str) -> CallToolResult:
+    payload = {**error.to_dict(), "request_id": request_id}
+    return CallToolResult(
+        content=[TextContent(type="text", text=json.dumps(payload))],
+        structuredContent=payload,
+        isError=True,
+    )
+
+
+def format_validation_error(exc: pydantic.ValidationError) -> ValidationError:
+    """Name the argument and the reason, in words a model can act on."""
+    problems: list[str] = []
+    arguments: list[str] = []
+    for err in exc.errors(include_url=False):
+        name = ".".join(str(part) for part in err["loc"]) or "arguments"
+        arguments.append(name)
+        if err["type"] == "missing":
+            problems.append(f"argument '{name}' is required")
+        else:
+            problems.append(f"argument '{name}': {err['msg']}")
+    return ValidationError("Invalid arguments: " + "; ".join(problems), arguments=arguments)
+
+
+class ToolGuard:
+    def __init__(self, settings: Settings, limiter: RateLimiter) -> None:
+        self.settings = settings
+        self.limiter = limiter
+
+    async def run(
+        self,
+        *,
+        tool: str,
+        kind: TimeoutClass,
+        client: str,
+        validate: Callable[[], None],
+        invoke: Callable[[], Awaitable[Any]],
+    ) -> Any:
+        request_id = new_request_id()
+        rid_token = request_id_var.set(request_id)
+        tool_token = tool_var.set(tool)
+        started = time.perf_counter()
+        timeout = self.settings.timeout_for(kind)
+        logger.info("tool.start", extra={"client": client})
+        try:
+            await self.limiter.check(client)
+            validate()
+            with anyio.move_on_after(timeout) as scope:
+                result = await invoke()
+            if scope.cancelled_caught:
+                raise ToolTimeoutError(f"'{tool}' did not finish within {timeout:g} s", timeout=timeout)
+            logger.info("tool.success", extra={"elapsed": round(time.perf_counter() - started, 4)})
+            return result
+        except ToolTimeoutError as exc:
+            logger.warning("tool.timeout", extra={"elapsed": round(time.perf_counter() - started, 4),
+                                                  "code": exc.code})
+            return error_result(exc, request_id)
+        except pydantic.ValidationError as exc:
+            known = format_validation_error(exc)
+            logger.info("tool.known_error", extra={"code": known.code, "error": known.message})
+            return error_result(known, request_id)
+        except MCPServerError as exc:
+            logger.info("tool.known_error", extra={"code": exc.code, "error": exc.message,
+                                                   "elapsed": round(time.perf_counter() - started, 4)})
+            return error_result(exc, request_id)
+        except Exception:
+            logger.exception("tool.unhandled_error", extra={"elapsed": round(time.perf_counter() - started, 4)})
+            return error_result(
+                MCPServerError(f"Internal error; quote request id {request_id} when reporting it"), request_id
+            )
+        finally:
+            tool_var.reset(tool_token)
+            request_id_var.reset(rid_token)

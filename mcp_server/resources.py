@@ -1,0 +1,38 @@
+"""MCP resources, generated from the registered tools and processors so they never drift."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mcp_server.server import RagMCP
+
+__all__ = ["register_resources"]
+
+
+def supported_formats() -> list[dict[str, object]]:
+    from mcp_server.processors import SUPPORTED_FORMATS
+
+    return [entry.to_dict() for entry in SUPPORTED_FORMATS]
+
+
+def register_resources(server: RagMCP) -> None:
+    @server.resource(
+        "rag://supported-formats",
+        name="supported-formats",
+        description="Document formats the server processes, with extensions and MIME types.",
+        mime_type="application/json",
+    )
+    def supported_formats_resource() -> str:
+        return json.dumps({"formats": supported_formats()}, indent=2)
+
+    @server.resource(
+        "rag://tool-descriptions",
+        name="tool-descriptions",
+        description="Every tool with its parameters, timeout class and purpose.",
+        mime_type="application/json",
+    )
+    def tool_descriptions_resource() -> str:
+        tools = server.describe_tools()
+        return json.dumps({"tool_count": len(tools), "tools": tools}, indent=2)

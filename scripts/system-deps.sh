@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the server and its tests need (Tesseract OCR, Redis), or prints
+# the exact command when not root. Fast when everything is already there.
+set -euo pipefail
+missing=()
+command -v tesseract >/dev/null 2>&1 || missing+=(tesseract-ocr tesseract-ocr-eng)
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing system packages: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+else
+    echo "missing system packages; run:  sudo apt-get install -y ${missing[*]}" >&2
+    echo "(OCR and the Redis tests need them; the server runs without, reporting OCR_AVAILABLE=false)" >&2
+fi

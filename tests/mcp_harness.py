@@ -1,0 +1,144 @@
+"""Real MCP clients against the server: in memory, over streamable HTTP, over stdio."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import uvicorn
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.memory import create_connected_server_and_client_session
+from mcp.types import CallToolResult
+
+from mcp_server.app import create_app
+from mcp_server.core.settings import Settings
+from mcp_server.server import RagMCP, create_server
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def make_settings(**overrides: Any) -> Settings:
+    """Settings for tests: no log files, loopback fixtures fetchable, fast retries."""
+    base: dict[str, Any] = {
+        "log_dir": None,
+        "fetch_allowlist": ["127.0.0.1"],
+        "retry_backoff": [0.0, 0.0, 0.0],
+        "index_dir": overrides.pop("index_dir", None) or Path(tempfile.mkdtemp(prefix="rag-test-index-")),
+    }
+    base.update(overrides)
+    return Settings(**base)
+
+
+@contextlib.asynccontextmanager
+async def memory_client(server: RagMCP | None = None, **settings: Any) -> AsyncIterator[ClientSession]:
+    server = server or create_server(make_settings(**settings))
+    async with create_connected_server_and_client_session(server._mcp_server) as session:
+        yield session
+
+
+def payload(result: CallToolResult) -> dict[str, Any]:
+    """The structured result of a tool call (success or error)."""
+    if result.structuredContent is not None:
+        return dict(result.structuredContent)
+    return json.loads(result.content[0].text)  # type: ignore[union-attr]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class ThreadedServer:
+    """The real HTTP app under uvicorn in a background thread, on an ephemeral loopback port."""
+
+    def __init__(self, settings: Settings, server: RagMCP | None = None) -> None:
+        app = create_app(settings, server)
+        self.uvicorn = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_config=None,
+                                                     lifespan="on"))
+        self.thread = threading.Thread(target=self.uvicorn.run, daemon=True)
+
+    def __enter__(self) -> ThreadedServer:
+        self.thread.start()
+        deadline = time.monotonic() + 120
+        while not self.uvicorn.started:  # readiness poll on a condition, bounded
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("test server did not start")
+            time.sleep(0.02)
+        port = self.uvicorn.servers[0].sockets[0].getsockname()[1]
+        self.base = f"http://127.0.0.1:{port}"
+        self.mcp_url = f"{self.base}/mcp"
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.uvicorn.should_exit = True
+        self.thread.join(timeout=30)
+
+
+@contextlib.asynccontextmanager
+async def http_client(url: str, headers: dict[str, str] | None = None,
+                      keepalive: bool = True) -> AsyncIterator[ClientSession]:
+    limits = httpx.Limits() if keepalive else httpx.Limits(max_keepalive_connections=0)
+    async with httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(60, read=300), limits=limits) as http, \
+            streamable_http_client(url, http_client=http) as (read, write, _), \
+            ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+@contextlib.asynccontextmanager
+async def stdio_session(env: dict[str, str] | None = None) -> AsyncIterator[ClientSession]:
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "mcp_server", "--transport", "stdio"],
+        env={**os.environ, "MCP_LOG_DIR": "", **(env or {})}, cwd=str(ROOT),
+    )
+    with open(os.devnull, "w") as devnull:
+        async with stdio_client(params, errlog=devnull) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            yield session
+
+
+@contextlib.contextmanager
+def server_process(args: list[str], env: dict[str, str] | None = None,
+                   ready_timeout: float = 180) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """``python -m mcp_server`` in a subprocess on a free port; yields (process, base URL)."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcp_server", "--port", str(port), *args],
+        env={**os.environ, "MCP_LOG_DIR": "", **(env or {})}, cwd=str(ROOT),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + ready_timeout
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"server exited with {proc.returncode}")
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"{base}/health", timeout=2).status_code == 200:
+                    break
+            if time.monotonic() > deadline:
+                raise RuntimeError("server did not become healthy")
+            time.sleep(0.1)
+        yield proc, base
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, 15)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)
+            proc.wait()

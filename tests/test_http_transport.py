@@ -1,0 +1,133 @@
+"""Streamable HTTP: the SDK client against the real app on a loopback port, and the HTTP guards."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+
+from mcp_server.server import create_server
+from tests.mcp_harness import ThreadedServer, http_client, make_settings, payload
+
+pytestmark = pytest.mark.anyio
+
+INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "raw", "version": "0"}}}
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+@pytest.fixture(scope="module")
+def open_server() -> Any:
+    with ThreadedServer(make_settings()) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def keyed_server() -> Any:
+    with ThreadedServer(make_settings(api_keys=["k-one", "k-two"], host="0.0.0.0")) as server:
+        yield server
+
+
+async def test_sdk_client_lists_tools_calls_a_tool_and_reads_resources(open_server: ThreadedServer) -> None:
+    async with http_client(open_server.mcp_url) as client:
+        tools = (await client.list_tools()).tools
+        result = await client.call_tool("detect_language", {"text": "Ceci est une phrase en français, bien sûr."})
+        formats = await client.read_resource("rag://supported-formats")
+        described = await client.read_resource("rag://tool-descriptions")
+    assert len(tools) == 13
+    assert payload(result)["language_code"] == "fr"
+    assert "pdf" in formats.contents[0].text  # type: ignore[union-attr]
+    assert "retrieve_chunks" in described.contents[0].text  # type: ignore[union-attr]
+
+
+async def test_bad_arguments_over_http_are_validation_errors(open_server: ThreadedServer) -> None:
+    async with http_client(open_server.mcp_url) as client:
+        result = await client.call_tool("detect_language", {"text": ["not", "a", "string"]})
+    assert result.isError and payload(result)["code"] == "VALIDATION_ERROR"
+
+
+def test_health_and_info_answer_json(open_server: ThreadedServer) -> None:
+    health = httpx.get(f"{open_server.base}/health")
+    info = httpx.get(f"{open_server.base}/info")
+    assert health.status_code == 200 and health.json()["ready"] is True
+    body = info.json()
+    assert body["name"] == "RAG Document Server" and len(body["tools"]) == 13
+    assert any(f["doc_type"] == "pdf" for f in body["supported_formats"])
+
+
+def test_an_oversized_body_is_refused_with_413(open_server: ThreadedServer) -> None:
+    big = {**INIT, "params": {**INIT["params"], "padding": "x" * 2_000_000}}
+    response = httpx.post(open_server.mcp_url, content=json.dumps(big), headers=MCP_HEADERS)
+    assert response.status_code == 413
+
+
+def test_a_non_json_body_is_refused_with_400(open_server: ThreadedServer) -> None:
+    response = httpx.post(open_server.mcp_url, content="hello", headers={**MCP_HEADERS, "Content-Type": "text/plain"})
+    assert response.status_code == 400
+
+
+@pytest.mark.parametrize("path", ["/mcp", "/health"])
+def test_a_foreign_host_header_is_misdirected(keyed_server: ThreadedServer, path: str) -> None:
+    response = httpx.post(keyed_server.base + path, json=INIT,
+                          headers={**MCP_HEADERS, "Host": "evil.example", "Authorization": "Bearer k-one"}) \
+        if path == "/mcp" else httpx.get(keyed_server.base + path, headers={"Host": "evil.example"})
+    assert response.status_code == 421
+
+
+@pytest.mark.parametrize("path", ["/mcp", "/health"])
+def test_a_foreign_origin_is_forbidden(keyed_server: ThreadedServer, path: str) -> None:
+    headers = {"Origin": "http://evil.example", "Authorization": "Bearer k-one"}
+    response = httpx.post(keyed_server.base + path, json=INIT, headers={**MCP_HEADERS, **headers}) \
+        if path == "/mcp" else httpx.get(keyed_server.base + path, headers=headers)
+    assert response.status_code == 403
+
+
+@pytest.mark.parametrize(
+    ("headers", "query"),
+    [({}, ""), ({"Authorization": "Bearer wrong"}, ""), ({"Authorization": "Basic k-one"}, ""),
+     ({}, "?api_key=k-one"), ({}, "?token=k-one")],
+)
+def test_mcp_without_a_valid_bearer_key_is_401(keyed_server: ThreadedServer, headers: dict[str, str], query: str) -> None:
+    response = httpx.post(keyed_server.mcp_url + query, json=INIT, headers={**MCP_HEADERS, **headers})
+    assert response.status_code == 401
+    assert response.headers["www-authenticate"].startswith("Bearer")
+
+
+def test_health_stays_open_when_keys_are_set(keyed_server: ThreadedServer) -> None:
+    assert httpx.get(f"{keyed_server.base}/health").status_code == 200
+
+
+async def test_every_configured_key_opens_mcp(keyed_server: ThreadedServer) -> None:
+    for key in ("k-one", "k-two"):
+        async with http_client(keyed_server.mcp_url, headers={"Authorization": f"Bearer {key}"}) as client:
+            result = await client.call_tool("detect_language", {"text": "An English sentence for the test."})
+        assert payload(result)["language_code"] == "en"
+
+
+async def test_rate_limits_count_per_key_over_http() -> None:
+    with ThreadedServer(make_settings(api_keys=["a", "b"], rate_limit_rpm=2)) as server:
+        codes: dict[str, list[Any]] = {}
+        for key in ("a", "b"):
+            async with http_client(server.mcp_url, headers={"Authorization": f"Bearer {key}"}) as client:
+                codes[key] = [payload(await client.call_tool("detect_language", {"text": "some english words here"})).get("code")
+                              for _ in range(3)]
+    assert codes == {"a": [None, None, "RATE_LIMITED"], "b": [None, None, "RATE_LIMITED"]}
+
+
+async def test_a_slow_tool_times_out_over_http() -> None:
+    server = create_server(make_settings(request_timeout=0.3))
+    never = anyio.Event()
+
+    @server.guarded_tool("utility", title="Wait forever")
+    async def wait_forever() -> dict[str, Any]:
+        await never.wait()
+        return {}
+
+    with ThreadedServer(server.rag_settings, server) as running:
+        async with http_client(running.mcp_url) as client:
+            result = await client.call_tool("wait_forever", {})
+    assert payload(result)["code"] == "TIMEOUT"

@@ -1,0 +1,123 @@
+"""The guard and the utility surface, through a real MCP client session (in memory)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+import pytest
+
+from mcp_server.server import create_server
+from tests.mcp_harness import make_settings, memory_client, payload
+
+pytestmark = pytest.mark.anyio
+
+EXPECTED_TOOLS = {
+    "process_document", "chunk_document", "retrieve_chunks", "query_spreadsheet",
+    "extract_pdf_text", "extract_docx_text", "extract_pptx_text", "extract_xlsx_tables",
+    "extract_csv_tables", "extract_image_text", "detect_language", "get_system_health", "manage_cache",
+}
+
+
+async def test_every_tool_is_listed_with_an_output_schema_and_annotations() -> None:
+    async with memory_client() as client:
+        tools = (await client.list_tools()).tools
+    assert {tool.name for tool in tools} == EXPECTED_TOOLS
+    for tool in tools:
+        assert tool.outputSchema is not None, tool.name
+        assert tool.outputSchema["type"] == "object"
+        assert tool.annotations is not None and tool.annotations.readOnlyHint is not None, tool.name
+        assert tool.description
+
+
+async def test_detect_language_answers_code_and_name() -> None:
+    async with memory_client() as client:
+        result = await client.call_tool("detect_language", {"text": "Der schnelle braune Fuchs springt über den faulen Hund."})
+    assert not result.isError
+    assert payload(result) == {"language_code": "de", "language_name": "German"}
+
+
+async def test_detect_language_falls_back_to_english_for_short_text() -> None:
+    async with memory_client() as client:
+        result = await client.call_tool("detect_language", {"text": "hola"})
+    assert payload(result)["language_code"] == "en"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "fragment"),
+    [
+        ({}, "argument 'text' is required"),
+        ({"text": 42}, "argument 'text'"),
+        ({"text": "   "}, "must not be empty"),
+        ({"text": "x" * 100_001}, "the limit is 100000"),
+    ],
+)
+async def test_bad_arguments_are_a_validation_error_naming_the_argument(arguments: dict[str, Any], fragment: str) -> None:
+    async with memory_client() as client:
+        result = await client.call_tool("detect_language", arguments)
+    body = payload(result)
+    assert result.isError
+    assert body["code"] == "VALIDATION_ERROR"
+    assert fragment in body["error"]
+    assert len(body["request_id"]) == 12
+
+
+async def test_an_empty_bucket_answers_rate_limited_with_retry_after() -> None:
+    async with memory_client(rate_limit_rpm=2) as client:
+        codes = []
+        for _ in range(3):
+            result = await client.call_tool("detect_language", {"text": "hello world, how are you"})
+            codes.append(payload(result).get("code"))
+        limited = payload(result)
+    assert codes == [None, None, "RATE_LIMITED"]
+    assert limited["retry_after"] > 0
+
+
+async def test_a_tool_that_overruns_its_timeout_answers_timeout() -> None:
+    server = create_server(make_settings(request_timeout=0.2))
+    never = anyio.Event()
+
+    @server.guarded_tool("utility", title="Wait forever")
+    async def wait_forever() -> dict[str, Any]:
+        await never.wait()
+        return {}
+
+    async with memory_client(server) as client:
+        with anyio.fail_after(10):
+            result = await client.call_tool("wait_forever", {})
+    body = payload(result)
+    assert result.isError and body["code"] == "TIMEOUT"
+    assert "0.2 s" in body["error"]
+
+
+async def test_an_unexpected_exception_is_internal_error_without_trace_or_path() -> None:
+    server = create_server(make_settings())
+
+    @server.guarded_tool("utility", title="Broken")
+    async def broken() -> dict[str, Any]:
+        raise RuntimeError("secret detail in /work/main/mcp_server/x.py")
+
+    async with memory_client(server) as client:
+        result = await client.call_tool("broken", {})
+    body = payload(result)
+    assert body["code"] == "INTERNAL_ERROR"
+    assert "secret" not in body["error"] and "/work" not in body["error"] and "Traceback" not in body["error"]
+    assert body["request_id"] in body["error"]
+
+
+async def test_resources_are_generated_from_the_registries() -> None:
+    async with memory_client() as client:
+        listed = {str(r.uri) for r in (await client.list_resources()).resources}
+        formats = json.loads((await client.read_resource("rag://supported-formats")).contents[0].text)  # type: ignore[union-attr]
+        tools = json.loads((await client.read_resource("rag://tool-descriptions")).contents[0].text)  # type: ignore[union-attr]
+    assert listed == {"rag://supported-formats", "rag://tool-descriptions"}
+    assert {f["doc_type"] for f in formats["formats"]} >= {"pdf", "docx", "pptx", "xlsx", "csv", "html", "txt", "image"}
+    assert {t["name"] for t in tools["tools"]} == EXPECTED_TOOLS
+    assert tools["tool_count"] == 13
+
+
+async def test_manage_cache_rejects_unknown_actions() -> None:
+    async with memory_client() as client:
+        result = await client.call_tool("manage_cache", {"action": "explode"})
+    assert payload(result)["code"] == "VALIDATION_ERROR"

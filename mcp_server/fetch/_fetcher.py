@@ -183,6 +183,8 @@ class Fetcher:
     async def _read(self, response: httpx.Response, target: Target) -> _Body | _Redirect:
         status = f"HTTP {response.status_code} {response.reason_phrase}".rstrip()
         if response.is_redirect:
+            if "location" not in response.headers:
+                raise DownloadError(f"{status} for {target.display} without a Location header")
             return _Redirect(response.headers["location"])
         if response.status_code == 429 or response.status_code >= 500:
             retry_after = parse_retry_after(response.headers.get("retry-after"))

@@ -48,12 +48,13 @@ def _read(url: str, path: str, roots: list[str], limit: int) -> FetchedDocument:
         raise DownloadError(f"file not found: {path}") from None
     except OSError as exc:
         raise DownloadError(f"could not open {path}: {exc.strerror or exc}") from None
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+        os.close(fd)
         if not stat.S_ISREG(info.st_mode):
             raise DownloadError(f"refusing to read {path}: not a regular file")
-        if info.st_size > limit:
-            raise too_large(path, limit)
+        raise too_large(path, limit)
+    with os.fdopen(fd, "rb") as handle:
         try:
             data = handle.read(limit + 1)  # the file may have grown since fstat
         except OSError as exc:

@@ -116,8 +116,15 @@ async def test_numeric_hosts_are_read_as_the_address_getaddrinfo_would_connect_t
 
 @pytest.mark.parametrize(
     "address",
-    ["8.8.8.8", "1.1.1.1", "93.184.216.34", "2606:4700:4700::1111", "::ffff:8.8.8.8",
-     "64:ff9b::808:808", "2002:808:808::1"],
+    [
+        "8.8.8.8",
+        "1.1.1.1",
+        "93.184.216.34",
+        "2606:4700:4700::1111",
+        "::ffff:8.8.8.8",
+        "64:ff9b::808:808",
+        "2002:808:808::1",
+    ],
 )
 def test_public_addresses_are_not_blocked(address: str) -> None:
     assert not is_blocked(ipaddress.ip_address(address))
@@ -182,7 +189,10 @@ async def test_https_requests_carry_the_hostname_for_sni_while_the_url_holds_the
     transport = httpx.MockTransport(handler)
     await fetch_once("https://docs.test/a.pdf", transport=transport, resolver=resolver)
     await fetch_once("https://v6.test:8443/b", transport=transport, resolver=resolver)
-    assert [str(r.url) for r in seen] == ["https://93.184.216.34/a.pdf", "https://[2606:4700:4700::1111]:8443/b"]
+    assert [str(r.url) for r in seen] == [
+        "https://93.184.216.34/a.pdf",
+        "https://[2606:4700:4700::1111]:8443/b",
+    ]
     assert [r.headers["host"] for r in seen] == ["docs.test", "v6.test:8443"]
     assert [r.extensions["sni_hostname"] for r in seen] == ["docs.test", "v6.test"]
 

@@ -9,11 +9,10 @@ from pathlib import Path
 # The part each format's parser reads first, so an entity there would be expanded if allowed.
 MAIN_PART = {"docx": "word/document.xml", "pptx": "ppt/slides/slide1.xml", "xlsx": "xl/workbook.xml"}
 
-BILLION_LAUGHS_DTD = (
-    '<!DOCTYPE lolz [<!ENTITY lol "lol">'
-    + "".join(f'<!ENTITY lol{i} "{("&lol" + (str(i - 1) if i > 1 else "") + ";") * 10}">' for i in range(1, 10))
-    + "]>"
+_LEVELS = "".join(
+    f'<!ENTITY lol{i} "{("&lol" + (str(i - 1) if i > 1 else "") + ";") * 10}">' for i in range(1, 10)
 )
+BILLION_LAUGHS_DTD = '<!DOCTYPE lolz [<!ENTITY lol "lol">' + _LEVELS + "]>"
 
 
 def rewrite_part(source: bytes, part: str, transform: object) -> bytes:

@@ -1,0 +1,61 @@
+"""XLSX -> one Markdown section per sheet, via pandas (openpyxl engine) and ``tabular``.
+
+The bytes pass the OOXML guard first; pandas only ever receives a ``BytesIO``. Every worksheet
+is read with ``header=None`` (chartsheets have no cells and are skipped) so row ``i`` of a frame
+is source row ``i + 1``; header detection and typing are ``tabular``'s. Formulas give their
+cached values (openpyxl ``data_only``); external links are not followed.
+"""
+
+from __future__ import annotations
+
+import io
+import warnings
+from typing import Any, ClassVar
+
+import pandas as pd
+
+from mcp_server.core.errors import MCPServerError, ProcessingError
+from mcp_server.core.models import ProcessedDocument
+from mcp_server.processors.base import DocumentInput, ProcessOptions
+from mcp_server.processors.ooxml import guard_ooxml
+from mcp_server.processors.tabular import RawSheet, analyse, build_document
+
+__all__ = ["XlsxProcessor", "read_xlsx"]
+
+EXTENSIONS = (".xlsx", ".xlsm", ".xltx")
+MIME_TYPES = (
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    "application/vnd.ms-excel.sheet.macroenabled.12",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.template",
+)
+
+
+class XlsxProcessor:
+    doc_type: ClassVar[str] = "xlsx"
+    extensions: ClassVar[tuple[str, ...]] = EXTENSIONS
+    mime_types: ClassVar[tuple[str, ...]] = MIME_TYPES
+    description: ClassVar[str] = "Excel workbooks (pandas + openpyxl): every sheet, header and column types"
+
+    def process(self, doc: DocumentInput, options: ProcessOptions) -> ProcessedDocument:
+        sheets = [analyse(raw) for raw in read_xlsx(doc.data, options)]
+        return build_document(sheets, doc_type="xlsx", max_rows=options.max_rows_per_sheet)
+
+
+def read_xlsx(data: bytes, options: ProcessOptions) -> list[RawSheet]:
+    """Every worksheet's cells as plain Python values; raises ``ProcessingError``."""
+    guard_ooxml(data, options, kind="XLSX")
+    try:
+        # openpyxl warns about unsupported extensions, data validation, default styles...
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with pd.ExcelFile(io.BytesIO(data), engine="openpyxl") as book:
+                names = [ws.title for ws in book.book.worksheets]
+                return [RawSheet(name=name, rows=_rows(book.parse(name, header=None))) for name in names]
+    except MCPServerError:
+        raise
+    except Exception as exc:  # openpyxl/pandas/zipfile/lxml errors on broken workbooks
+        raise ProcessingError(f"the XLSX file could not be parsed: {type(exc).__name__}") from exc
+
+
+def _rows(frame: pd.DataFrame) -> list[list[Any]]:
+    return [list(row) for row in frame.astype(object).itertuples(index=False, name=None)]

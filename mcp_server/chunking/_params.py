@@ -1,0 +1,140 @@
+"""Chunk parameters: the seed's adaptive sizes per document type, bounded by the model window."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+
+from mcp_server.core.errors import ValidationError
+
+__all__ = ["CHUNKER_VERSION", "ChunkParams", "chunk_params_for"]
+
+# Bump whenever the chunks for the same input could change: it is part of every index cache key.
+CHUNKER_VERSION = "1"
+
+# Structure markers as the processors emit them ("--- Page N ---", "--- Slide N ---",
+# "=== Sheet: NAME ===", Markdown headings). Each separator must contain whitespace: chunks
+# are cut only at whitespace, never inside a word.
+PAGE_SEPARATOR = "\n--- Page"
+SLIDE_SEPARATOR = "\n--- Slide"
+SHEET_SEPARATOR = "\n=== Sheet"
+HEADING_SEPARATORS = ("\n# ", "\n## ", "\n### ")
+TEXT_SEPARATORS = ("\n\n", "\n", ". ", " ")
+
+# (chunk_size, chunk_overlap) in characters, from the seed design.
+_SIZES: dict[str, tuple[int, int]] = {
+    "pdf": (1500, 300),
+    "pptx": (800, 150),
+    "xlsx": (1200, 200),
+    "csv": (1200, 200),
+    "docx": (1500, 300),
+    "html": (1500, 300),
+}
+_DEFAULT_SIZE = (1200, 250)  # txt, image and anything else
+
+# Chunks never continue across these: the next chunk starts fresh, without overlap.
+_SEPARATORS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "pdf": ((PAGE_SEPARATOR, *TEXT_SEPARATORS), ()),
+    "pptx": ((SLIDE_SEPARATOR, *TEXT_SEPARATORS), (SLIDE_SEPARATOR,)),
+    "xlsx": ((SHEET_SEPARATOR, *TEXT_SEPARATORS), (SHEET_SEPARATOR,)),
+    "csv": ((SHEET_SEPARATOR, *TEXT_SEPARATORS), (SHEET_SEPARATOR,)),
+    "docx": ((*HEADING_SEPARATORS, *TEXT_SEPARATORS), HEADING_SEPARATORS),
+    "html": ((*HEADING_SEPARATORS, *TEXT_SEPARATORS), HEADING_SEPARATORS),
+}
+_DEFAULT_SEPARATORS: tuple[tuple[str, ...], tuple[str, ...]] = (TEXT_SEPARATORS, ())
+
+LARGE_DOCUMENT = 100_000  # characters; larger documents get bigger chunks
+SMALL_DOCUMENT = 5_000  # characters; smaller documents get smaller chunks
+# English WordPiece averages a little over 4 characters per token; used only to keep the
+# overlap's share of a token-bounded chunk what the seed meant, never to bound a chunk.
+CHARS_PER_TOKEN = 4
+MIN_SIZE_OVERRIDE = 50
+MAX_SIZE_OVERRIDE = 100_000
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ChunkParams:
+    """How to cut one document.
+
+    ``chunk_size`` and ``chunk_overlap`` are characters; ``max_tokens`` is the embedding model's
+    window in its own tokens, special tokens included, and wins over ``chunk_size``.
+    ``separators`` are tried strongest first; ``hard_separators`` (a subset) end a chunk
+    without overlap into the next one. Raises ``ValueError`` on inconsistent values.
+    """
+
+    chunk_size: int
+    chunk_overlap: int
+    separators: tuple[str, ...]
+    max_tokens: int
+    hard_separators: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.chunk_size < 1:
+            raise ValueError(f"chunk_size must be positive, got {self.chunk_size}")
+        if not 0 <= self.chunk_overlap < self.chunk_size:
+            raise ValueError(f"chunk_overlap must be in [0, chunk_size), got {self.chunk_overlap}")
+        if self.max_tokens < 8:
+            raise ValueError(f"max_tokens must be at least 8, got {self.max_tokens}")
+        for separator in self.separators:
+            if not any(char.isspace() for char in separator):
+                raise ValueError(f"separator {separator!r} contains no whitespace")
+        if not set(self.hard_separators) <= set(self.separators):
+            raise ValueError("hard_separators must be a subset of separators")
+
+    def cache_key(self) -> str:
+        """A stable string naming these parameters and the chunker version (for index caches).
+
+        It does not name the tokenizer: callers add the embedding model's id themselves.
+        """
+        seps = json.dumps([list(self.separators), list(self.hard_separators)])
+        digest = hashlib.sha256(seps.encode("utf-8")).hexdigest()[:12]
+        return (
+            f"chunker{CHUNKER_VERSION}-size{self.chunk_size}-overlap{self.chunk_overlap}"
+            f"-tokens{self.max_tokens}-seps{digest}"
+        )
+
+
+def chunk_params_for(
+    doc_type: str, content_length: int, max_tokens: int, *, size_override: int | None = None
+) -> ChunkParams:
+    """The seed's adaptive parameters for a document, bounded by a ``max_tokens`` model window.
+
+    Sizes per type (pdf 1500/300, pptx 800/150, xlsx/csv 1200/200, docx/html 1500/300, other
+    1200/250) are scaled by length: over 100,000 characters size x1.5 and overlap x1.3; under
+    5,000 size / 2 (min 400) and overlap / 2 (min 50). ``size_override`` replaces the size (no
+    length scaling) and keeps the type's overlap ratio. When the model window holds fewer
+    characters than the size, the overlap shrinks by the same factor so that it stays the
+    seed's share of what a chunk really holds. Raises ``ValidationError`` for an override
+    outside [50, 100000] and ``ValueError`` for a window under 8 tokens.
+    """
+    kind = doc_type.lower().lstrip(".")
+    base_size, base_overlap = _SIZES.get(kind, _DEFAULT_SIZE)
+    separators, hard = _SEPARATORS.get(kind, _DEFAULT_SEPARATORS)
+
+    if size_override is not None:
+        if not MIN_SIZE_OVERRIDE <= size_override <= MAX_SIZE_OVERRIDE:
+            raise ValidationError(
+                f"chunk size must be between {MIN_SIZE_OVERRIDE} and {MAX_SIZE_OVERRIDE}",
+                argument="size_override",
+            )
+        size = size_override
+        overlap = round(size * base_overlap / base_size)
+    elif content_length > LARGE_DOCUMENT:
+        size, overlap = int(base_size * 1.5), int(base_overlap * 1.3)
+    elif content_length < SMALL_DOCUMENT:
+        size, overlap = max(base_size // 2, 400), max(base_overlap // 2, 50)
+    else:
+        size, overlap = base_size, base_overlap
+
+    window_chars = max(max_tokens - 2, 1) * CHARS_PER_TOKEN
+    if size > window_chars:
+        overlap = round(overlap * window_chars / size)
+    overlap = min(overlap, size // 2)
+    return ChunkParams(
+        chunk_size=size,
+        chunk_overlap=overlap,
+        separators=separators,
+        max_tokens=max_tokens,
+        hard_separators=hard,
+    )

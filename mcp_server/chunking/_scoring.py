@@ -1,0 +1,62 @@
+"""The seed's importance score and content type of a chunk's text."""
+
+from __future__ import annotations
+
+import re
+
+from mcp_server.chunking._locations import MARKER_LINE
+
+__all__ = ["content_type", "importance_score"]
+
+_HEADING = re.compile(r"^#{1,3}\s", re.MULTILINE)
+# The seed's \d+\.?\d*% matches exactly when a digit, or a digit and a dot, precede a "%".
+_NUMBER = re.compile(r"\d\.?%|[$€]\d")
+_KEYWORDS = "important|key|critical|summary|conclusion|result|finding|recommendation"
+_KEYWORD_ANYWHERE = re.compile(_KEYWORDS)  # a cheap pre-check; \b makes the full search slow
+_KEYWORD = re.compile(rf"\b(?:{_KEYWORDS})s?\b")
+_TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$|\t")
+_BULLET = re.compile(r"^\s*(?:- |• |\* )")
+_MD_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+\S")
+
+
+def importance_score(text: str) -> float:
+    """Seed rules: base 0.5; heading +0.2; numbers or currency +0.15; keyword +0.1; short -0.2."""
+    score = 0.5
+    if _HEADING.search(text) or any(_is_caps_line(line) for line in text.splitlines()):
+        score += 0.2
+    if ("%" in text or "$" in text or "€" in text) and _NUMBER.search(text):
+        score += 0.15
+    lowered = text.lower()
+    if _KEYWORD_ANYWHERE.search(lowered) and _KEYWORD.search(lowered):
+        score += 0.1
+    if len(text) < 50:
+        score -= 0.2
+    return round(min(max(score, 0.0), 1.0), 2)
+
+
+def content_type(text: str) -> str:
+    """``table`` | ``list`` | ``heading`` | ``text``.
+
+    The seed's rules read per line, so one stray pipe or dash does not relabel prose: ``table``
+    when at least half the lines are Markdown table rows or tab-separated, ``list`` when at
+    least half are bullets, ``heading`` when the chunk opens with a Markdown heading. Marker
+    lines (``--- Page 3 ---``) do not count.
+    """
+    lines = [line for line in text.splitlines() if line.strip() and not MARKER_LINE.match(line)]
+    if not lines:
+        return "text"
+    if 2 * sum(1 for line in lines if _TABLE_ROW.search(line)) >= len(lines):
+        return "table"
+    if 2 * sum(1 for line in lines if _BULLET.match(line)) >= len(lines):
+        return "list"
+    if _MD_HEADING.match(lines[0]):
+        return "heading"
+    return "text"
+
+
+def _is_caps_line(line: str) -> bool:
+    """An ALL-CAPS line with a few letters (a title), not a table row or a lone acronym."""
+    # isupper() first: it is C-fast and false for nearly every line.
+    if not line.isupper() or line.lstrip().startswith("|"):
+        return False
+    return sum(1 for char in line if char.isalpha()) >= 4

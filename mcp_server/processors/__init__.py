@@ -1,1 +1,153 @@
+"""The processor registry: sniffed type -> the one processor of that format.
 
+Adding a format is one module with a ``Processor`` class plus one line in ``_PROCESSORS``.
+``SUPPORTED_FORMATS`` is generated from the registered processors, so the resource that lists
+formats cannot drift from what is actually parsed.
+
+``process_document`` is synchronous and pure; the tool layer runs it in a parser worker::
+
+    inp = document_input(fetched)                 # sniffs the type
+    doc = await pool.run(process_document, inp, ProcessOptions.from_settings(settings))
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from mcp_server.core.errors import MCPServerError, ProcessingError, UnsupportedFormatError
+from mcp_server.core.models import FetchedDocument, ProcessedDocument
+from mcp_server.processors.base import DocumentInput, ProcessOptions, Processor
+from mcp_server.processors.csv import CsvProcessor
+from mcp_server.processors.docx import DocxProcessor
+from mcp_server.processors.html import HtmlProcessor
+from mcp_server.processors.image import ImageProcessor
+from mcp_server.processors.language import detect_language
+from mcp_server.processors.ooxml import OleProcessor
+from mcp_server.processors.pdf import PdfProcessor
+from mcp_server.processors.pptx import PptxProcessor
+from mcp_server.processors.sniff import detect_type, looks_like_text
+from mcp_server.processors.text import TextProcessor
+from mcp_server.processors.urls import extract_urls
+from mcp_server.processors.xlsx import XlsxProcessor
+
+__all__ = [
+    "SUPPORTED_FORMATS",
+    "DocumentInput",
+    "FormatInfo",
+    "ProcessOptions",
+    "Processor",
+    "detect_type",
+    "document_input",
+    "get_processor",
+    "process_document",
+]
+
+# One line per format. Generic formats (html, txt) sort last in SUPPORTED_FORMATS.
+_PROCESSORS: list[Processor] = [
+    PdfProcessor(),
+    DocxProcessor(),
+    PptxProcessor(),
+    XlsxProcessor(),
+    CsvProcessor(),
+    OleProcessor(),
+    ImageProcessor(),
+    HtmlProcessor(),
+    TextProcessor(),
+]
+
+_GENERIC = ("html", "txt")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FormatInfo:
+    doc_type: str
+    extensions: tuple[str, ...]
+    mime_types: tuple[str, ...]
+    description: str
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "doc_type": self.doc_type,
+            "extensions": list(self.extensions),
+            "mime_types": list(self.mime_types),
+            "description": self.description,
+        }
+
+
+def _ordered() -> list[Processor]:
+    # Stable sort: specific formats keep their list order, then html, then txt.
+    return sorted(_PROCESSORS, key=lambda p: _GENERIC.index(p.doc_type) + 1 if p.doc_type in _GENERIC else 0)
+
+
+_BY_TYPE: dict[str, Processor] = {p.doc_type: p for p in _ordered()}
+
+SUPPORTED_FORMATS: tuple[FormatInfo, ...] = tuple(
+    FormatInfo(
+        doc_type=p.doc_type, extensions=p.extensions, mime_types=p.mime_types, description=p.description
+    )
+    for p in _ordered()
+)
+
+
+def get_processor(doc_type: str) -> Processor | None:
+    return _BY_TYPE.get(doc_type)
+
+
+def document_input(fetched: FetchedDocument) -> DocumentInput:
+    """Sniff a download and wrap it for ``process_document``."""
+    return DocumentInput(
+        data=fetched.data,
+        doc_type=detect_type(fetched.data, fetched.content_type, fetched.filename or fetched.final_url),
+        filename=fetched.filename,
+        content_type=fetched.content_type,
+        charset=fetched.charset,
+    )
+
+
+def process_document(inp: DocumentInput, options: ProcessOptions) -> ProcessedDocument:
+    """Parse with the processor of ``inp.doc_type``; then fill in URLs and language.
+
+    Raises ``UnsupportedFormatError`` for types without a processor (binary garbage, OLE
+    containers when nothing handles them) and ``ProcessingError`` for documents that fail.
+    """
+    processor = _BY_TYPE.get(inp.doc_type)
+    if processor is None:
+        processor, inp = _fallback(inp)
+    try:
+        doc = processor.process(inp, options)
+    except (MCPServerError, MemoryError):
+        raise
+    except RecursionError as exc:
+        raise ProcessingError("the document is nested too deeply to parse", doc_type=inp.doc_type) from exc
+    except Exception as exc:
+        # A library error the processor did not translate: still a clear, typed answer.
+        raise ProcessingError(
+            f"could not parse the {inp.doc_type} document ({type(exc).__name__})", doc_type=inp.doc_type
+        ) from exc
+    return _enrich(doc, options)
+
+
+def _fallback(inp: DocumentInput) -> tuple[Processor, DocumentInput]:
+    if inp.doc_type == "ole":
+        raise UnsupportedFormatError(
+            "unsupported format: an OLE compound file (a legacy .doc/.xls/.ppt, or an Office file "
+            "encrypted with a password)",
+            doc_type="ole",
+        )
+    text = _BY_TYPE.get("txt")
+    if text is not None and looks_like_text(inp.data):
+        return text, dataclasses.replace(inp, doc_type="txt")
+    raise UnsupportedFormatError(
+        f"unsupported format {inp.doc_type!r}: not a PDF, Office, CSV, HTML, text or image file",
+        doc_type=inp.doc_type,
+    )
+
+
+def _enrich(doc: ProcessedDocument, options: ProcessOptions) -> ProcessedDocument:
+    changes: dict[str, object] = {}
+    if not doc.extracted_urls and doc.content:
+        changes["extracted_urls"] = extract_urls(doc.content)
+    if options.detect_language and doc.detected_language == "en" and doc.content:
+        changes["detected_language"] = detect_language(doc.content)
+    return dataclasses.replace(doc, **changes) if changes else doc  # type: ignore[arg-type]

@@ -1,0 +1,256 @@
+"""HTML: readable Markdown-ish text without the page chrome.
+
+BeautifulSoup over lxml's HTML parser (no DTD loading, no network, no entity definitions in
+HTML). The walk over the tree uses an explicit stack, never recursion, so 100k nested
+``<div>`` cannot overflow the interpreter stack. Charset: the HTTP header or ``<meta>``
+declaration is tried after strict UTF-8 and before detection, and dropped when the bytes do
+not decode under it (``testArabicMisleadingCharset.html`` declares UTF-8, is windows-1256).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import ClassVar
+
+from bs4 import BeautifulSoup, Comment, Doctype, NavigableString, PageElement, ProcessingInstruction, Tag
+
+from mcp_server.core.models import ExtractedTable, ExtractedURL, ProcessedDocument
+from mcp_server.processors._locations import heading_locations
+from mcp_server.processors.base import DocumentInput, ProcessOptions
+from mcp_server.processors.text import decode_bytes
+from mcp_server.processors.urls import extract_urls, url_type
+
+__all__ = ["HtmlProcessor", "html_to_markdown"]
+
+_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_:.\-]+)""", re.IGNORECASE)
+_CHROME = ("script", "style", "nav", "noscript", "template", "aside", "svg", "iframe", "object", "embed")
+_PAGE_CHROME = ("header", "footer")  # dropped unless they belong to an article or main
+_HEADINGS = {f"h{level}": level for level in range(1, 7)}
+_BLOCKS = frozenset(
+    {
+        "address", "article", "blockquote", "body", "caption", "center", "dd", "details", "dialog",
+        "div", "dl", "dt", "fieldset", "figcaption", "figure", "form", "hr", "html", "li", "main",
+        "ol", "p", "pre", "section", "summary", "ul",
+    }
+)
+_MAX_SPAN = 100  # colspan/rowspan beyond this are hostile, not layout
+_MAX_TABLE_CELLS = 100_000
+_SPACES = re.compile(r"[ \t\r\n\f\v\u00a0]+")
+
+
+class HtmlProcessor:
+    doc_type: ClassVar[str] = "html"
+    extensions: ClassVar[tuple[str, ...]] = (".html", ".htm", ".xhtml")
+    mime_types: ClassVar[tuple[str, ...]] = ("text/html", "application/xhtml+xml")
+    description: ClassVar[str] = "HTML pages: chrome removed, headings, lists and tables as Markdown"
+
+    def process(self, doc: DocumentInput, options: ProcessOptions) -> ProcessedDocument:
+        text, encoding = decode_bytes(doc.data, doc.charset or _declared_charset(doc.data))
+        soup = BeautifulSoup(text, "lxml")
+        title = _title(soup)
+        links = _links(soup)
+        content, headings, tables = html_to_markdown(soup, title=title)
+        urls = _merge_urls(extract_urls(content), links)
+        metadata = {"encoding": encoding, "char_count": len(content), "table_count": len(tables)}
+        if title:
+            metadata["title"] = title
+        return ProcessedDocument(
+            content=content,
+            doc_type="html",
+            metadata=metadata,
+            tables=tables,
+            extracted_urls=urls,
+            locations=heading_locations(content, headings),
+        )
+
+
+def html_to_markdown(
+    soup: BeautifulSoup, *, title: str = ""
+) -> tuple[str, list[tuple[int, int, str]], tuple[ExtractedTable, ...]]:
+    """``(content, headings as (offset, level, title), tables)`` of a parsed page."""
+    _strip_chrome(soup)
+    writer = _Writer()
+    if title:
+        writer.heading(1, title)
+    writer.walk(soup)
+    return writer.result()
+
+
+class _Writer:
+    """Collects Markdown blocks while walking the tree with an explicit stack."""
+
+    def __init__(self) -> None:
+        self.blocks: list[str] = []
+        self.length = 0  # characters of "\n\n".join(blocks) so far
+        self.inline: list[str] = []
+        self.prefix = ""  # "- " of the list item whose text comes next
+        self.list_depth = 0
+        self.headings: list[tuple[int, int, str]] = []
+        self.tables: list[ExtractedTable] = []
+
+    def walk(self, root: Tag) -> None:
+        stack: list[tuple[PageElement, bool]] = [(root, False)]
+        while stack:
+            node, leaving = stack.pop()
+            if isinstance(node, NavigableString):
+                if not isinstance(node, (Comment, Doctype, ProcessingInstruction)):
+                    self.inline.append(str(node))
+                continue
+            if not isinstance(node, Tag):
+                continue
+            name = node.name
+            if leaving:
+                self.flush()
+                if name in ("ul", "ol"):
+                    self.list_depth -= 1
+                continue
+            if name in _HEADINGS:
+                self.heading(_HEADINGS[name], _text_of(node))
+                continue
+            if name == "table":
+                self.table(node)
+                continue
+            if name == "br":
+                self.inline.append("\n")
+                continue
+            if name == "pre":
+                self.flush()
+                self.block(node.get_text().strip("\n"))
+                continue
+            if name in _BLOCKS:
+                self.flush()
+                if name in ("ul", "ol"):
+                    self.list_depth += 1
+                elif name == "li":
+                    self.prefix = "  " * max(self.list_depth - 1, 0) + "- "
+                stack.append((node, True))
+            stack.extend((child, False) for child in reversed(node.contents))
+        self.flush()
+
+    def flush(self) -> None:
+        lines = [_SPACES.sub(" ", part).strip() for part in "".join(self.inline).split("\n")]
+        self.inline.clear()
+        text = "\n".join(line for line in lines if line)
+        if text:
+            self.block(self.prefix + text)
+            self.prefix = ""
+
+    def block(self, text: str) -> None:
+        if not text:
+            return
+        if self.blocks:
+            self.length += 2
+        self.blocks.append(text)
+        self.length += len(text)
+
+    def heading(self, level: int, text: str) -> None:
+        self.flush()
+        if text:
+            offset = self.length + (2 if self.blocks else 0)
+            self.headings.append((offset, level, text))
+            self.block("#" * level + " " + text)
+
+    def table(self, node: Tag) -> None:
+        self.flush()
+        markdown = _table_markdown(node)
+        if markdown:
+            path = [name for _, _, name in self.headings[-1:]]
+            self.tables.append(
+                ExtractedTable(
+                    content=markdown,
+                    location=f"table {len(self.tables) + 1}" + (f" under '{path[0]}'" if path else ""),
+                    metadata={"rows": markdown.count("\n") - 0, "source": "html"},
+                )
+            )
+            self.block(markdown)
+
+    def result(self) -> tuple[str, list[tuple[int, int, str]], tuple[ExtractedTable, ...]]:
+        return "\n\n".join(self.blocks), self.headings, tuple(self.tables)
+
+
+def _table_markdown(table: Tag) -> str:
+    """A rectangular Markdown table; rowspan/colspan cells repeat their text across the span."""
+    rows = [tr for tr in table.find_all("tr") if tr.find_parent("table") is table]
+    grid: dict[tuple[int, int], str] = {}
+    width = 0
+    for r, tr in enumerate(rows):
+        c = 0
+        for cell in tr.find_all(("td", "th"), recursive=False):
+            while (r, c) in grid:
+                c += 1
+            text = _text_of(cell).replace("|", "\\|")
+            rowspan, colspan = _span(cell, "rowspan"), _span(cell, "colspan")
+            for dr in range(rowspan):
+                for dc in range(colspan):
+                    if len(grid) < _MAX_TABLE_CELLS:
+                        grid[(r + dr, c + dc)] = text
+            c += colspan
+            width = max(width, c)
+    height = max((r for r, _ in grid), default=-1) + 1
+    if not grid or width == 0:
+        return ""
+    lines = []
+    for r in range(height):
+        cells = [grid.get((r, c), "") for c in range(width)]
+        lines.append("| " + " | ".join(cells) + " |")
+        if r == 0:
+            lines.append("|" + "---|" * width)
+    return "\n".join(lines)
+
+
+def _span(cell: Tag, attribute: str) -> int:
+    try:
+        value = int(str(cell.get(attribute) or "1").strip())
+    except ValueError:
+        return 1
+    return min(max(value, 1), _MAX_SPAN)
+
+
+def _text_of(node: Tag) -> str:
+    return _SPACES.sub(" ", node.get_text(" ")).strip()
+
+
+def _strip_chrome(soup: BeautifulSoup) -> None:
+    for tag in soup.find_all(_CHROME):
+        tag.decompose()
+    for tag in soup.find_all(_PAGE_CHROME):
+        if not tag.find_parent(("article", "main")):
+            tag.decompose()
+    for tag in soup.find_all(True, attrs={"role": "navigation"}):
+        tag.decompose()
+    if soup.head is not None:
+        soup.head.decompose()  # the title was read already; meta/link carry no text
+
+
+def _title(soup: BeautifulSoup) -> str:
+    tag = soup.find("title")
+    return _text_of(tag) if isinstance(tag, Tag) else ""
+
+
+def _links(soup: BeautifulSoup) -> list[tuple[str, str]]:
+    """``(href, link text)`` of absolute http(s) links, before the chrome is removed."""
+    found = []
+    for anchor in soup.find_all("a", href=True):
+        href = str(anchor["href"]).strip()
+        if href.lower().startswith(("http://", "https://")):
+            found.append((href, _text_of(anchor)))
+    return found
+
+
+def _merge_urls(
+    from_text: tuple[ExtractedURL, ...], links: list[tuple[str, str]]
+) -> tuple[ExtractedURL, ...]:
+    seen = {url.url for url in from_text}
+    merged = list(from_text)
+    for href, text in links:
+        if href not in seen and len(merged) < 1000:
+            seen.add(href)
+            merged.append(
+                ExtractedURL(url=href, context=text[:200], source_location="link", url_type=url_type(href))
+            )
+    return tuple(merged)
+
+
+def _declared_charset(data: bytes) -> str | None:
+    match = _META_CHARSET.search(data[:4096])
+    return match.group(1).decode("ascii", "ignore") if match else None

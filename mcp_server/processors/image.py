@@ -1,0 +1,83 @@
+"""Images (PNG, JPEG, TIFF, BMP, GIF, WebP): OCR text with per-word confidence.
+
+Pillow opens only the listed formats, its decompression-bomb cap is set to the configured
+pixel limit, and the pixel count is checked from the header before anything is decoded.
+"""
+
+from __future__ import annotations
+
+import io
+import warnings
+from typing import ClassVar
+
+from PIL import Image, ImageOps, UnidentifiedImageError
+
+from mcp_server.core.errors import ProcessingError, UnsupportedFormatError
+from mcp_server.core.models import ExtractedImage, ProcessedDocument
+from mcp_server.processors.base import DocumentInput, ProcessOptions
+from mcp_server.processors.ocr import INSTALL_HINT, ocr_available, ocr_image
+
+__all__ = ["ImageProcessor", "open_image"]
+
+FORMATS = ("PNG", "JPEG", "TIFF", "BMP", "GIF", "WEBP")
+
+
+def open_image(data: bytes, max_pixels: int) -> tuple[Image.Image, str, int]:
+    """``(image, format, frame count)``: the first frame within the pixel cap, EXIF-rotated."""
+    Image.MAX_IMAGE_PIXELS = max_pixels  # per-process: parser workers only
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            image = Image.open(io.BytesIO(data), formats=list(FORMATS))
+            width, height = image.size
+            if width * height > max_pixels:
+                raise ProcessingError(
+                    f"image too large: {width}x{height} pixels exceeds the limit of {max_pixels}",
+                    limit=max_pixels,
+                )
+            image.load()
+            source_format, frames = str(image.format), int(getattr(image, "n_frames", 1))
+            return ImageOps.exif_transpose(image) or image, source_format, frames
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
+        raise ProcessingError(f"image too large: over {max_pixels} pixels", limit=max_pixels) from exc
+    except UnidentifiedImageError as exc:
+        raise UnsupportedFormatError(
+            "unsupported format: not a PNG, JPEG, TIFF, BMP, GIF or WebP image"
+        ) from exc
+    except (OSError, ValueError, SyntaxError, EOFError) as exc:  # truncated or corrupt data
+        raise ProcessingError(f"the image is damaged ({type(exc).__name__})") from exc
+
+
+class ImageProcessor:
+    doc_type: ClassVar[str] = "image"
+    extensions: ClassVar[tuple[str, ...]] = (
+        ".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".gif", ".webp",
+    )
+    mime_types: ClassVar[tuple[str, ...]] = (
+        "image/png", "image/jpeg", "image/tiff", "image/bmp", "image/gif", "image/webp",
+    )
+    description: ClassVar[str] = "Images: text by Tesseract OCR with per-word confidence"
+
+    def process(self, doc: DocumentInput, options: ProcessOptions) -> ProcessedDocument:
+        image, source_format, frames = open_image(doc.data, options.max_image_pixels)
+        if not ocr_available():
+            raise ProcessingError(INSTALL_HINT)
+        result = ocr_image(image, languages=options.ocr_languages, timeout=options.ocr_timeout)
+        metadata = {
+            "width": image.width,
+            "height": image.height,
+            "format": source_format,
+            "word_count": result.word_count,
+        }
+        if frames > 1:
+            metadata["frames"] = frames  # only the first frame is read
+        extracted = ExtractedImage(
+            ocr_text=result.text, confidence=result.confidence, source=doc.filename, metadata=metadata
+        )
+        return ProcessedDocument(
+            content=result.text,
+            doc_type="image",
+            metadata={**metadata, "ocr_confidence": result.confidence},
+            images=(extracted,),
+        )
+

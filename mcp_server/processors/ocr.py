@@ -1,0 +1,87 @@
+"""Tesseract, shared by the image and PDF processors: words, confidence, typed errors."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+
+import pytesseract
+from PIL import Image
+
+from mcp_server.core.errors import ProcessingError
+
+__all__ = ["INSTALL_HINT", "OcrResult", "ocr_available", "ocr_image", "prepare_for_ocr"]
+
+_MIN_SIDE = 300  # tesseract misses glyphs under ~20 px high; small images are scaled up
+_MAX_UPSCALE = 4.0
+INSTALL_HINT = "OCR needs Tesseract: apt-get install tesseract-ocr (or brew install tesseract)"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OcrResult:
+    text: str
+    confidence: float  # mean confidence of the kept words, 0..100
+    word_count: int
+
+
+def ocr_available() -> bool:
+    return shutil.which(pytesseract.pytesseract.tesseract_cmd) is not None
+
+
+def prepare_for_ocr(image: Image.Image) -> Image.Image:
+    """Greyscale on a white background, scaled up when small."""
+    if image.mode in ("RGBA", "LA", "PA") or (image.mode == "P" and "transparency" in image.info):
+        # Transparent pixels would turn black and swallow black text.
+        rgba = image.convert("RGBA")
+        background = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+        image = Image.alpha_composite(background, rgba)
+    image = image.convert("L")
+    short = min(image.size)
+    if 0 < short < _MIN_SIDE:
+        factor = min(_MIN_SIDE / short, _MAX_UPSCALE)
+        size = (round(image.width * factor), round(image.height * factor))
+        image = image.resize(size, Image.Resampling.LANCZOS)
+    return image
+
+
+def ocr_image(image: Image.Image, *, languages: str, timeout: float) -> OcrResult:
+    """Words with confidence > 0, laid out as lines and paragraphs."""
+    if not ocr_available():
+        raise ProcessingError(INSTALL_HINT)
+    try:
+        data = pytesseract.image_to_data(
+            prepare_for_ocr(image), lang=languages, timeout=timeout, output_type=pytesseract.Output.DICT
+        )
+    except pytesseract.TesseractNotFoundError as exc:
+        raise ProcessingError(INSTALL_HINT) from exc
+    except pytesseract.TesseractError as exc:
+        raise ProcessingError(f"OCR failed: {str(exc.message).strip()[:200]}") from exc
+    except RuntimeError as exc:  # pytesseract reports its timeout as a bare RuntimeError
+        raise ProcessingError(f"OCR took longer than {timeout:g} s") from exc
+    return _assemble(data)
+
+
+def _assemble(data: dict[str, list[object]]) -> OcrResult:
+    lines: dict[tuple[int, int, int], list[str]] = {}
+    confidences: list[float] = []
+    for index, word in enumerate(data["text"]):
+        text = str(word).strip()
+        try:
+            confidence = float(str(data["conf"][index]))
+        except ValueError:
+            continue
+        if not text or confidence <= 0:
+            continue
+        key = (int(str(data["block_num"][index])), int(str(data["par_num"][index])),
+               int(str(data["line_num"][index])))
+        lines.setdefault(key, []).append(text)
+        confidences.append(confidence)
+    out: list[str] = []
+    previous: tuple[int, int] | None = None
+    for (block, paragraph, _), words in lines.items():
+        if previous is not None and previous != (block, paragraph):
+            out.append("")  # blank line between paragraphs
+        out.append(" ".join(words))
+        previous = (block, paragraph)
+    mean = sum(confidences) / len(confidences) if confidences else 0.0
+    return OcrResult(text="\n".join(out), confidence=round(mean, 2), word_count=len(confidences))

@@ -1,0 +1,109 @@
+"""Parser workers: untrusted bytes are parsed in separate processes, never on the event loop.
+
+pebble's ProcessPool gives what a hostile document needs: a per-task timeout that kills the
+worker, and a crashed worker (segfault, abort, OOM kill) fails only its own task while the
+pool starts a replacement. Workers start from a fresh forkserver (never a fork of the server,
+which has torch loaded), preload the processor modules, and cap their address space.
+
+Errors: a timeout -> ``ProcessingError("parsing took longer than N s")`` (it is the document's
+fault, and retrying gives the same answer, so it is not the tool-level ``TIMEOUT``); a dead
+worker or MemoryError -> ``ProcessingError("the parser crashed on this document")``; typed
+errors raised in the worker come back unchanged; any other exception -> ``ProcessingError``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import multiprocessing
+import os
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from pebble import ProcessExpired, ProcessPool
+
+from mcp_server.core.errors import MCPServerError, ProcessingError
+from mcp_server.core.settings import Settings
+
+__all__ = ["ParserPool"]
+
+T = TypeVar("T")
+
+_PRELOAD = ["mcp_server.processors"]
+_MAX_TASKS = 200  # recycle workers now and then: parsers may leak
+
+
+def _init_worker(memory_mb: int, sys_path: list[str]) -> None:
+    import resource
+
+    # Python 3.11's forkserver ignores the parent's sys.path; tasks must unpickle in the same
+    # import world as the caller (tests, or a server started from another directory).
+    sys.path[:] = sys_path + [entry for entry in sys.path if entry not in sys_path]
+
+    limit = memory_mb * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    # Tesseract (a child of the worker) inherits the limit; OpenMP threads would each reserve
+    # address space and compete for the same cores as the other workers.
+    os.environ["OMP_THREAD_LIMIT"] = "1"
+
+
+def _call(fn: Callable[..., T], args: tuple[Any, ...]) -> T:
+    """Runs in the worker: typed errors pass through, everything else becomes typed here,
+    so nothing unpicklable crosses back."""
+    try:
+        return fn(*args)
+    except MCPServerError:
+        raise
+    except MemoryError:
+        raise ProcessingError("the parser crashed on this document", reason="out of memory") from None
+    except Exception as exc:
+        raise ProcessingError(f"the parser failed on this document ({type(exc).__name__})") from None
+
+
+class ParserPool:
+    """``await pool.run(process_document, inp, options)``; ``close()`` at shutdown."""
+
+    def __init__(self, settings: Settings, *, preload: list[str] | None = None) -> None:
+        self._timeout = settings.parse_timeout
+        context = multiprocessing.get_context("forkserver")
+        # Affects only the forkserver process (started lazily, once per server process).
+        context.set_forkserver_preload(_PRELOAD if preload is None else preload)
+        self._pool = ProcessPool(
+            max_workers=settings.parse_workers,
+            max_tasks=_MAX_TASKS,
+            initializer=_init_worker,
+            initargs=(settings.parse_memory_mb, list(sys.path)),
+            context=context,
+        )
+        self._closed = False
+
+    async def run(self, fn: Callable[..., T], *args: Any, timeout: float | None = None) -> T:
+        """``fn(*args)`` in a worker; ``fn`` and the arguments must pickle (module-level)."""
+        if self._closed:
+            raise ProcessingError("the parser pool is closed")
+        limit = self._timeout if timeout is None else timeout
+        future = self._pool.schedule(_call, args=(fn, args), timeout=limit)
+        try:
+            return await asyncio.wrap_future(future)
+        except asyncio.CancelledError:
+            future.cancel()  # pebble stops the worker running a cancelled task
+            raise
+        except MCPServerError:
+            raise
+        except (TimeoutError, concurrent.futures.TimeoutError) as exc:
+            raise ProcessingError(f"parsing took longer than {limit:g} s", limit=limit) from exc
+        except ProcessExpired as exc:
+            raise ProcessingError("the parser crashed on this document", exitcode=exc.exitcode) from exc
+        except concurrent.futures.CancelledError as exc:
+            raise ProcessingError("the parser pool was stopped") from exc
+        except Exception as exc:  # e.g. arguments that do not pickle
+            raise ProcessingError(f"the parser failed on this document ({type(exc).__name__})") from exc
+
+    def close(self) -> None:
+        """Stop the workers; running tasks are abandoned (shutdown must not wait on a hang)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._pool.stop()
+        self._pool.join(timeout=10)

@@ -1,0 +1,51 @@
+"""Hostile and harmless task functions for the parser pool tests.
+
+They live in an importable module (tests run with --import-mode=importlib, so test modules
+cannot be unpickled by name in a worker process).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from mcp_server.core.errors import RateLimitError, UnsupportedFormatError
+
+
+def echo(value: str) -> str:
+    return value
+
+
+def pid() -> int:
+    return os.getpid()
+
+
+def hang() -> None:
+    time.sleep(3600)
+
+
+def abort() -> None:
+    os.abort()
+
+
+def allocate_10gb() -> int:
+    return len(bytearray(10 * 1024**3))
+
+
+def raise_typed() -> None:
+    raise UnsupportedFormatError("unsupported format: test", kind="x")
+
+
+def raise_rate_limit() -> None:
+    raise RateLimitError("slow down", retry_after=2.5)
+
+
+def raise_untyped() -> None:
+    raise KeyError("library bug")
+
+
+def busy(seconds: float) -> str:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        pass
+    return "done"

@@ -1,0 +1,100 @@
+"""Parser workers: hostile parses fail alone, typed errors survive, the loop keeps running."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from mcp_server.core.errors import ProcessingError, RateLimitError, UnsupportedFormatError
+from mcp_server.core.settings import Settings
+from mcp_server.processors import DocumentInput, ProcessOptions, process_document
+from mcp_server.processors.sandbox import ParserPool
+from tests.processors._sandbox_tasks import (
+    abort,
+    allocate_10gb,
+    busy,
+    echo,
+    hang,
+    pid,
+    raise_rate_limit,
+    raise_typed,
+    raise_untyped,
+)
+
+
+@pytest.fixture(scope="module")
+def pool() -> Iterator[ParserPool]:
+    settings = Settings(parse_workers=2, parse_timeout=30, parse_memory_mb=1024, _env_file=None)
+    parser_pool = ParserPool(settings)
+    yield parser_pool
+    parser_pool.close()
+
+
+def run(coro):  # type: ignore[no-untyped-def]
+    return asyncio.run(coro)
+
+
+def test_a_function_runs_in_another_process(pool: ParserPool) -> None:
+    assert run(pool.run(echo, "hello")) == "hello"
+    assert run(pool.run(pid)) != os.getpid()
+
+
+def test_a_hanging_parse_times_out_and_the_pool_keeps_serving(pool: ParserPool) -> None:
+    with pytest.raises(ProcessingError, match="parsing took longer than 0.5 s"):
+        run(pool.run(hang, timeout=0.5))
+    assert run(pool.run(echo, "next")) == "next"
+
+
+def test_an_aborting_worker_fails_only_its_own_call(pool: ParserPool) -> None:
+    async def both() -> list[object]:
+        return await asyncio.gather(pool.run(abort), pool.run(echo, "fine"), return_exceptions=True)
+
+    crashed, fine = run(both())
+    assert isinstance(crashed, ProcessingError)
+    assert crashed.message == "the parser crashed on this document"
+    assert fine == "fine"
+    assert run(pool.run(echo, "after")) == "after"
+
+
+def test_a_10gb_allocation_hits_the_memory_limit_not_the_machine(pool: ParserPool) -> None:
+    with pytest.raises(ProcessingError, match="the parser crashed on this document"):
+        run(pool.run(allocate_10gb))
+    assert run(pool.run(echo, "after")) == "after"
+
+
+def test_typed_errors_come_back_with_their_type_and_details(pool: ParserPool) -> None:
+    with pytest.raises(UnsupportedFormatError) as info:
+        run(pool.run(raise_typed))
+    assert info.value.details == {"kind": "x"}
+    with pytest.raises(RateLimitError) as limited:
+        run(pool.run(raise_rate_limit))
+    assert limited.value.details == {"retry_after": 2.5}
+
+
+def test_untyped_errors_become_processing_errors(pool: ParserPool) -> None:
+    with pytest.raises(ProcessingError, match="KeyError"):
+        run(pool.run(raise_untyped))
+
+
+def test_the_event_loop_keeps_ticking_during_a_long_parse(pool: ParserPool) -> None:
+    async def scenario() -> tuple[str, int]:
+        ticks = 0
+        task = asyncio.ensure_future(pool.run(busy, 1.0))
+        while not task.done():
+            await asyncio.sleep(0.01)
+            ticks += 1
+        return task.result(), ticks
+
+    result, ticks = run(scenario())
+    assert result == "done"
+    assert ticks > 10  # a blocked loop would tick once or twice
+
+
+def test_process_document_runs_in_the_pool(pool: ParserPool, corpus_dir) -> None:  # type: ignore[no-untyped-def]
+    path = corpus_dir / "docs" / "txt" / "fake-text.txt"
+    inp = DocumentInput(data=path.read_bytes(), doc_type="txt", filename=path.name)
+    doc = run(pool.run(process_document, inp, ProcessOptions()))
+    assert "This is a test document" in doc.content

@@ -2,20 +2,86 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import os
 import time
 from typing import Any
 
-from mcp_server import __version__
-from mcp_server.context import AppContext
+import psutil
 
-__all__ = ["readiness"]
+from mcp_server import SERVER_NAME, __version__
+from mcp_server.context import AppContext
+from mcp_server.processors.language import language_detection_available
+from mcp_server.processors.ocr import ocr_available
+
+__all__ = ["readiness", "shared_store", "system_health"]
+
+
+def _worker() -> dict[str, Any]:
+    return {"pid": os.getpid(), "rss_mb": round(psutil.Process().memory_info().rss / 2**20, 1)}
+
+
+def shared_store(context: AppContext) -> dict[str, Any]:
+    """Where limits and caches live: "memory" (one worker), "redis" (all workers), or
+    "memory (redis unavailable)" while REDIS_URL is set but Redis does not answer. No I/O."""
+    service = context.service
+    return {
+        "redis_configured": bool(context.settings.redis_url),
+        "rate_limit": getattr(context.limiter, "backend", "memory"),
+        "download": getattr(service.downloads, "backend", "memory"),
+        "document": getattr(service.documents, "backend", "memory"),
+        "index": "disk (shared by workers: file lock per key)",
+    }
 
 
 def readiness(context: AppContext) -> dict[str, Any]:
     """Cheap and non-blocking: /health must answer within a second even while parsers are busy."""
+    service = context.service
     return {
         "status": "ok",
-        "ready": True,
+        "ready": True,  # the lifespan loaded the models before the server accepted connections
         "version": __version__,
         "uptime_s": round(time.time() - context.started_at, 1),
+        "models": "fake" if context.models_fake else "loaded",
+        "cache_entries": {
+            "download": service.downloads.stats().get("entries"),
+            "document": service.documents.stats().get("entries"),
+            "retriever": service.indexes.stats().get("entries"),
+        },
+        "shared_store": shared_store(context),
+        "worker": _worker(),
+    }
+
+
+def system_health(context: AppContext) -> dict[str, Any]:
+    from mcp_server.resources import supported_formats
+
+    models = context.models.health()
+    features = {
+        "RERANK_AVAILABLE": context.models.rerank_available,
+        "OCR_AVAILABLE": ocr_available(),
+        "LANG_DETECT_AVAILABLE": language_detection_available(),
+    }
+    degraded = [role for role, status in models.get("roles", {}).items() if status.get("fallback")]
+    settings = context.settings
+    return {
+        "status": "degraded" if (degraded or context.models_fake) else "healthy",
+        "name": SERVER_NAME,
+        "version": __version__,
+        "uptime_s": round(time.time() - context.started_at, 1),
+        "features": features,
+        "models": {**models, "fake": context.models_fake},
+        "device": models.get("device", "cpu"),
+        "supported_formats": [f["doc_type"] for f in supported_formats()],
+        "cache": context.service.stats(),
+        "rate_limit": context.limiter.stats(),
+        "shared_store": shared_store(context),
+        "security": {
+            "auth": "bearer" if settings.api_keys else "none",
+            "fetch_allowlist": list(settings.fetch_allowlist),
+            "document_roots": list(settings.document_roots),
+            "max_download_bytes": settings.max_download_bytes,
+        },
+        "worker": _worker(),
+        "timestamp": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     }

@@ -64,6 +64,6 @@ def corpus_server(corpus_dir: Path) -> Iterator[FileServer]:
     server.close()
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def anyio_backend() -> str:
     return "asyncio"

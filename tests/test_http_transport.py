@@ -91,7 +91,9 @@ def test_a_foreign_origin_is_forbidden(keyed_server: ThreadedServer, path: str) 
     [({}, ""), ({"Authorization": "Bearer wrong"}, ""), ({"Authorization": "Basic k-one"}, ""),
      ({}, "?api_key=k-one"), ({}, "?token=k-one")],
 )
-def test_mcp_without_a_valid_bearer_key_is_401(keyed_server: ThreadedServer, headers: dict[str, str], query: str) -> None:
+def test_mcp_without_a_valid_bearer_key_is_401(
+    keyed_server: ThreadedServer, headers: dict[str, str], query: str
+) -> None:
     response = httpx.post(keyed_server.mcp_url + query, json=INIT, headers={**MCP_HEADERS, **headers})
     assert response.status_code == 401
     assert response.headers["www-authenticate"].startswith("Bearer")
@@ -113,8 +115,8 @@ async def test_rate_limits_count_per_key_over_http() -> None:
         codes: dict[str, list[Any]] = {}
         for key in ("a", "b"):
             async with http_client(server.mcp_url, headers={"Authorization": f"Bearer {key}"}) as client:
-                codes[key] = [payload(await client.call_tool("detect_language", {"text": "some english words here"})).get("code")
-                              for _ in range(3)]
+                calls = [await client.call_tool("detect_language", {"text": "some english words"}) for _ in range(3)]
+                codes[key] = [payload(call).get("code") for call in calls]
     assert codes == {"a": [None, None, "RATE_LIMITED"], "b": [None, None, "RATE_LIMITED"]}
 
 

@@ -33,7 +33,8 @@ async def test_every_tool_is_listed_with_an_output_schema_and_annotations() -> N
 
 async def test_detect_language_answers_code_and_name() -> None:
     async with memory_client() as client:
-        result = await client.call_tool("detect_language", {"text": "Der schnelle braune Fuchs springt über den faulen Hund."})
+        text = "Der schnelle braune Fuchs springt über den faulen Hund."
+        result = await client.call_tool("detect_language", {"text": text})
     assert not result.isError
     assert payload(result) == {"language_code": "de", "language_name": "German"}
 
@@ -53,7 +54,9 @@ async def test_detect_language_falls_back_to_english_for_short_text() -> None:
         ({"text": "x" * 100_001}, "the limit is 100000"),
     ],
 )
-async def test_bad_arguments_are_a_validation_error_naming_the_argument(arguments: dict[str, Any], fragment: str) -> None:
+async def test_bad_arguments_are_a_validation_error_naming_the_argument(
+    arguments: dict[str, Any], fragment: str
+) -> None:
     async with memory_client() as client:
         result = await client.call_tool("detect_language", arguments)
     body = payload(result)

@@ -33,7 +33,8 @@ def test_stdout_carries_only_json_rpc_in_stdio_mode() -> None:
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
         {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "get_system_health", "arguments": {}}},
-        {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "detect_language", "arguments": {"text": 1}}},
+        {"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+         "params": {"name": "detect_language", "arguments": {"text": 1}}},
     ]
     stdin = "".join(json.dumps(m) + "\n" for m in messages)
     proc = subprocess.run(

@@ -11,6 +11,8 @@ __all__ = ["register_tools"]
 
 
 def register_tools(server: RagMCP) -> None:
-    from mcp_server.tools import utility
+    from mcp_server.tools import extract, query, utility
 
+    query.register(server)
+    extract.register(server)
     utility.register(server)

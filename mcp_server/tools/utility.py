@@ -2,23 +2,35 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Literal
 
+from mcp.server.fastmcp import Context
 from pydantic import BaseModel, Field
 
 from mcp_server.core.concurrency import run_sync
 from mcp_server.core.errors import ValidationError
-from mcp_server.processors.language import detect_language as _detect, language_name
+from mcp_server.health import system_health
+from mcp_server.processors.language import detect_language as _detect
+from mcp_server.processors.language import language_name
+from mcp_server.tools.query import app_of, require_text
 
 if TYPE_CHECKING:
     from mcp_server.server import RagMCP
 
 __all__ = ["LanguageResult", "register"]
 
+CacheAction = Literal["stats", "clear"]
+
 
 class LanguageResult(BaseModel):
     language_code: str = Field(description="ISO 639-1 code (zh-cn/zh-tw for Chinese); 'en' when unsure.")
     language_name: str = Field(description="English name for the 18 common languages, else the code.")
+
+
+class CacheResult(BaseModel):
+    action: str
+    layers: dict[str, Any] = Field(description="Per layer (download, document, retriever): statistics, "
+                                               "or what was removed.")
 
 
 def register(server: RagMCP) -> None:
@@ -30,12 +42,23 @@ def register(server: RagMCP) -> None:
 
         Text shorter than 10 characters, or any failure, answers "en".
         """
-        if not text.strip():
-            raise ValidationError("argument 'text' must not be empty", argument="text")
-        if len(text) > settings.max_text_length:
-            raise ValidationError(
-                f"argument 'text' is {len(text)} characters; the limit is {settings.max_text_length}",
-                argument="text",
-            )
+        require_text(text, "text", settings.max_text_length)
         code = await run_sync(_detect, text)
         return LanguageResult(language_code=code, language_name=language_name(code))
+
+    @server.guarded_tool("utility", title="System health")
+    async def get_system_health(ctx: Context) -> dict[str, Any]:
+        """Status, version, feature flags (RERANK_AVAILABLE, OCR_AVAILABLE, LANG_DETECT_AVAILABLE),
+        the weights serving each model role, supported formats, device, cache statistics."""
+        return await run_sync(system_health, app_of(ctx))
+
+    @server.guarded_tool("utility", title="Manage cache", read_only=False, destructive=True)
+    async def manage_cache(action: str, ctx: Context) -> CacheResult:
+        """"stats": hit/miss counts and sizes of the download, document and retriever caches;
+        "clear": empty all three (memory and the on-disk indexes)."""
+        service = app_of(ctx).service
+        if action == "stats":
+            return CacheResult(action=action, layers=service.stats())
+        if action == "clear":
+            return CacheResult(action=action, layers=await service.clear())
+        raise ValidationError(f"argument 'action' must be 'stats' or 'clear', not {action!r}", argument="action")

@@ -1,0 +1,107 @@
+"""Document tools: process_document, chunk_document, retrieve_chunks, query_spreadsheet."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from mcp.server.fastmcp import Context
+
+from mcp_server.core.errors import ValidationError
+from mcp_server.fetch import validate_url
+from mcp_server.processors.language import language_name
+from mcp_server.service import Progress
+from mcp_server.tools.schemas import (
+    ChunkResult,
+    DocumentResult,
+    RetrieveResult,
+    SpreadsheetResult,
+    chunk_item,
+    document_result,
+    retrieve_item,
+)
+
+if TYPE_CHECKING:
+    from mcp_server.context import AppContext
+    from mcp_server.server import RagMCP
+
+__all__ = ["register"]
+
+MAX_TOP_K = 20
+MAX_NEIGHBORS = 2
+
+
+def app_of(ctx: Context) -> AppContext:
+    return ctx.request_context.lifespan_context
+
+
+def progress_of(ctx: Context) -> Progress:
+    async def report(done: float, total: float | None, message: str) -> None:
+        await ctx.report_progress(done, total, message)
+
+    return report
+
+
+def require_text(value: str, name: str, limit: int) -> str:
+    if not value.strip():
+        raise ValidationError(f"argument '{name}' must not be empty", argument=name)
+    if len(value) > limit:
+        raise ValidationError(f"argument '{name}' is {len(value)} characters; the limit is {limit}", argument=name)
+    return value
+
+
+def register(server: RagMCP) -> None:
+    settings = server.rag_settings
+
+    @server.guarded_tool("document", title="Process document", open_world=True)
+    async def process_document(document_url: str, ctx: Context) -> DocumentResult:
+        """Download a document (PDF, DOCX, PPTX, XLSX, CSV, HTML, TXT or image) and extract its text,
+        tables, OCR text, URLs and language.
+
+        Content is Markdown with page/slide/sheet markers, capped at 50,000 characters
+        (content_length and truncated say when more exists).
+        """
+        url = validate_url(document_url, settings)
+        processed = await app_of(ctx).service.process(url, progress=progress_of(ctx))
+        assert processed.document is not None
+        doc = processed.document
+        return document_result(doc, max_content=settings.max_content_chars, max_table=settings.max_table_chars,
+                               cached=processed.cached, language_name=language_name(doc.detected_language))
+
+    @server.guarded_tool("document", title="Chunk document", open_world=True)
+    async def chunk_document(document_url: str, ctx: Context) -> ChunkResult:
+        """Split a document into retrieval chunks that fit the embedding model, each with its
+        importance score, content type and location (pages, slide, sheet/rows, heading path)."""
+        url = validate_url(document_url, settings)
+        processed, chunks = await app_of(ctx).service.chunks(url)
+        return ChunkResult(chunks=[chunk_item(c) for c in chunks], chunk_count=len(chunks),
+                           document_type=processed.doc_type)
+
+    @server.guarded_tool("document", title="Retrieve chunks", open_world=True)
+    async def retrieve_chunks(
+        document_url: str, query: str, ctx: Context, top_k: int = 5, neighbors: int = 0,
+    ) -> RetrieveResult:
+        """Answer a question about a document: the top_k most relevant passages, best first.
+
+        Hybrid search (embeddings + BM25, fused), reranked by a cross-encoder when available.
+        top_k is clamped to 1..20; neighbors (0..2, clamped) widens each hit with adjacent
+        chunks. Each result's location says where to cite it from.
+        """
+        url = validate_url(document_url, settings)
+        require_text(query, "query", settings.max_text_length)
+        top_k = max(1, min(top_k, MAX_TOP_K))
+        neighbors = max(0, min(neighbors, MAX_NEIGHBORS))
+        found = await app_of(ctx).service.retrieve(url, query, top_k=top_k, neighbors=neighbors,
+                                                   progress=progress_of(ctx))
+        return RetrieveResult(results=[retrieve_item(h) for h in found.hits], total_chunks_indexed=found.total_chunks,
+                              document_type=found.doc_type, cached=found.cached, timings_ms=found.timings_ms)
+
+    @server.guarded_tool("document", title="Query spreadsheet", open_world=True)
+    async def query_spreadsheet(
+        document_url: str, search_value: str, ctx: Context, column: str | None = None,
+    ) -> SpreadsheetResult:
+        """Find spreadsheet rows (XLSX or CSV, every sheet) whose cells contain search_value
+        (case-insensitive substring); optionally only in one column. Use it for row lookups."""
+        url = validate_url(document_url, settings)
+        require_text(search_value, "search_value", settings.max_text_length)
+        found = await app_of(ctx).service.query_spreadsheet(url, search_value, column)
+        return SpreadsheetResult(**found)

@@ -1,0 +1,174 @@
+"""Output models of the tools (their MCP output schemas) and the conversions from stage values."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from mcp_server.core.models import Chunk, ExtractedTable, ProcessedDocument, SearchHit
+
+__all__ = [
+    "ChunkItem", "ChunkResult", "DocumentResult", "ImageItem", "OcrItem", "OcrResult", "RetrieveItem",
+    "RetrieveResult", "SpreadsheetResult", "TableItem", "TablesResult", "TextResult", "UrlItem", "capped",
+    "chunk_item", "table_item",
+]
+
+
+def capped(text: str, limit: int) -> tuple[str, int, bool]:
+    """(text cut to ``limit`` characters, full length, whether it was cut)."""
+    return text[:limit], len(text), len(text) > limit
+
+
+class TableItem(BaseModel):
+    content: str = Field(description="Markdown, capped at 5,000 characters.")
+    content_length: int = Field(description="Full length before the cap.")
+    truncated: bool
+    table_type: str
+    location: str
+    metadata: dict[str, Any]
+
+
+class ImageItem(BaseModel):
+    ocr_text: str
+    confidence: float = Field(description="Mean OCR word confidence, 0-100.")
+    source: str
+    metadata: dict[str, Any]
+
+
+class UrlItem(BaseModel):
+    url: str
+    context: str
+    source_location: str
+    confidence: float
+    url_type: str = Field(description="api_endpoint, navigation, image or general.")
+
+
+class DocumentResult(BaseModel):
+    content: str = Field(description="Extracted text (Markdown), capped at 50,000 characters.")
+    content_length: int = Field(description="Full length of the content before the cap.")
+    truncated: bool
+    document_type: str
+    metadata: dict[str, Any]
+    tables: list[TableItem]
+    images: list[ImageItem]
+    urls: list[UrlItem]
+    detected_language: str
+    detected_language_name: str
+    cached: bool
+
+
+class ChunkItem(BaseModel):
+    text: str = Field(description="Chunk text, capped at 5,000 characters.")
+    text_length: int
+    truncated: bool
+    chunk_index: int
+    total_chunks: int
+    token_count: int = Field(description="Tokens of the embedding model, special tokens included.")
+    importance_score: float
+    content_type: str = Field(description="table, list, heading or text.")
+    location: dict[str, Any] = Field(description="start_char/end_char into process_document's content, "
+                                                 "plus page(s), slide, sheet and rows, heading_path where known.")
+
+
+class ChunkResult(BaseModel):
+    chunks: list[ChunkItem]
+    chunk_count: int
+    document_type: str
+
+
+class Scores(BaseModel):
+    dense: float | None = Field(description="Cosine similarity of the embeddings.")
+    bm25: float | None = Field(description="Okapi BM25 score.")
+    rerank: float | None = Field(description="Cross-encoder score, when the reranker ran.")
+
+
+class RetrieveItem(BaseModel):
+    text: str
+    chunk_index: int
+    importance_score: float
+    content_type: str
+    location: dict[str, Any]
+    score: float = Field(description="The final ranking score (higher is better).")
+    scores: Scores
+
+
+class RetrieveResult(BaseModel):
+    results: list[RetrieveItem]
+    total_chunks_indexed: int
+    document_type: str
+    cached: bool = Field(description="True when the index came from memory or disk (nothing embedded).")
+    timings_ms: dict[str, float]
+
+
+class SpreadsheetResult(BaseModel):
+    matches: list[dict[str, Any]] = Field(description="[{sheet, row_number, <column>: value, ...}]")
+    match_count: int
+    sheets_searched: list[str]
+    truncated: bool
+
+
+class TextResult(BaseModel):
+    text: str = Field(description="Extracted text, capped at 50,000 characters.")
+    char_count: int = Field(description="Full length before the cap.")
+    truncated: bool
+    metadata: dict[str, Any]
+
+
+class TablesResult(BaseModel):
+    tables: list[TableItem]
+    table_count: int
+
+
+class OcrItem(BaseModel):
+    text: str
+    confidence: float
+    metadata: dict[str, Any]
+
+
+class OcrResult(BaseModel):
+    ocr_results: list[OcrItem]
+
+
+def table_item(table: ExtractedTable, limit: int) -> TableItem:
+    content, length, truncated = capped(table.content, limit)
+    return TableItem(content=content, content_length=length, truncated=truncated,
+                     table_type=table.table_type, location=table.location, metadata=dict(table.metadata))
+
+
+def chunk_item(chunk: Chunk, limit: int = 5000) -> ChunkItem:
+    text, length, truncated = capped(chunk.text, limit)
+    return ChunkItem(text=text, text_length=length, truncated=truncated, chunk_index=chunk.chunk_index,
+                     total_chunks=chunk.total_chunks, token_count=chunk.token_count,
+                     importance_score=chunk.importance_score, content_type=chunk.content_type,
+                     location=chunk.location.to_dict())
+
+
+def retrieve_item(hit: SearchHit, limit: int = 5000) -> RetrieveItem:
+    chunk = hit.chunk
+    return RetrieveItem(
+        text=(hit.text if hit.text is not None else chunk.text)[: limit * 3 if hit.text else limit],
+        chunk_index=chunk.chunk_index, importance_score=chunk.importance_score,
+        content_type=chunk.content_type, location=chunk.location.to_dict(),
+        score=round(hit.score, 6),
+        scores=Scores(dense=_round(hit.dense), bm25=_round(hit.bm25), rerank=_round(hit.rerank)),
+    )
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(float(value), 6)
+
+
+def document_result(doc: ProcessedDocument, *, max_content: int, max_table: int, cached: bool,
+                    language_name: str) -> DocumentResult:
+    content, length, truncated = capped(doc.content, max_content)
+    return DocumentResult(
+        content=content, content_length=length, truncated=truncated, document_type=doc.doc_type,
+        metadata=dict(doc.metadata),
+        tables=[table_item(t, max_table) for t in doc.tables],
+        images=[ImageItem(ocr_text=i.ocr_text, confidence=i.confidence, source=i.source, metadata=dict(i.metadata))
+                for i in doc.images],
+        urls=[UrlItem(url=u.url, context=u.context, source_location=u.source_location, confidence=u.confidence,
+                      url_type=u.url_type) for u in doc.extracted_urls],
+        detected_language=doc.detected_language, detected_language_name=language_name, cached=cached,
+    )

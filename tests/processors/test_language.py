@@ -1,0 +1,47 @@
+"""Language detection: seeded, majority vote, "en" fallback, names."""
+
+from __future__ import annotations
+
+import pytest
+
+from mcp_server.processors.language import (
+    LANGUAGE_NAMES,
+    detect_language,
+    language_detection_available,
+    language_name,
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "code"),
+    [
+        ("The quick brown fox jumps over the lazy dog and keeps running through the field.", "en"),
+        ("Todos los seres humanos nacen libres e iguales en dignidad y derechos.", "es"),
+        ("Tous les êtres humains naissent libres et égaux en dignité et en droits.", "fr"),
+        ("Alle Menschen sind frei und gleich an Würde und Rechten geboren.", "de"),
+        ("人人生而自由，在尊严和权利上一律平等。他们赋有理性和良心。", "zh-cn"),
+        ("すべての人間は、生まれながらにして自由であり、かつ、尊厳と権利とについて平等である。", "ja"),
+    ],
+)
+def test_common_languages_are_detected(text: str, code: str) -> None:
+    assert detect_language(text) == code
+
+
+@pytest.mark.parametrize("text", ["", "hi", "   ok    ", "12345 678", "!!!???..."])
+def test_short_or_letterless_text_falls_back_to_english(text: str) -> None:
+    assert detect_language(text) == "en"
+
+
+def test_detection_is_deterministic() -> None:
+    text = "Ceci est un petit texte en français pour vérifier la détection."
+    assert len({detect_language(text) for _ in range(5)}) == 1
+
+
+def test_names_cover_the_18_languages_of_the_design() -> None:
+    assert len(set(LANGUAGE_NAMES.values())) == 18
+    assert language_name("zh-tw") == "Chinese"
+    assert language_name("ko") == "ko"  # unknown codes are returned as they are
+
+
+def test_langdetect_is_available() -> None:
+    assert language_detection_available()

@@ -1,0 +1,183 @@
+"""Embedders: a provider implements ``embed_batch``; the base class adds the rest.
+
+The base adds normalisation (vectors leave here unit-length, so FAISS inner product is cosine
+similarity), batching with a progress callback, a content-hash cache (texts whose vectors are
+already known are not embedded again), ``embed_query`` and a ``count_tokens`` that makes every
+embedder a chunking ``TokenCounter``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from cachetools import LRUCache
+
+__all__ = ["Embedder", "FakeEmbedder", "ProgressFn", "SentenceTransformerEmbedder"]
+
+# (done, total, message): called from the worker thread after each batch.
+ProgressFn = Callable[[int, int, str], None]
+
+DEFAULT_CACHE_ENTRIES = 20_000  # ~30 MB of 384-d float32 vectors
+
+# Queries of these model families need an instruction prefix (their model cards say so) and the
+# sentence-transformers config of the published weights does not always carry it as a prompt.
+_QUERY_PREFIXES = {
+    "bge-small-en-v1.5": "Represent this sentence for searching relevant passages: ",
+    "bge-base-en-v1.5": "Represent this sentence for searching relevant passages: ",
+    "bge-large-en-v1.5": "Represent this sentence for searching relevant passages: ",
+}
+
+
+def _normalise(vectors: np.ndarray) -> np.ndarray:
+    vectors = np.asarray(vectors, dtype=np.float32)
+    if vectors.ndim == 1:
+        vectors = vectors[None, :]
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0  # an all-zero vector stays zero instead of becoming NaN
+    return np.ascontiguousarray(vectors / norms, dtype=np.float32)
+
+
+class Embedder(ABC):
+    """A text embedding model. Subclasses set the attributes and implement ``embed_batch``."""
+
+    model_id: str
+    dimension: int
+    max_tokens: int
+    batch_size: int = 32
+    query_prefix: str = ""
+
+    def __init__(self, *, cache_entries: int = DEFAULT_CACHE_ENTRIES) -> None:
+        self._cache: LRUCache[bytes, np.ndarray] = LRUCache(maxsize=max(cache_entries, 1))
+        self._cache_lock = threading.Lock()
+        self.texts_embedded = 0  # texts actually sent to the model (cache misses)
+
+    @abstractmethod
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors for ``texts``, shape (len(texts), dimension); need not be normalised."""
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Token counts including special tokens; the default guesses from whitespace."""
+        return [len(text.split()) + 2 for text in texts]
+
+    def embed(self, texts: Sequence[str], *, progress: ProgressFn | None = None) -> np.ndarray:
+        """Unit vectors for ``texts`` (float32, (n, dimension)); known texts are not re-embedded."""
+        keys = [self._key(text) for text in texts]
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        todo: dict[bytes, list[int]] = {}
+        with self._cache_lock:
+            for i, key in enumerate(keys):
+                cached = self._cache.get(key)
+                if cached is not None:
+                    out[i] = cached
+                else:
+                    todo.setdefault(key, []).append(i)
+        missing = list(todo)
+        total = len(missing)
+        if progress is not None:
+            progress(0, total, f"embedding {total} of {len(texts)} chunks with {self.model_id}")
+        for start in range(0, total, self.batch_size):
+            batch_keys = missing[start : start + self.batch_size]
+            batch = [texts[todo[key][0]] for key in batch_keys]
+            vectors = _normalise(self.embed_batch(batch))
+            self.texts_embedded += len(batch)
+            with self._cache_lock:
+                for key, vector in zip(batch_keys, vectors, strict=True):
+                    self._cache[key] = vector
+                    out[todo[key]] = vector
+            if progress is not None:
+                done = min(start + self.batch_size, total)
+                progress(done, total, f"embedded {done}/{total} chunks")
+        return out
+
+    def embed_query(self, query: str) -> np.ndarray:
+        """The unit vector of one search query, shape (dimension,); never cached."""
+        return _normalise(self.embed_batch([self.query_prefix + query]))[0]
+
+    def clear_cache(self) -> None:
+        with self._cache_lock:
+            self._cache.clear()
+
+    def _key(self, text: str) -> bytes:
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.model_id!r}, dim={self.dimension}, max_tokens={self.max_tokens})"
+
+
+class SentenceTransformerEmbedder(Embedder):
+    """A loaded ``sentence_transformers.SentenceTransformer``; its tokenizer counts tokens."""
+
+    def __init__(self, model: Any, *, model_id: str, batch_size: int = 32, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.model = model
+        self.model_id = model_id
+        self.batch_size = batch_size
+        get_dim = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        self.dimension = int(get_dim())
+        self.max_tokens = int(model.max_seq_length)
+        self.tokenizer = model.tokenizer
+        prompts = getattr(model, "prompts", None) or {}
+        self.query_prefix = prompts.get("query") or _QUERY_PREFIXES.get(model_id.rsplit("/", 1)[-1], "")
+
+    @classmethod
+    def load(
+        cls, source: str, *, model_id: str, device: str, local_files_only: bool,
+        token: str | None = None, batch_size: int = 32,
+    ) -> SentenceTransformerEmbedder:
+        """Load weights from a folder or Hugging Face id; library errors propagate to the registry."""
+        from sentence_transformers import SentenceTransformer
+
+        model = SentenceTransformer(source, device=device, local_files_only=local_files_only, token=token)
+        model.eval()
+        return cls(model, model_id=model_id, batch_size=batch_size)
+
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        return np.asarray(
+            self.model.encode(
+                list(texts), batch_size=self.batch_size, convert_to_numpy=True,
+                normalize_embeddings=True, show_progress_bar=False,
+            ),
+            dtype=np.float32,
+        )
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        if not texts:
+            return []
+        encoded = self.tokenizer(list(texts), add_special_tokens=True, truncation=False, verbose=False)
+        return [len(ids) for ids in encoded["input_ids"]]
+
+
+class FakeEmbedder(Embedder):
+    """Deterministic bag-of-words vectors (hashed words): similar wording -> similar vectors.
+
+    Good enough for tests of caching, persistence and ranking plumbing; no model, no torch.
+    """
+
+    def __init__(
+        self, *, model_id: str = "fake-embedder", dimension: int = 64, max_tokens: int = 256,
+        batch_size: int = 32, **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.model_id = model_id
+        self.dimension = dimension
+        self.max_tokens = max_tokens
+        self.batch_size = batch_size
+        self.batches = 0
+
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        self.batches += 1
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        for i, text in enumerate(texts):
+            for word in text.lower().split():
+                word = word.strip(".,;:!?\"'()[]")
+                if not word:
+                    continue
+                digest = hashlib.blake2b(word.encode(), digest_size=8).digest()
+                out[i, int.from_bytes(digest[:4], "little") % self.dimension] += 1.0
+            out[i, -1] += 0.01  # never all-zero
+        return out

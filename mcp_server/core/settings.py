@@ -163,6 +163,16 @@ class Settings(BaseSettings):
     redis_url: str | None = Field(
         None, validation_alias=_alias("REDIS_URL"), description="Shared store for limits and caches."
     )
+    redis_namespace: str = Field(
+        "default", pattern=r"^[A-Za-z0-9_.-]{1,64}$",
+        description="Redis keys start with rag:<namespace>: (servers sharing one Redis stay apart).",
+    )
+    redis_timeout: float = Field(
+        0.5, gt=0, le=30, description="Connect and read timeout of one Redis call (seconds); slower = down."
+    )
+    redis_retry_interval: float = Field(
+        5, ge=0, description="After a Redis failure, in-process fallback for this long before retrying (s)."
+    )
 
     @field_validator(
         "api_keys", "allowed_hosts", "allowed_origins", "fetch_allowlist", "allowed_ports",

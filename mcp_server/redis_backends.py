@@ -1,0 +1,48 @@
+"""With ``REDIS_URL`` set: the rate limiter and the download/document cache layers in Redis.
+
+Opened by the lifespan of every worker process. Redis being down here is not an error: the
+backends start in their in-process fallback, say so in the log and in health, and try Redis again
+after ``redis_retry_interval``.
+"""
+
+from __future__ import annotations
+
+import logging
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+
+from mcp_server.core.models import FetchedDocument, ProcessedDocument
+from mcp_server.core.redis_cache import RedisLayer, redis_layers
+from mcp_server.core.redis_store import REDIS_ERRORS, async_client, key_prefix, sync_client
+from mcp_server.core.settings import Settings
+from mcp_server.middleware.redis_ratelimit import RedisRateLimiter
+
+__all__ = ["RedisBackends", "open_redis_backends"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RedisBackends:
+    limiter: RedisRateLimiter
+    downloads: RedisLayer[FetchedDocument]
+    documents: RedisLayer[ProcessedDocument]
+
+
+async def open_redis_backends(settings: Settings, stack: AsyncExitStack) -> RedisBackends:
+    """Clients are closed by ``stack``; the URL (it may hold a password) is never logged."""
+    aclient = async_client(settings)
+    stack.push_async_callback(aclient.aclose)
+    sclient = sync_client(settings)
+    stack.callback(sclient.close)
+    downloads, documents = redis_layers(settings, sclient)
+    backends = RedisBackends(limiter=RedisRateLimiter(settings, aclient), downloads=downloads,
+                             documents=documents)
+    try:
+        await aclient.ping()
+    except REDIS_ERRORS as exc:
+        backends.limiter.outage.failed(exc)
+        downloads.outage.failed(exc)
+    else:
+        logger.info("redis.connected", extra={"namespace": key_prefix(settings)})
+    return backends

@@ -26,6 +26,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def effective_workers(workers: int, reload: bool) -> int:
+    """--reload cannot supervise several workers (uvicorn limitation): warn and use one."""
+    if reload and workers > 1:
+        logger.warning("cli.reload_forces_one_worker", extra={"requested_workers": workers})
+        return 1
+    return workers
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     # Command-line values reach worker processes (and the one Settings object) via the environment.
@@ -47,11 +55,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     import uvicorn
 
-    workers = settings.workers
-    if args.reload and workers > 1:
-        logger.warning("cli.reload_forces_one_worker", extra={"requested_workers": workers})
-        workers = 1
-        os.environ["MCP_WORKERS"] = "1"
+    workers = effective_workers(settings.workers, args.reload)
+    os.environ["MCP_WORKERS"] = str(workers)
     common = {"host": settings.host, "port": settings.port, "log_config": None,
               "timeout_graceful_shutdown": 10, "server_header": False}
     logger.info("server.start", extra={"host": settings.host, "port": settings.port, "workers": workers})

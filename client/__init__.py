@@ -1,0 +1,1 @@
+"""The bundled LangChain ReAct client of the RAG Document Server (run ``python client/agent.py``)."""

@@ -1,0 +1,195 @@
+"""The agent end to end: a scripted model's tool calls go through MultiServerMCPClient to a real server."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+
+from client.agent import SYSTEM_PROMPT, content_text, main
+from client.config import CLIENT_DIR, NO_LLM_MESSAGE
+from client.fake_llm import ScriptedChatModel
+from tests.client.helpers import call, say, write_script
+from tests.conftest import FileServer
+from tests.mcp_harness import ROOT, ThreadedServer, free_port, make_settings
+
+PDF = "docs/pdf/multi_page.pdf"
+XLSX = "docs/xlsx/stanley-cups.xlsx"
+ALL_TOOLS = {
+    "process_document", "chunk_document", "retrieve_chunks", "query_spreadsheet", "extract_pdf_text",
+    "extract_docx_text", "extract_pptx_text", "extract_xlsx_tables", "extract_csv_tables", "extract_image_text",
+    "detect_language", "get_system_health", "manage_cache",
+}
+
+
+def run_agent(argv: list[str], server_url: str, model: ScriptedChatModel, stdin: str = "",
+              **env: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(argv, env={"MCP_SERVER_URL": server_url, **env}, stdin=io.StringIO(stdin), stdout=out,
+                stderr=err, llm=model)
+    return code, out.getvalue(), err.getvalue()
+
+
+def tool_result(messages: list[BaseMessage], name: str) -> ToolMessage:
+    """The last result of tool ``name`` among the messages the model was sent."""
+    return [m for m in messages if isinstance(m, ToolMessage) and m.name == name][-1]
+
+
+def result_json(message: ToolMessage) -> dict[str, Any]:
+    return json.loads(content_text(message.content))
+
+
+def test_one_shot_tool_results_from_a_pdf_and_a_spreadsheet_reach_the_model_and_the_transcript(
+    rag_server: str, corpus_server: FileServer,
+) -> None:
+    pdf, xlsx = corpus_server.url(PDF), corpus_server.url(XLSX)
+    model = ScriptedChatModel(script=[
+        call("retrieve_chunks", document_url=pdf, query="Who patented the typewriter, and when?"),
+        call("query_spreadsheet", document_url=xlsx, search_value="Maple Leafs"),
+        say("Sholes patented the typewriter in 1868 (page 1); the Maple Leafs won 13 Stanley Cups."),
+    ])
+
+    code, out, err = run_agent([f"Who patented the typewriter in {pdf}?"], rag_server, model)
+
+    assert (code, err) == (0, "")
+    assert set(model.bound_tools) == ALL_TOOLS
+    first, after_pdf, after_xlsx = model.received
+    assert isinstance(first[0], SystemMessage) and first[0].content == SYSTEM_PROMPT
+    assert isinstance(first[-1], HumanMessage) and pdf in str(first[-1].content)
+    passages = result_json(tool_result(after_pdf, "retrieve_chunks"))["results"]
+    assert any("Sholes" in passage["text"] for passage in passages)
+    rows = result_json(tool_result(after_xlsx, "query_spreadsheet"))["matches"]
+    assert rows and all({"Maple Leafs", "TOR"} <= {str(v) for v in row.values()} for row in rows)
+    assert f"  [TOOL CALL] retrieve_chunks(document_url='{pdf}', query='Who patented the typewriter, and when?')" \
+        in out
+    assert "  [TOOL RESULT] retrieve_chunks -> " in out
+    assert f"  [TOOL CALL] query_spreadsheet(document_url='{xlsx}', search_value='Maple Leafs')" in out
+    assert "  [TOOL RESULT] query_spreadsheet -> " in out and "Maple Leafs" in out.split("query_spreadsheet -> ")[1]
+    assert out.rstrip().endswith("the Maple Leafs won 13 Stanley Cups.")
+
+
+def test_the_repl_keeps_history_within_the_session_and_stops_at_quit(
+    rag_server: str, corpus_server: FileServer,
+) -> None:
+    xlsx = corpus_server.url(XLSX)
+    model = ScriptedChatModel(script=[
+        call("query_spreadsheet", document_url=xlsx, search_value="Flyers"),
+        say("The Flyers (PHI) have 2 Stanley Cups."),
+        say("You asked about the Flyers."),
+        say("never reached"),
+    ])
+    stdin = f"How many cups have the Flyers won? {xlsx}\n\nWhich team did I ask about?\nquit\nignored\n"
+
+    code, out, err = run_agent([], rag_server, model, stdin=stdin)
+
+    assert (code, err) == (0, "")
+    assert len(model.received) == 3
+    second_question = model.received[2]
+    assert [type(m) for m in second_question[1:]] == [HumanMessage, AIMessage, ToolMessage, AIMessage, HumanMessage]
+    assert second_question[4].content == "The Flyers (PHI) have 2 Stanley Cups."
+    assert "PHI" in content_text(second_question[3].content)
+    assert out.startswith("LangChain MCP Agent\n")
+    assert "Type 'quit' to exit" in out
+    assert f"[TOOL CALL] query_spreadsheet(document_url='{xlsx}', search_value='Flyers')" in out
+    assert "The Flyers (PHI) have 2 Stanley Cups." in out and "You asked about the Flyers." in out
+    assert "never reached" not in out
+
+
+def test_a_tool_error_from_the_server_reaches_the_model_as_text_and_the_turn_completes(
+    rag_server: str, corpus_server: FileServer,
+) -> None:
+    missing = corpus_server.url("docs/pdf/no-such-file.pdf")
+    model = ScriptedChatModel(script=[
+        call("retrieve_chunks", document_url=missing, query="anything"),
+        say("That document could not be downloaded."),
+    ])
+
+    code, out, err = run_agent(["What does it say?"], rag_server, model)
+
+    assert (code, err) == (0, "")
+    error = tool_result(model.received[1], "retrieve_chunks")
+    assert error.status == "error"
+    assert result_json(error)["code"] == "DOWNLOAD_ERROR"
+    assert "  [TOOL RESULT] retrieve_chunks (error) -> " in out and "DOWNLOAD_ERROR" in out
+    assert out.rstrip().endswith("That document could not be downloaded.")
+
+
+def test_a_model_that_never_stops_calling_tools_is_cut_off_after_agent_max_steps(rag_server: str) -> None:
+    model = ScriptedChatModel(script=[call("get_system_health")] * 5)
+
+    code, out, err = run_agent(["Loop forever"], rag_server, model, AGENT_MAX_STEPS="2")
+
+    assert (code, err) == (0, "")
+    assert out.count("[TOOL RESULT] get_system_health -> ") == 2
+    assert "(stopped after 2 tool rounds without an answer; see AGENT_MAX_STEPS)" in out
+
+
+def test_an_unreachable_server_is_named_in_one_clear_message() -> None:
+    url = f"http://127.0.0.1:{free_port()}/mcp"
+
+    code, out, err = run_agent(["hello"], url, ScriptedChatModel(script=[]))
+
+    assert code == 1 and out == ""
+    assert err == (f"Cannot reach the MCP server at {url} (All connection attempts failed): start it with "
+                   "`python -m mcp_server` or set MCP_SERVER_URL.\n")
+
+
+def test_mcp_api_key_is_sent_as_a_bearer_token_and_a_missing_one_is_explained() -> None:
+    settings = make_settings(api_keys=["client-test-key"], load_models=False)
+    with ThreadedServer(settings) as server:
+        code, _, refused = run_agent(["hello"], server.mcp_url, ScriptedChatModel(script=[]))
+        model = ScriptedChatModel(script=[call("get_system_health"), say("healthy")])
+        accepted = run_agent(["hello"], server.mcp_url, model, MCP_API_KEY="client-test-key")
+
+    assert code == 1
+    assert refused == (f"The MCP server at {server.mcp_url} refused the request (HTTP 401): set MCP_API_KEY to "
+                       "one of the keys in the server's MCP_API_KEYS.\n")
+    assert accepted[0] == 0 and accepted[2] == ""
+    assert '"status"' in content_text(tool_result(model.received[1], "get_system_health").content)
+
+
+def script_env(**extra: str) -> dict[str, str]:
+    """The process environment without any LLM or server settings, plus ``extra``."""
+    drop = {"GOOGLE_API_KEY", "OPENAI_API_KEY", "LLM_PROVIDER", "LLM_MODEL", "LLM_BASE_URL", "OLLAMA_HOST",
+            "LLM_API_KEY", "MCP_SERVER_URL", "MCP_API_KEY", "LANGSMITH_TRACING", "LANGCHAIN_TRACING_V2"}
+    return {**{k: v for k, v in os.environ.items() if k not in drop}, **extra}
+
+
+def run_script(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(ROOT / "client" / "agent.py"), *args], env=env, cwd=cwd,
+                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+
+
+@pytest.mark.skipif((CLIENT_DIR / ".env").exists(), reason="a local client/.env configures an LLM")
+def test_without_an_llm_configured_the_script_says_which_variables_to_set_and_exits_2(tmp_path: Path) -> None:
+    done = run_script(["hello"], script_env(), cwd=tmp_path)
+
+    assert done.returncode == 2
+    assert (done.stdout, done.stderr) == ("", NO_LLM_MESSAGE + "\n")
+
+
+def test_the_script_answers_one_shot_with_the_fake_provider(
+    rag_server: str, corpus_server: FileServer, tmp_path: Path,
+) -> None:
+    xlsx = corpus_server.url(XLSX)
+    script = write_script(tmp_path / "script.json", [
+        call("query_spreadsheet", document_url=xlsx, search_value="Blues", column="Team"),
+        say("The Blues (STL) have won 1 Stanley Cup."),
+    ])
+    env = script_env(LLM_PROVIDER="fake", LLM_FAKE_SCRIPT=str(script), MCP_SERVER_URL=rag_server)
+
+    done = run_script([f"How many cups have the Blues won? {xlsx}"], env, cwd=tmp_path)
+
+    assert (done.returncode, done.stderr) == (0, "")
+    lines = done.stdout.splitlines()
+    assert lines[0] == f"  [TOOL CALL] query_spreadsheet(document_url='{xlsx}', search_value='Blues', column='Team')"
+    assert lines[1].startswith("  [TOOL RESULT] query_spreadsheet -> ") and "STL" in lines[1]
+    assert len(lines[1]) <= len("  [TOOL RESULT] query_spreadsheet -> ") + 303
+    assert lines[2:] == ["", "The Blues (STL) have won 1 Stanley Cup.", ""]

@@ -1,17 +1,29 @@
-"""The long-lived resources of one server process, opened and closed by a lifespan."""
+"""The long-lived resources of one server process, opened and closed by a lifespan.
+
+Models load here, eagerly and off the event loop, so the first tool call never pays for them.
+``MCP_LOAD_MODELS=false`` swaps in the deterministic fake embedder (tests of non-retrieval paths,
+and a quick smoke start); get_system_health says so.
+"""
 
 from __future__ import annotations
 
 import logging
 import time
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcp_server.core.concurrency import run_sync
 from mcp_server.core.settings import Settings
+from mcp_server.fetch import Fetcher
 from mcp_server.middleware.guard import ToolGuard
 from mcp_server.middleware.ratelimit import InProcessRateLimiter, RateLimiter
+from mcp_server.processors.sandbox import ParserPool
+from mcp_server.redis_backends import open_redis_backends
+from mcp_server.retrieval.manager import IndexManager
+from mcp_server.retrieval.models import ModelRegistry
+from mcp_server.service import DocumentService
 
 __all__ = ["AppContext", "open_app_context"]
 
@@ -23,13 +35,35 @@ class AppContext:
     settings: Settings
     limiter: RateLimiter
     guard: ToolGuard
+    models: ModelRegistry
+    service: DocumentService
     started_at: float = field(default_factory=time.time)
-    services: dict[str, Any] = field(default_factory=dict)
+    models_fake: bool = False
 
 
 @asynccontextmanager
 async def open_app_context(settings: Settings) -> AsyncIterator[AppContext]:
-    limiter = InProcessRateLimiter(settings)
-    context = AppContext(settings=settings, limiter=limiter, guard=ToolGuard(settings, limiter))
-    logger.info("server.ready")
-    yield context
+    started = time.perf_counter()
+    limiter: RateLimiter = InProcessRateLimiter(settings)
+    if settings.load_models:
+        models = await run_sync(ModelRegistry.load, settings)
+    else:
+        models = ModelRegistry.fake()
+    async with AsyncExitStack() as stack:
+        fetcher = Fetcher(settings)
+        stack.push_async_callback(fetcher.aclose)
+        parsers = ParserPool(settings)
+        stack.callback(parsers.close)
+        caches: dict[str, Any] = {}
+        if settings.redis_url:  # several workers share limits and caches; unset = in-process
+            shared = await open_redis_backends(settings, stack)
+            limiter, caches = shared.limiter, {"downloads": shared.downloads, "documents": shared.documents}
+        service = DocumentService(
+            settings, fetcher=fetcher, parsers=parsers, models=models,
+            indexes=IndexManager(settings, models), **caches,
+        )
+        context = AppContext(settings=settings, limiter=limiter, guard=ToolGuard(settings, limiter),
+                             models=models, service=service, models_fake=not settings.load_models)
+        logger.info("server.ready", extra={"elapsed": round(time.perf_counter() - started, 3),
+                                           "models": "fake" if context.models_fake else "loaded"})
+        yield context

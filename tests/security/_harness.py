@@ -20,8 +20,10 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_server.context import AppContext, open_app_context
 from mcp_server.core.settings import Settings
 from mcp_server.fetch import Fetcher, StaticResolver
+from mcp_server.processors.sandbox import ParserPool
 from mcp_server.server import create_server
 from tests.mcp_harness import ThreadedServer, make_settings, payload
+from tests.processors import _sandbox_tasks
 
 CANARY = "127.0.0.2"
 # The fake DNS of the tool server (any other name does not resolve).
@@ -51,18 +53,44 @@ class _Resolver(StaticResolver):
         return await super().resolve(host, port)
 
 
-def fake_dns_context(settings: Settings) -> Callable[[Settings], Any]:
-    """A context factory: the real one, with the Fetcher rebuilt on the fake resolver."""
+# Documents with these names are not parsed: the real parser pool runs a hostile task instead.
+HOSTILE_TASKS: dict[str, Callable[[], Any]] = {
+    "hang.txt": _sandbox_tasks.hang,
+    "crash.txt": _sandbox_tasks.abort,
+    "allocate.txt": _sandbox_tasks.allocate_10gb,
+}
+
+
+class HostileParsers:
+    """The real ParserPool, except that documents named in HOSTILE_TASKS hang, abort or allocate."""
+
+    def __init__(self, pool: ParserPool) -> None:
+        self._pool = pool
+
+    async def run(self, fn: Callable[..., Any], *args: Any, timeout: float | None = None) -> Any:
+        task = HOSTILE_TASKS.get(getattr(args[0], "filename", "") if args else "")
+        if task is not None:
+            return await self._pool.run(task, timeout=timeout)
+        return await self._pool.run(fn, *args, timeout=timeout)
+
+
+def fake_dns_context(settings: Settings, hostile: bool = False) -> Callable[[Settings], Any]:
+    """A context factory: the real one, with the Fetcher rebuilt on the fake resolver (and, if
+    ``hostile``, the parser pool wrapped in HostileParsers)."""
 
     @contextlib.asynccontextmanager
     async def factory(_: Settings) -> AsyncIterator[AppContext]:
         async with open_app_context(settings) as context:
+            service = context.service
             fetcher = Fetcher(settings, resolver=_Resolver(NAMES))
-            original, context.service.fetcher = context.service.fetcher, fetcher
+            original, service.fetcher = service.fetcher, fetcher
+            pool = service.parsers
+            if hostile:
+                service.parsers = HostileParsers(pool)  # type: ignore[assignment]
             try:
                 yield context
             finally:
-                context.service.fetcher = original
+                service.fetcher, service.parsers = original, pool
                 await fetcher.aclose()
 
     return factory
@@ -83,8 +111,8 @@ def security_settings(**overrides: Any) -> Settings:
 
 
 @contextlib.contextmanager
-def running_server(settings: Settings) -> Iterator[ThreadedServer]:
-    server = create_server(settings, app_context_factory=fake_dns_context(settings))
+def running_server(settings: Settings, hostile: bool = False) -> Iterator[ThreadedServer]:
+    server = create_server(settings, app_context_factory=fake_dns_context(settings, hostile))
     with ThreadedServer(settings, server) as running:
         yield running
 

@@ -23,6 +23,7 @@ __all__ = ["Embedder", "FakeEmbedder", "ProgressFn", "SentenceTransformerEmbedde
 ProgressFn = Callable[[int, int, str], None]
 
 DEFAULT_CACHE_ENTRIES = 20_000  # ~30 MB of 384-d float32 vectors
+QUERY_CACHE_ENTRIES = 1024  # agents repeat queries; a repeat then costs no model call
 
 # Queries of these model families need an instruction prefix (their model cards say so) and the
 # sentence-transformers config of the published weights does not always carry it as a prompt.
@@ -53,6 +54,7 @@ class Embedder(ABC):
 
     def __init__(self, *, cache_entries: int = DEFAULT_CACHE_ENTRIES) -> None:
         self._cache: LRUCache[bytes, np.ndarray] = LRUCache(maxsize=max(cache_entries, 1))
+        self._queries: LRUCache[str, np.ndarray] = LRUCache(maxsize=QUERY_CACHE_ENTRIES)
         self._cache_lock = threading.Lock()
         self.texts_embedded = 0  # texts actually sent to the model (cache misses)
 
@@ -95,12 +97,25 @@ class Embedder(ABC):
         return out
 
     def embed_query(self, query: str) -> np.ndarray:
-        """The unit vector of one search query, shape (dimension,); never cached."""
-        return _normalise(self.embed_batch([self.query_prefix + query]))[0]
+        """The unit vector of one search query, shape (dimension,); recent queries are cached."""
+        with self._cache_lock:
+            cached = self._queries.get(query)
+        if cached is not None:
+            return cached
+        vector = _normalise(self.embed_batch([self.query_prefix + query]))[0]
+        vector.flags.writeable = False  # shared between callers through the cache
+        with self._cache_lock:
+            self._queries[query] = vector
+        return vector
+
+    @property
+    def cache_entries(self) -> int:
+        return len(self._cache)
 
     def clear_cache(self) -> None:
         with self._cache_lock:
             self._cache.clear()
+            self._queries.clear()
 
     def _key(self, text: str) -> bytes:
         return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()

@@ -34,6 +34,8 @@ SearchMode = Literal["hybrid", "dense", "bm25"]
 MAX_TOP_K = 20
 MAX_NEIGHBORS = 2
 RRF_K = 60  # the constant of Cormack et al.; flat enough that both rankings count
+DENSE_WEIGHT = 1.0  # weights of the two rankings in the fusion (see bench/README.md)
+BM25_WEIGHT = 1.0
 MIN_CANDIDATES = 20
 DUPLICATE_OVERLAP = 0.5  # a chunk sharing more than this share of its span with a chosen one is dropped
 
@@ -136,7 +138,7 @@ class DocumentIndex:
             cand = candidates.setdefault(int(pos), _Candidate(int(pos)))
             cand.dense = float(sim)
             if mode != "bm25":
-                cand.rrf += 1.0 / (RRF_K + rank + 1)
+                cand.rrf += DENSE_WEIGHT / (RRF_K + rank + 1)
         bm25 = self._bm25_scores(query)
         if bm25 is not None and mode != "dense":
             order = np.argsort(-bm25, kind="stable")[:n]
@@ -144,7 +146,7 @@ class DocumentIndex:
                 if bm25[pos] <= 0:  # no query term at all: not a BM25 candidate
                     break
                 cand = candidates.setdefault(int(pos), _Candidate(int(pos)))
-                cand.rrf += 1.0 / (RRF_K + rank + 1)
+                cand.rrf += BM25_WEIGHT / (RRF_K + rank + 1)
         if bm25 is not None:
             for cand in candidates.values():
                 cand.bm25 = float(bm25[cand.pos])

@@ -164,12 +164,17 @@ class IndexManager:
             "max_entries": int(self._memory.maxsize),
             "ttl": self._memory.ttl,
             "disk": self.store.stats(),
+            "embedding_cache_entries": sum(
+                e.cache_entries for e in {id(e): e for e in (self.models.fast, self.models.accurate)}.values()
+            ),
         }
 
     async def clear(self) -> dict[str, int]:
-        """Forget every index in memory and on disk."""
+        """Forget every index in memory and on disk, and the embedders' vector caches."""
         entries = len(self._memory)
         self._memory.clear()
+        for embedder in {id(e): e for e in (self.models.fast, self.models.accurate)}.values():
+            embedder.clear_cache()
         removed = await run_sync(self.store.clear)
         return {"memory": entries, "disk": removed}
 

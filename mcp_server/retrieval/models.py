@@ -111,6 +111,10 @@ class _Loader:
         self._reachable: bool | None = None
 
     def hub_ok(self) -> bool:
+        from huggingface_hub import constants
+
+        if constants.HF_HUB_OFFLINE:  # declared offline: not even a probe
+            return False
         if self._reachable is None:
             self._reachable = self._probe()
         return self._reachable

@@ -195,3 +195,60 @@ def test_an_index_written_by_the_store_loads_back_identically(tmp_path: Path) ->
     loaded = store.load("k1")
     assert loaded is not None and loaded.chunks == chunks and loaded.faiss.ntotal == len(chunks)
     assert not [p for p in (tmp_path / "k1").iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_save_interrupted_before_its_manifest_is_never_loaded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from mcp_server.retrieval import DocumentIndex
+    from mcp_server.retrieval import store as store_module
+
+    embedder = FakeEmbedder()
+    store = IndexStore(tmp_path)
+    old = DocumentIndex.build(make_chunks(TEXTS), embedder.embed(TEXTS), model_id="fake")
+    store.save("k1", old, chunker_version="1")
+    real_write = store_module.write_atomic
+
+    def killed_after_the_vectors(path: Path, data: bytes) -> None:
+        if path.name != INDEX_FILE:
+            raise KeyboardInterrupt("simulated SIGKILL")
+        real_write(path, data)
+
+    monkeypatch.setattr(store_module, "write_atomic", killed_after_the_vectors)
+    new = DocumentIndex.build(make_chunks(TEXTS[:2]), embedder.embed(TEXTS[:2]), model_id="fake")
+    with pytest.raises(KeyboardInterrupt):
+        store.save("k1", new, chunker_version="1")
+    assert store.load("k1") is None  # new vectors + old manifest: checksum mismatch
+    assert store.quarantined == 1 and not (tmp_path / "k1").exists()
+
+
+async def test_two_workers_building_the_same_document_end_with_one_index(settings: Settings) -> None:
+    # two managers on one folder stand for two worker processes: only the file lock is shared
+    workers = [manager(settings), manager(settings)]
+    results: list[bool] = []
+
+    async def build(m: IndexManager) -> None:
+        results.append((await m.get_or_build(SHA, "1", "p", make_chunks(TEXTS)))[1])
+
+    async with anyio.create_task_group() as tg:
+        for m in workers:
+            tg.start_soon(build, m)
+    assert sum(m.counters["builds"] for m in workers) == 1
+    assert sorted(results) == [False, True]
+    assert workers[0].stats()["disk"]["count"] == 1
+
+
+async def test_clearing_the_cache_also_forgets_embedded_vectors(settings: Settings) -> None:
+    m = manager(settings)
+    await m.get_or_build(SHA, "1", "p", make_chunks(TEXTS))
+    assert m.stats()["embedding_cache_entries"] == len(TEXTS)
+    await m.clear()
+    _, cached = await m.get_or_build(SHA, "1", "p", make_chunks(TEXTS))
+    assert cached is False and fast(m).texts_embedded == 2 * len(TEXTS)
+
+
+def test_a_repeated_query_is_embedded_once() -> None:
+    embedder = FakeEmbedder()
+    first = embedder.embed_query("where is it?")
+    batches = embedder.batches
+    assert embedder.embed_query("where is it?") is first and embedder.batches == batches

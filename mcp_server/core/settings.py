@@ -168,7 +168,8 @@ class Settings(BaseSettings):
         description="Redis keys start with rag:<namespace>: (servers sharing one Redis stay apart).",
     )
     redis_timeout: float = Field(
-        0.5, gt=0, le=30, description="Connect and read timeout of one Redis call (seconds); slower = down."
+        2.0, gt=0, le=30,
+        description="Connect/read timeout of one Redis call (s); slower = down. Covers a busy event loop too.",
     )
     redis_retry_interval: float = Field(
         5, ge=0, description="After a Redis failure, in-process fallback for this long before retrying (s)."

@@ -1,0 +1,314 @@
+"""Bounded load run on 127.0.0.1: N concurrent MCP clients for a fixed time, mixed tools on corpus files.
+
+    .venv/bin/python bench/load.py [--clients 16] [--duration 20] [--workers 1,4] [--backends memory,redis]
+                                   [--models] [--limits] [--memory]
+
+Per (workers, backend) it starts ``python -m mcp_server --workers W`` (and, for redis, a private
+redis-server on a free loopback port), warms every document once, then runs the clients until the
+deadline and prints throughput, p50/p95/p99 latency and the error count (goal: 0).
+
+``--limits`` checks that the global rate limit is exact across 4 workers: a burst of requests beyond
+the global budget from several API keys, on fresh connections (so they land on every worker);
+exactly the excess must be refused with Redis. ``--memory`` loads the real models and prints the
+resident memory of each worker and of the whole process tree. Fake embeddings unless ``--models``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+import http.server
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import psutil
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = Path(os.environ.get("RAG_CORPUS_DIR", ROOT.parent / "shared" / "corpus")).resolve()
+DOCS = ["docs/html/what_is_haystack.html", "docs/txt/norwich-city.txt", "docs/pdf/multi_page.pdf",
+        "docs/docx/word_sample.docx", "docs/pptx/powerpoint_sample.pptx", "docs/csv/stanley-cups.csv"]
+QUERIES = ["What is this document about?", "Which table lists the totals?", "When was it founded?"]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        pass
+
+
+@contextlib.contextmanager
+def corpus_server() -> Iterator[str]:
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(CORPUS)))
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def _poll(ok: Any, what: str, timeout: float, proc: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + timeout
+    while not ok():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"{what} did not start")
+        time.sleep(0.05)
+
+
+@contextlib.contextmanager
+def redis_server() -> Iterator[str]:
+    binary = shutil.which("redis-server")
+    if binary is None:
+        raise SystemExit("redis-server not found (make system-deps)")
+    port = free_port()
+    proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def up() -> bool:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+            s.sendall(b"PING\r\n")
+            return s.recv(16).startswith(b"+PONG")
+        return False
+
+    try:
+        _poll(up, "redis-server", 20, proc)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@contextlib.contextmanager
+def mcp_server(workers: int, env: dict[str, str]) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    proc = subprocess.Popen([sys.executable, "-m", "mcp_server", "--port", str(port), "--workers", str(workers)],
+                            env={**os.environ, "MCP_LOG_DIR": "", "MCP_LOG_LEVEL": "WARNING", **env}, cwd=str(ROOT),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+
+    def healthy() -> bool:
+        with contextlib.suppress(httpx.HTTPError):
+            return httpx.get(f"{base}/health", timeout=2).status_code == 200
+        return False
+
+    try:
+        _poll(healthy, "mcp_server", 600, proc)
+        yield base, proc
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, 15)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)
+            proc.wait()
+
+
+@contextlib.asynccontextmanager
+async def session(base: str, key: str | None = None, keepalive: bool = True) -> Any:
+    headers = {"Authorization": f"Bearer {key}"} if key else None
+    limits = httpx.Limits() if keepalive else httpx.Limits(max_keepalive_connections=0)
+    async with httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(60, read=300), limits=limits) as http, \
+            streamable_http_client(f"{base}/mcp", http_client=http) as (read, write, _), \
+            ClientSession(read, write) as client:
+        await client.initialize()
+        yield client
+
+
+def mixed_calls(corpus: str) -> list[tuple[str, dict[str, Any]]]:
+    calls: list[tuple[str, dict[str, Any]]] = []
+    for i, doc in enumerate(DOCS):
+        url = f"{corpus}/{doc}"
+        calls.append(("process_document", {"document_url": url}))
+        calls.append(("retrieve_chunks", {"document_url": url, "query": QUERIES[i % len(QUERIES)]}))
+    calls.append(("query_spreadsheet", {"document_url": f"{corpus}/docs/csv/stanley-cups.csv", "search_value": "1"}))
+    calls.append(("detect_language", {"text": "Ceci est une phrase écrite en français pour le test."}))
+    calls.append(("get_system_health", {}))
+    return calls
+
+
+async def run_load(base: str, calls: list[tuple[str, dict[str, Any]]], clients: int,
+                   duration: float) -> dict[str, Any]:
+    latencies: list[float] = []
+    errors: list[str] = []
+    deadline = time.monotonic() + duration
+
+    async def client_task(n: int) -> None:
+        async with session(base) as client:
+            i = n
+            while time.monotonic() < deadline:
+                tool, args = calls[i % len(calls)]
+                i += 1
+                started = time.perf_counter()
+                try:
+                    result = await client.call_tool(tool, args)
+                    if result.isError:
+                        errors.append(f"{tool}: {result.content[0].text[:200]}")  # type: ignore[union-attr]
+                except Exception as exc:  # noqa: BLE001 - every failure is counted, none stops the run
+                    errors.append(f"{tool}: {type(exc).__name__}: {exc}")
+                latencies.append(time.perf_counter() - started)
+
+    started = time.monotonic()
+    async with anyio.create_task_group() as group:
+        for n in range(clients):
+            group.start_soon(client_task, n)
+    elapsed = time.monotonic() - started
+    q = statistics.quantiles(latencies, n=100) if len(latencies) > 1 else [0.0] * 99
+    return {"requests": len(latencies), "rps": len(latencies) / elapsed, "p50": q[49] * 1000, "p95": q[94] * 1000,
+            "p99": q[98] * 1000, "errors": len(errors), "first_errors": errors[:3]}
+
+
+async def warm(base: str, calls: list[tuple[str, dict[str, Any]]]) -> None:
+    async with session(base) as client:
+        for tool, args in calls:
+            await client.call_tool(tool, args)
+
+
+def server_env(corpus: str, redis_url: str | None, models: bool, index_dir: str) -> dict[str, str]:
+    env = {"MCP_FETCH_ALLOWLIST": "127.0.0.1", "MCP_RATE_LIMIT_RPM": "1000000", "MCP_INDEX_DIR": index_dir,
+           "MCP_LOAD_MODELS": "true" if models else "false", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    if redis_url:
+        env["MCP_REDIS_URL"] = redis_url
+    return env
+
+
+def load_table(args: argparse.Namespace) -> None:
+    print(f"load: {args.clients} clients x {args.duration:g} s, mixed tools on {len(DOCS)} corpus documents, "
+          f"{'real' if args.models else 'fake'} embeddings")
+    print(f"{'workers':>7} {'backend':>8} {'requests':>9} {'req/s':>8} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} "
+          f"{'errors':>6}")
+    with corpus_server() as corpus:
+        calls = mixed_calls(corpus)
+        for workers in args.workers:
+            for backend in args.backends:
+                with contextlib.ExitStack() as stack:
+                    url = stack.enter_context(redis_server()) if backend == "redis" else None
+                    index_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="rag-load-"))
+                    base, _ = stack.enter_context(mcp_server(workers, server_env(corpus, url, args.models, index_dir)))
+                    anyio.run(warm, base, calls)
+                    r = anyio.run(run_load, base, calls, args.clients, args.duration)
+                print(f"{workers:>7} {backend:>8} {r['requests']:>9} {r['rps']:>8.1f} {r['p50']:>8.1f} "
+                      f"{r['p95']:>8.1f} {r['p99']:>8.1f} {r['errors']:>6}", flush=True)
+                for line in r["first_errors"]:
+                    print(f"        error: {line}")
+
+
+async def burst(base: str, keys: list[str], per_key: int) -> tuple[int, int, int, set[int]]:
+    """(allowed, refused by the global bucket, other errors, worker pids that allowed one)."""
+    allowed = refused = other = 0
+    pids: set[int] = set()
+
+    ready = 0
+    go = anyio.Event()
+    count = len(keys) * per_key
+
+    async def one(key: str) -> None:
+        nonlocal allowed, refused, other, ready
+        async with session(base, key, keepalive=False) as client:
+            await client.list_tools()  # the client validates results against these schemas
+            ready += 1
+            if ready == count:
+                go.set()
+            await go.wait()  # every session is open: the calls leave together
+            result = await client.call_tool("get_system_health", {})
+        body = result.structuredContent or {}
+        if not result.isError:
+            allowed += 1
+            pids.add(int(body["worker"]["pid"]))
+        elif body.get("code") == "RATE_LIMITED" and "global" in str(body.get("error")):
+            refused += 1
+        else:
+            other += 1
+
+    async with anyio.create_task_group() as group:
+        for _ in range(per_key):
+            for key in keys:
+                group.start_soon(one, key)
+    return allowed, refused, other, pids
+
+
+def limits_check(args: argparse.Namespace) -> None:
+    rpm, multiplier, keys, per_key = 30, 2.0, ["k1", "k2", "k3", "k4"], 20
+    budget = int(rpm * multiplier)
+    total = len(keys) * per_key
+    print(f"global limit: budget {budget} (rpm {rpm} x {multiplier:g}), {total} requests from {len(keys)} keys "
+          f"at once, 4 workers; refill {budget / 60:g}/s")
+    print(f"{'backend':>8} {'allowed':>8} {'refused':>8} {'other':>6} {'workers':>8} {'seconds':>8}  verdict")
+    with corpus_server() as corpus:
+        for backend in ("memory", "redis"):
+            with contextlib.ExitStack() as stack:
+                url = stack.enter_context(redis_server()) if backend == "redis" else None
+                index_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="rag-limits-"))
+                env = {**server_env(corpus, url, False, index_dir), "MCP_RATE_LIMIT_RPM": str(rpm),
+                       "MCP_GLOBAL_RATE_MULTIPLIER": str(multiplier), "MCP_API_KEYS": ",".join(keys)}
+                base, _ = stack.enter_context(mcp_server(4, env))
+                started = time.monotonic()
+                allowed, refused, other, pids = anyio.run(burst, base, keys, per_key)
+                elapsed = time.monotonic() - started  # an upper bound: includes opening the sessions
+            refill = int(elapsed * budget / 60)
+            exact = allowed == budget and refused == total - budget and other == 0
+            verdict = "exact" if exact else (
+                f"within refill (+{refill})" if budget <= allowed <= budget + refill and other == 0 else "NOT held")
+            print(f"{backend:>8} {allowed:>8} {refused:>8} {other:>6} {len(pids):>8} {elapsed:>8.2f}  {verdict}",
+                  flush=True)
+
+
+def memory_report(args: argparse.Namespace) -> None:
+    workers = max(args.workers)
+    with tempfile.TemporaryDirectory(prefix="rag-mem-") as index_dir, corpus_server() as corpus, \
+            mcp_server(workers, server_env(corpus, None, True, index_dir)) as (base, proc):
+        anyio.run(warm, base, mixed_calls(corpus))
+        tree = [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]
+        rss = {p.pid: p.memory_info().rss / 2**20 for p in tree}
+        worker_pids = {p.pid for p in psutil.Process(proc.pid).children() if "spawn_main" in " ".join(p.cmdline())}
+        worker_pids = worker_pids or {proc.pid}  # one worker: uvicorn serves in the main process
+    print(f"memory, real models, {workers} workers, after one pass over the mix:")
+    for pid in sorted(worker_pids):
+        print(f"  worker {pid}: {rss[pid]:.0f} MB RSS")
+    print(f"  whole process tree ({len(tree)} processes: supervisor, workers, parser pools): "
+          f"{sum(rss.values()):.0f} MB RSS")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--duration", type=float, default=20)
+    parser.add_argument("--workers", type=lambda s: [int(x) for x in s.split(",")], default=[1, 4])
+    parser.add_argument("--backends", type=lambda s: s.split(","), default=["memory", "redis"])
+    parser.add_argument("--models", action="store_true", help="load the real embedding models")
+    parser.add_argument("--limits", action="store_true", help="only the global rate-limit check")
+    parser.add_argument("--memory", action="store_true", help="only the memory-per-worker report")
+    args = parser.parse_args()
+    if not CORPUS.is_dir():
+        raise SystemExit(f"corpus not found at {CORPUS} (set RAG_CORPUS_DIR)")
+    if args.limits:
+        limits_check(args)
+    elif args.memory:
+        memory_report(args)
+    else:
+        load_table(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = Path(os.environ.get("RAG_CORPUS_DIR", ROOT.parent / "shared" / "corpus")).resolve()
@@ -17,7 +18,17 @@ DOCS = CORPUS / "docs"
 SQUAD = CORPUS / "qa" / "squad-v2-small"
 
 
+# Fuzz profiles: "default" is the short run of `make test`, "long" the run of `make fuzz`
+# (--hypothesis-profile=long). Registered here because profiles must exist before the
+# hypothesis plugin reads that option.
+settings.register_profile("default", settings.get_profile("default"), print_blob=True)
+settings.register_profile("long", max_examples=3000, deadline=None, print_blob=True,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.load_profile("default")
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "fuzz: hypothesis fuzz targets (short in make test, long in make fuzz)")
     # Model weights never come from a hub during tests; the bundled MiniLM loads from site-packages.
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

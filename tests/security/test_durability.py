@@ -1,0 +1,174 @@
+"""SECURITY.md §6: index files on disk (D1-D4).
+
+D1: a writer process saving two index versions in turn is SIGKILLed at 50 random points; every
+load afterwards returns exactly one complete version (checksums verified) or nothing, and a
+nothing means the torn folder was quarantined so the caller rebuilds. D2: corrupt, truncated and
+mismatching files are detected, moved aside and rebuilt. D3: four processes building the same
+document at once end with one build and one index. D4: no pickle on disk.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from mcp_server.core.settings import Settings
+from mcp_server.retrieval.manager import IndexManager
+from mcp_server.retrieval.store import CHUNKS_FILE, INDEX_FILE, MANIFEST_FILE, IndexStore
+from tests.mcp_harness import ROOT
+
+from . import _index_worker as worker
+
+pytestmark = pytest.mark.anyio
+
+KEY = "durable"
+
+
+def signature(index: object) -> tuple[int, str]:
+    chunks = index.chunks  # type: ignore[attr-defined]
+    return len(chunks), chunks[0].text.split(" chunk ")[0]
+
+
+def expected(version: int) -> tuple[int, str]:
+    made = worker.chunks(version)
+    return len(made), f"version {version}"
+
+
+def test_sigkill_at_50_random_points_never_leaves_a_partial_index_loadable(tmp_path: Path) -> None:
+    store = IndexStore(tmp_path)
+    versions = {expected(0), expected(1)}
+    rng = random.Random(20240611)
+    outcomes = {"complete": 0, "quarantined": 0, "absent": 0}
+    proc = subprocess.Popen([sys.executable, "-m", "tests.security._index_worker", "fork-writer", str(tmp_path), KEY],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT, text=True)
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        rounds = 0
+        # 50 kills, and more (up to 200) until a kill has also landed between two files.
+        while rounds < 50 or (outcomes["quarantined"] == 0 and rounds < 200):
+            rounds += 1
+            proc.stdin.write(f"go {rng.randrange(2)}\n")
+            proc.stdin.flush()
+            pid = int(proc.stdout.readline())
+            time.sleep(rng.uniform(0.0, 0.08))  # the random kill point (not synchronisation)
+            subprocess.run(["kill", "-KILL", str(pid)], check=True)
+            proc.stdin.write(f"reap {pid}\n")
+            proc.stdin.flush()
+            assert proc.stdout.readline().strip() == "ok"
+            before = store.quarantined
+            loaded = store.load(KEY)
+            if loaded is not None:
+                assert signature(loaded) in versions  # a whole version, never a mix
+                assert len(loaded) == signature(loaded)[0]
+                outcomes["complete"] += 1
+            elif store.quarantined > before:
+                assert not store.path(KEY).exists()  # moved aside: the next build starts clean
+                outcomes["quarantined"] += 1
+            else:
+                outcomes["absent"] += 1
+    finally:
+        proc.stdin.write("quit\n")
+        proc.stdin.close()
+        proc.wait(timeout=30)
+        proc.stdout.close()
+    print("kill outcomes:", outcomes)
+    assert outcomes["complete"] >= 1 and outcomes["quarantined"] >= 1, outcomes
+    # After all that, one more save gives a clean, loadable index.
+    with store.lock(KEY):
+        store.save(KEY, worker.index(1), chunker_version=worker.CHUNKER)
+    reloaded = store.load(KEY)
+    assert reloaded is not None and signature(reloaded) == expected(1)
+
+
+def _truncate(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+def _flip(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+def _manifest(change: Callable[[dict[str, object]], None]) -> Callable[[Path], None]:
+    def apply(folder: Path) -> None:
+        manifest = json.loads((folder / MANIFEST_FILE).read_text())
+        change(manifest)
+        (folder / MANIFEST_FILE).write_text(json.dumps(manifest))
+
+    return apply
+
+
+DAMAGE: dict[str, Callable[[Path], None]] = {
+    "truncated vectors": lambda folder: _truncate(folder / INDEX_FILE),
+    "flipped vector bit": lambda folder: _flip(folder / INDEX_FILE),
+    "truncated chunks": lambda folder: _truncate(folder / CHUNKS_FILE),
+    "flipped chunk bit": lambda folder: _flip(folder / CHUNKS_FILE),
+    "truncated manifest": lambda folder: _truncate(folder / MANIFEST_FILE),
+    "missing manifest": lambda folder: (folder / MANIFEST_FILE).unlink(),
+    "missing vectors": lambda folder: (folder / INDEX_FILE).unlink(),
+    "empty vectors": lambda folder: (folder / INDEX_FILE).write_bytes(b""),
+    "wrong vector count": _manifest(lambda m: m.update(vector_count=1)),
+    "wrong dimension": _manifest(lambda m: m.update(dimension=3)),
+    "wrong model": _manifest(lambda m: m.update(model_id="another-model")),
+    "wrong chunker": _manifest(lambda m: m.update(chunker_version="0")),
+    "future format": _manifest(lambda m: m.update(format=99)),
+    "no checksums": _manifest(lambda m: m.pop("sha256")),
+    "swapped files": lambda folder: (folder / INDEX_FILE).write_bytes((folder / CHUNKS_FILE).read_bytes()),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
+async def test_a_damaged_index_is_quarantined_and_rebuilt(damage: str, tmp_path: Path) -> None:
+    settings = Settings(_env_file=None, index_dir=tmp_path)  # type: ignore[call-arg]
+    manager = IndexManager(settings, worker.MODELS)
+    made = worker.chunks(0)
+    first, _ = await manager.get_or_build("doc", worker.CHUNKER, "params", made)
+    key = manager.index_key("doc", worker.CHUNKER, "params")
+    DAMAGE[damage](manager.store.path(key))
+    restarted = IndexManager(settings, worker.MODELS)  # a new process: nothing in memory
+    index, cached = await restarted.get_or_build("doc", worker.CHUNKER, "params", made)
+    assert not cached and restarted.counters["builds"] == 1
+    assert restarted.store.quarantined == 1
+    assert [c.text for c in index.chunks] == [c.text for c in first.chunks]
+    assert len(list(tmp_path.glob(f"{key}.corrupt-*"))) == 1
+    again, cached = await IndexManager(settings, worker.MODELS).get_or_build("doc", worker.CHUNKER, "params", made)
+    assert cached and len(again) == len(made)
+
+
+def test_four_processes_building_one_document_end_with_one_index(tmp_path: Path) -> None:
+    procs = [subprocess.Popen([sys.executable, "-m", "tests.security._index_worker", "build", str(tmp_path)],
+                              stdout=subprocess.PIPE, cwd=ROOT, text=True) for _ in range(4)]
+    counters = [json.loads(p.communicate(timeout=120)[0]) for p in procs]
+    assert sum(c["builds"] for c in counters) == 1, counters
+    folders = [p for p in tmp_path.iterdir() if not p.name.startswith(".")]
+    assert len(folders) == 1 and ".corrupt-" not in folders[0].name
+    loaded = IndexStore(tmp_path).load(folders[0].name)
+    assert loaded is not None and len(loaded) == len(worker.chunks(0))
+
+
+async def test_index_files_on_disk_are_json_and_faiss_never_pickle(tmp_path: Path) -> None:
+    settings = Settings(_env_file=None, index_dir=tmp_path)  # type: ignore[call-arg]
+    manager = IndexManager(settings, worker.MODELS)
+    await manager.get_or_build("doc", worker.CHUNKER, "params", worker.chunks(1))
+    files = [p for p in tmp_path.rglob("*") if p.is_file() and ".locks" not in p.parts]
+    assert {p.name for p in files} == {INDEX_FILE, CHUNKS_FILE, MANIFEST_FILE}
+    for path in files:
+        data = path.read_bytes()
+        assert not data.startswith(b"\x80"), f"{path.name} looks like a pickle"
+        if path.suffix == ".json":
+            json.loads(data)
+        else:
+            assert data[:4] in (b"IxFI", b"IxF2", b"IxFl", b"IxHe", b"IwFl", b"IxM2", b"IxPQ", b"IxPT"), data[:4]
+    sources = "\n".join(p.read_text() for p in (ROOT / "mcp_server").rglob("*.py"))
+    for forbidden in ("import pickle", "from pickle", "allow_pickle=True", "joblib", "shelve", "dill", "torch.load("):
+        assert forbidden not in sources, forbidden
+
+

@@ -33,7 +33,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a benchmark must never wait on a
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from mcp_server.chunking import chunk_document, chunk_params_for  # noqa: E402
-from mcp_server.core.models import ProcessedDocument  # noqa: E402
+from mcp_server.core.models import Chunk, ChunkLocation, ProcessedDocument  # noqa: E402
 from mcp_server.core.settings import Settings  # noqa: E402
 from mcp_server.retrieval import index as index_module  # noqa: E402
 from mcp_server.retrieval.index import DocumentIndex  # noqa: E402
@@ -74,10 +74,24 @@ def evaluate(questions: Sequence[dict[str, Any]], retrieve: Retrieve, k: int = 5
     return {"hit": hit / n, "strict": strict / n, "mrr": rr / n, "n": n}
 
 
-class LocalRetriever:
-    """Chunks each document with the server's chunker and searches a ``DocumentIndex``."""
+def paragraph_chunks(text: str) -> list[Chunk]:
+    """One chunk per blank-line paragraph: the reference row showing what alignment is worth."""
+    chunks, pos = [], 0
+    for part in text.split("\n\n"):
+        if part.strip():
+            chunks.append(Chunk(
+                text=part, chunk_index=len(chunks), total_chunks=0, token_count=0, importance_score=0.5,
+                content_type="text", doc_type="txt", location=ChunkLocation(start_char=pos, end_char=pos + len(part)),
+            ))
+        pos += len(part) + 2
+    return chunks
 
-    def __init__(self, models: ModelRegistry, size: int | None, mode: str, rerank: bool) -> None:
+
+class LocalRetriever:
+    """Chunks each document with the server's chunker (size None = its default, "para" = one
+    chunk per paragraph) and searches a ``DocumentIndex`` as the server does."""
+
+    def __init__(self, models: ModelRegistry, size: int | str | None, mode: str, rerank: bool) -> None:
         self.models, self.size, self.mode, self.rerank = models, size, mode, rerank
         self.indexes: dict[str, DocumentIndex] = {}
         self.search_seconds: list[float] = []
@@ -85,10 +99,14 @@ class LocalRetriever:
     def index(self, doc: str) -> DocumentIndex:
         if doc not in self.indexes:
             text = (SQUAD / doc).read_text(encoding="utf-8")
-            processed = ProcessedDocument(content=text, doc_type="txt")
-            counter = self.models.token_counter
-            params = chunk_params_for("txt", len(text), counter.max_tokens, size_override=self.size)
-            chunks = chunk_document(processed, params, counter)
+            if self.size == "para":
+                chunks = paragraph_chunks(text)
+            else:
+                processed = ProcessedDocument(content=text, doc_type="txt")
+                counter = self.models.token_counter
+                size = self.size if isinstance(self.size, int) else None
+                params = chunk_params_for("txt", len(text), counter.max_tokens, size_override=size)
+                chunks = chunk_document(processed, params, counter)
             embedder = self.models.embedder_for(len(chunks))
             vectors = embedder.embed([c.text for c in chunks])
             self.indexes[doc] = DocumentIndex.build(chunks, vectors, model_id=embedder.model_id)
@@ -106,7 +124,8 @@ class LocalRetriever:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", default="400,600,800,1000,1200", help="chunk sizes (chars); 0 = default")
+    parser.add_argument("--sizes", default="0,600,800,1000,1500,para",
+                        help="chunk sizes in characters; 0 = the chunker's default, para = one per paragraph")
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--rrf-k", type=int, default=index_module.RRF_K)
     args = parser.parse_args()
@@ -121,7 +140,7 @@ def main() -> None:
     print(f"\nSQuAD-v2-small, {len(questions)} answerable questions, k={args.k}, RRF k={args.rrf_k}\n")
     print(f"{'size':>6} {'chunks':>7} {'mode':<14} {'hit':>6} {'strict':>7} {'MRR':>6} {'ms/query':>9}")
     for size_text in args.sizes.split(","):
-        size = int(size_text) or None
+        size: int | str | None = size_text if size_text == "para" else (int(size_text) or None)
         shared: dict[str, DocumentIndex] = {}
         for mode, rerank in modes:
             if rerank and not models.rerank_available:

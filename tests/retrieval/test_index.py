@@ -8,7 +8,7 @@ import numpy as np
 
 from mcp_server.retrieval import DocumentIndex, FakeEmbedder, FakeReranker
 from mcp_server.retrieval.index import merge_texts
-from tests.retrieval.conftest import make_chunks, overlapping_chunks
+from tests.retrieval._chunks import make_chunks, overlapping_chunks
 
 TEXTS = [
     "# SUMMARY: key critical findings, results and recommendations. Revenue rose 12% to $4M.",

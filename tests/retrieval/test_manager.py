@@ -13,7 +13,7 @@ from mcp_server.core.models import Chunk
 from mcp_server.core.settings import Settings
 from mcp_server.retrieval import FakeEmbedder, IndexManager, IndexStore, ModelRegistry
 from mcp_server.retrieval.store import CHUNKS_FILE, INDEX_FILE, MANIFEST_FILE
-from tests.retrieval.conftest import make_chunks
+from tests.retrieval._chunks import make_chunks
 
 pytestmark = pytest.mark.anyio
 

@@ -18,7 +18,7 @@ from mcp_server.retrieval import (
     ModelRegistry,
     SentenceTransformerEmbedder,
 )
-from tests.retrieval.conftest import make_chunks
+from tests.retrieval._chunks import make_chunks
 
 
 def no_hub() -> bool:

@@ -6,6 +6,8 @@ import json
 import os
 import subprocess
 import sys
+import threading
+from pathlib import Path
 
 import pytest
 
@@ -26,7 +28,7 @@ async def test_stdio_client_lists_tools_calls_a_tool_and_reads_resources() -> No
     assert payload(bad)["code"] == "VALIDATION_ERROR"
 
 
-def test_stdout_carries_only_json_rpc_in_stdio_mode() -> None:
+def test_stdout_carries_only_json_rpc_in_stdio_mode(tmp_path: Path) -> None:
     messages = [
         {"jsonrpc": "2.0", "id": 1, "method": "initialize",
          "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
@@ -36,14 +38,38 @@ def test_stdout_carries_only_json_rpc_in_stdio_mode() -> None:
         {"jsonrpc": "2.0", "id": 4, "method": "tools/call",
          "params": {"name": "detect_language", "arguments": {"text": 1}}},
     ]
-    stdin = "".join(json.dumps(m) + "\n" for m in messages)
-    proc = subprocess.run(
-        [sys.executable, "-m", "mcp_server", "--transport", "stdio"], input=stdin.encode(), capture_output=True,
-        cwd=ROOT, env={**os.environ, "MCP_LOG_DIR": "", "MCP_LOG_LEVEL": "DEBUG"}, timeout=240, check=False,
+    errlog = (tmp_path / "stderr.log").open("wb")  # a file, so a chatty stderr can never block the server
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcp_server", "--transport", "stdio"], stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, stderr=errlog, cwd=ROOT,
+        env={**os.environ, "MCP_LOG_DIR": "", "MCP_LOG_LEVEL": "DEBUG"},
     )
-    lines = [line for line in proc.stdout.decode().splitlines() if line.strip()]
-    assert lines, proc.stderr.decode()[-2000:]
-    parsed = [json.loads(line) for line in lines]  # every stdout line is JSON
+    assert proc.stdin and proc.stdout
+    for message in messages:
+        proc.stdin.write((json.dumps(message) + "\n").encode())
+    proc.stdin.flush()
+    lines: list[bytes] = []
+    answered: set[int] = set()
+    # Keep stdin open until every request is answered (EOF ends the session); the timer bounds it.
+    killer = threading.Timer(240, proc.kill)
+    killer.start()
+    try:
+        while answered < {1, 2, 3, 4}:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            lines.append(line)
+            answered.add(json.loads(line).get("id", 0))  # every stdout line is a JSON message
+    finally:
+        killer.cancel()
+        proc.stdin.close()
+        rest = proc.stdout.read()
+        proc.stdout.close()
+        proc.wait(timeout=60)
+        errlog.close()
+    stderr = (tmp_path / "stderr.log").read_bytes()
+    lines += [line for line in rest.splitlines() if line.strip()]
+    parsed = [json.loads(line) for line in lines]
+    assert answered >= {1, 2, 3, 4}, stderr.decode()[-2000:]
     assert all(m.get("jsonrpc") == "2.0" for m in parsed)
-    assert {m.get("id") for m in parsed} >= {1, 2, 3, 4}
-    assert b"tool.start" in proc.stderr  # logs went to stderr
+    assert b"tool.start" in stderr  # the logs went to stderr

@@ -10,7 +10,9 @@ import os
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
+import anyio
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -18,12 +20,15 @@ from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
 
 from mcp_server import SERVER_NAME, __version__
+from mcp_server.core.concurrency import run_sync
 from mcp_server.core.logging import configure_logging
 from mcp_server.core.settings import Settings
 from mcp_server.middleware.http import HTTPGuardMiddleware
 from mcp_server.server import RagMCP, create_server
 
 __all__ = ["create_app"]
+
+HEALTH_CACHE_BUDGET_S = 0.5  # /health answers within a second even when Redis hangs
 
 
 def create_app(settings: Settings | None = None, server: RagMCP | None = None) -> Starlette:
@@ -43,7 +48,11 @@ def create_app(settings: Settings | None = None, server: RagMCP | None = None) -
             return JSONResponse({"status": "starting", "ready": False}, status_code=503)
         from mcp_server.health import readiness
 
-        body = readiness(context)
+        body: dict[str, Any] | None = None
+        with anyio.move_on_after(HEALTH_CACHE_BUDGET_S):
+            body = await run_sync(readiness, context)
+        if body is None:
+            body = readiness(context, caches=False)
         return JSONResponse(body, status_code=200 if body["ready"] else 503)
 
     async def info(request: Request) -> JSONResponse:

@@ -58,7 +58,7 @@ def register(server: RagMCP) -> None:
         "clear": empty all three (memory and the on-disk indexes)."""
         service = app_of(ctx).service
         if action == "stats":
-            return CacheResult(action=action, layers=service.stats())
+            return CacheResult(action=action, layers=await run_sync(service.stats))
         if action == "clear":
             return CacheResult(action=action, layers=await service.clear())
         raise ValidationError(f"argument 'action' must be 'stats' or 'clear', not {action!r}", argument="action")

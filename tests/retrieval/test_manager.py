@@ -252,3 +252,12 @@ def test_a_repeated_query_is_embedded_once() -> None:
     first = embedder.embed_query("where is it?")
     batches = embedder.batches
     assert embedder.embed_query("where is it?") is first and embedder.batches == batches
+
+
+async def test_an_empty_document_builds_persists_and_searches_to_nothing(settings: Settings) -> None:
+    await manager(settings).get_or_build(SHA, "1", "p", [])
+    restarted = manager(settings)
+    index, cached = await restarted.get_or_build(SHA, "1", "p", [])
+    assert cached is True and len(index) == 0
+    hits, _ = await restarted.search(index, "anything", top_k=5, neighbors=2)
+    assert hits == []

@@ -19,6 +19,7 @@ from pathlib import Path
 import anyio
 import pymupdf
 import pytest
+from PIL import Image
 
 from mcp_server.core.errors import ProcessingError
 from mcp_server.processors import ProcessOptions
@@ -155,6 +156,17 @@ async def test_a_png_declaring_100k_by_100k_pixels_is_refused_before_ocr(
         body = await refused(warm, web, f"/huge-{tool}.png", png_header(100_000, 100_000), "image/png", tool)
         assert body["code"] == "PROCESSING_ERROR"
         assert "too large" in str(body["error"])
+
+
+@pytest.mark.parametrize("fmt", ["ICO", "PCX", "PPM", "TGA", "EPS", "SGI"])
+async def test_an_image_format_outside_the_explicit_list_is_refused(
+    fmt: str, warm: ThreadedServer, web: LoopbackServer, corpus_dir: Path,
+) -> None:
+    out = io.BytesIO()
+    with Image.open(corpus_dir / "docs" / "jpg" / "testOCR.jpg") as image:
+        image.convert("RGB").save(out, format=fmt)
+    body = await refused(warm, web, f"/other-{fmt}.png", out.getvalue(), "image/png", "extract_image_text")
+    assert body["code"] in ("PROCESSING_ERROR", "VALIDATION_ERROR"), body
 
 
 async def test_ocr_runs_with_a_timeout(warm: ThreadedServer, web: LoopbackServer, corpus_dir: Path) -> None:

@@ -37,7 +37,7 @@ unit: setup
 	$(BIN)/pytest
 
 fuzz: setup
-	$(BIN)/pytest tests -m fuzz --hypothesis-profile=long -p no:cacheprovider
+	$(BIN)/pytest tests -m fuzz --hypothesis-profile=long --timeout=3600 -p no:cacheprovider
 
 bench: setup
 	$(BIN)/python bench/squad.py

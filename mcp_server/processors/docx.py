@@ -27,6 +27,7 @@ from docx.oxml.text.run import CT_R
 
 from mcp_server.core.errors import MCPServerError, ProcessingError
 from mcp_server.core.models import ExtractedTable, Location, ProcessedDocument
+from mcp_server.processors._markdown import markdown_table
 from mcp_server.processors.base import DocumentInput, ProcessOptions
 from mcp_server.processors.ooxml import guard_ooxml
 
@@ -154,7 +155,7 @@ class _Converter:
 
     def _table(self, tbl: Any, rels: dict[str, str]) -> None:
         grid = _table_grid(tbl, rels, self.hyperlinks)
-        markdown = _markdown_table(grid)
+        markdown = markdown_table(grid)
         if not markdown:
             return
         self._add(markdown)
@@ -182,7 +183,7 @@ class _Converter:
                     if kind == "p":
                         lines.append(_paragraph_text(element, rels, self.hyperlinks).strip())
                     else:
-                        lines.append(_markdown_table(_table_grid(element, rels, self.hyperlinks)))
+                        lines.append(markdown_table(_table_grid(element, rels, self.hyperlinks)))
                 text = "\n".join(line for line in lines if line)
                 if text and text not in seen:
                     seen.add(text)
@@ -358,17 +359,3 @@ def _cell_text(tc: Any, rels: dict[str, str], links: list[dict[str, str]]) -> st
         if text:
             parts.append(text)
     return "<br>".join(parts)
-
-
-def _markdown_table(grid: list[list[str]]) -> str:
-    if not grid:
-        return ""
-    width = max(len(row) for row in grid)
-    rows = [[_escape(cell) for cell in row] + [""] * (width - len(row)) for row in grid]
-    lines = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * width]
-    lines.extend("| " + " | ".join(row) + " |" for row in rows[1:])
-    return "\n".join(lines)
-
-
-def _escape(cell: str) -> str:
-    return " ".join(cell.replace("|", "\\|").split())

@@ -21,6 +21,7 @@ from pptx.enum.shapes import MSO_SHAPE_TYPE, PP_PLACEHOLDER
 
 from mcp_server.core.errors import MCPServerError, ProcessingError
 from mcp_server.core.models import ExtractedTable, Location, ProcessedDocument
+from mcp_server.processors._markdown import markdown_table
 from mcp_server.processors.base import DocumentInput, ProcessOptions
 from mcp_server.processors.ooxml import guard_ooxml
 
@@ -120,7 +121,7 @@ class _Converter:
                 out.extend(self._shapes(shape.shapes, depth + 1))
             return out
         if getattr(shape, "has_table", False) and shape.has_table:
-            markdown = _markdown_table(_table_grid(shape.table))
+            markdown = markdown_table(_table_grid(shape.table))
             if markdown:
                 out.append(markdown)
                 self.tables.append(
@@ -241,16 +242,6 @@ def _table_grid(table: Any) -> list[list[str]]:
                     if r + dr < len(grid) and c + dc < width:
                         grid[r + dr][c + dc] = text
     return [row for row in grid if any(row)]
-
-
-def _markdown_table(grid: list[list[str]]) -> str:
-    if not grid:
-        return ""
-    width = max(len(row) for row in grid)
-    rows = [[cell.replace("|", "\\|") for cell in row] + [""] * (width - len(row)) for row in grid]
-    lines = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * width]
-    lines.extend("| " + " | ".join(row) + " |" for row in rows[1:])
-    return "\n".join(lines)
 
 
 def _chart_text(chart: Any) -> str:

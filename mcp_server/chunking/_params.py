@@ -11,7 +11,7 @@ from mcp_server.core.errors import ValidationError
 __all__ = ["CHUNKER_VERSION", "ChunkParams", "chunk_params_for"]
 
 # Bump whenever the chunks for the same input could change: it is part of every index cache key.
-CHUNKER_VERSION = "1"
+CHUNKER_VERSION = "2"
 
 # Structure markers as the processors emit them ("--- Page N ---", "--- Slide N ---",
 # "=== Sheet: NAME ===", Markdown headings). Each separator must contain whitespace: chunks

@@ -9,6 +9,12 @@ For each chunk the splitter finds the *window*: the most atoms from the start th
 the window's second half (the furthest one among equals) - the recursive splitter's "highest
 separator that fits" without its tiny leftover chunks - and starts the next chunk about
 ``chunk_overlap`` characters earlier, at a word start.
+
+Paragraphs (blocks between "\n\n" or any stronger separator) that fit a window are never cut:
+when the window would end inside such a paragraph, the chunk ends at the paragraph break
+before it instead, however little that leaves. A chunk that ends at a paragraph break has no
+overlap; the overlap of a chunk that ends inside a paragraph too long for any window stays
+within that paragraph. Retrieval pays for chunks that straddle a paragraph break (bench/README).
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ __all__ = ["Span", "Splitter"]
 # A chunk ends at the strongest break in the last (1 - MIN_FILL) of its window, so no chunk
 # is cut to a sliver because a paragraph happened to end just after it began.
 MIN_FILL = 0.5
+PARAGRAPH_SEPARATOR = "\n\n"
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +57,9 @@ class Splitter:
         self.budget = params.max_tokens - layout.specials
         self.measure = measure
         self.hard = np.array(sorted(layout.hard_levels | {layout.piece_level}), dtype=np.int64)
+        # Breaks at this level or stronger end a paragraph (-1: the separators name none).
+        seps = params.separators
+        self.paragraph_level = seps.index(PARAGRAPH_SEPARATOR) if PARAGRAPH_SEPARATOR in seps else -1
         # next_start[m]: the first atom at or after m that may open an overlapping chunk.
         n = layout.size
         candidates = np.where(layout.can_start, np.arange(n), n)
@@ -132,11 +142,21 @@ class Splitter:
             token_limit = max(min(estimate - 1, estimate * self.budget // excess), 0)
 
     def _choose_end(self, start: int, end: int, min_last: int, stop: int) -> int:
-        """The break to end on: strongest level in the window's second half, furthest of equals."""
+        """The break to end on: strongest level in the window's second half, furthest of equals;
+        but never inside a paragraph that would fit a chunk of its own."""
         if end == stop - 1:
             return end
-        layout = self.layout
+        chosen = self._strongest_break(start, end, max(start, min_last))
+        if self.layout.level[chosen] <= self.paragraph_level:
+            return chosen
         lowest = max(start, min_last)
+        breaks = np.nonzero(self.layout.level[lowest:end + 1] <= self.paragraph_level)[0]
+        if len(breaks) and self._paragraph_fits(lowest + int(breaks[-1]) + 1, stop):
+            return lowest + int(breaks[-1])
+        return chosen
+
+    def _strongest_break(self, start: int, end: int, lowest: int) -> int:
+        layout = self.layout
         # An int threshold: a float would make numpy convert the whole array on every search.
         threshold = int(layout.starts[start] + MIN_FILL * (layout.ends[end] - layout.starts[start]))
         filled = int(np.searchsorted(layout.ends, threshold, "left"))
@@ -149,26 +169,35 @@ class Splitter:
                 return first + len(levels) - 1 - int(np.argmin(levels[::-1]))
         return end  # only forbidden breaks (a huge table row or heading): cut at the window end
 
+    def _paragraph_fits(self, first: int, stop: int) -> bool:
+        """Whether the paragraph starting at atom ``first`` fits one chunk of its own."""
+        window = self._window_end(first, self._prefix(first), stop, self.budget)
+        if window >= stop - 1:
+            return True
+        return bool((self.layout.level[first:window + 1] <= self.paragraph_level).any())
+
     # --- the next chunk's start ---------------------------------------------------------
 
     def _next_start(self, span: Span, stop: int) -> int:
         """About ``chunk_overlap`` characters before the end, at a word (or table row) start.
 
-        No overlap after a hard break (slide, sheet, heading) or a forced mid-word cut, nor
-        back across such a break inside the chunk; at most half the chunk, so chunks advance.
+        No overlap after a hard break (slide, sheet, heading), a paragraph break or a forced
+        mid-word cut, nor back across such a break inside the chunk; at most half the chunk, so
+        chunks advance.
         """
         layout, last = self.layout, span.last
         following = last + 1
-        if layout.level[last] in self.hard:
+        if layout.level[last] in self.hard or layout.level[last] <= self.paragraph_level:
             return following
         overlap = min(self.overlap, int(layout.ends[last] - layout.starts[span.first]) // 2)
         if overlap <= 0:
             return following
         candidate = int(np.searchsorted(layout.starts, int(layout.ends[last]) - overlap, "left"))
         candidate = max(candidate, span.first + 1)
-        hard_inside = np.nonzero(np.isin(layout.level[span.first:last], self.hard))[0]
-        if len(hard_inside):
-            candidate = max(candidate, span.first + int(hard_inside[-1]) + 1)
+        inside = layout.level[span.first:last]
+        walls = np.nonzero(np.isin(inside, self.hard) | (inside <= self.paragraph_level))[0]
+        if len(walls):
+            candidate = max(candidate, span.first + int(walls[-1]) + 1)
         candidate = int(self.next_start[candidate])
         if candidate > last:
             return following

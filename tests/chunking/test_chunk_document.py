@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -50,11 +51,24 @@ def test_chunking_is_deterministic(corpus_dir: Path, counter: HFTokenCounter) ->
     assert chunk_document(doc, params, counter) == chunk_document(doc, params, counter)
 
 
-def test_prose_chunks_overlap_by_about_the_configured_amount(
+def test_prose_chunks_end_at_paragraph_breaks_and_overlap_only_inside_a_split_paragraph(
     corpus_dir: Path, counter: HFTokenCounter
 ) -> None:
     content = (corpus_dir / "qa/squad-v2-small/docs/Normans.txt").read_text(encoding="utf-8")
     params = chunk_params_for("txt", len(content), counter.max_tokens)
     chunks = chunk_document(ProcessedDocument(content=content, doc_type="txt"), params, counter)
-    overlaps = [a.location.end_char - b.location.start_char for a, b in zip(chunks, chunks[1:], strict=False)]
+    paragraphs = [m for m in re.finditer(r"\S+(?:[ \t]*\n?[ \t]*\S+)*", content)]
+    fits = {(m.start(), m.end()) for m in paragraphs
+            if counter.count_tokens([m.group()])[0] <= params.max_tokens
+            and m.end() - m.start() <= params.chunk_size}
+    assert len(fits) > 20
+    for start, end in fits:  # a paragraph that fits a chunk lies whole inside one
+        assert any(c.location.start_char <= start and end <= c.location.end_char for c in chunks)
+    overlaps = []
+    for before, after in zip(chunks, chunks[1:], strict=False):
+        overlap = before.location.end_char - after.location.start_char
+        if content[before.location.end_char:after.location.start_char] == "\n\n":
+            continue  # ends at a paragraph break: the next chunk starts the next paragraph
+        assert "\n\n" not in content[after.location.start_char:before.location.end_char]
+        overlaps.append(overlap)
     assert overlaps and all(params.chunk_overlap - 40 <= o <= params.chunk_overlap for o in overlaps)

@@ -105,7 +105,7 @@ def test_chunks_cover_the_document_in_order_within_the_token_limit(
 
 @PROPERTY_SETTINGS
 @given(content=documents(), params=parameters())
-def test_chunks_overlap_by_at_most_the_configured_amount_in_whole_words(
+def test_chunks_overlap_by_at_most_the_configured_amount_in_whole_words_within_a_paragraph(
     content: str, params: ChunkParams, counter: HFTokenCounter
 ) -> None:
     chunks = _chunks(content, params, counter)
@@ -115,10 +115,17 @@ def test_chunks_overlap_by_at_most_the_configured_amount_in_whole_words(
         if overlap <= 0:
             continue
         assert content[after.location.start_char - 1].isspace()
+        # Overlap stays inside a paragraph: none after a chunk that ends at a paragraph break,
+        # none reaching back across one.
+        assert "\n\n" not in content[after.location.start_char:before.location.end_char + 2]
         # "roughly the configured amount": the next chunk starts at the first word start within
-        # reach (the configured overlap, or half the chunk when that is shorter).
+        # reach (the configured overlap, or half the chunk when that is shorter) that is not
+        # before a paragraph break inside the previous chunk.
         reach = min(params.chunk_overlap, (before.location.end_char - before.location.start_char) // 2)
         first_allowed = before.location.end_char - reach
+        paragraph = content.rfind("\n\n", before.location.start_char, before.location.end_char)
+        if paragraph >= 0:
+            first_allowed = max(first_allowed, paragraph + 2)
         skipped = content[first_allowed:after.location.start_char]
         assert not any(skipped[i - 1].isspace() and not skipped[i].isspace()
                        for i in range(1, len(skipped))) or first_allowed <= before.location.start_char
@@ -132,3 +139,20 @@ def test_tokenizers_that_are_not_additive_over_words_still_get_chunks_within_the
     counter = CharCounter()
     chunks = _check_contract(content, params, counter)
     assert [c.token_count for c in chunks] == counter.count_tokens([c.text for c in chunks])
+
+
+@PROPERTY_SETTINGS
+@given(content=documents(), params=parameters())
+def test_a_paragraph_that_fits_a_chunk_is_never_cut(
+    content: str, params: ChunkParams, counter: HFTokenCounter
+) -> None:
+    chunks = _chunks(content, params, counter)
+    position = 0
+    for piece in content.split("\n\n"):
+        start = position + len(piece) - len(piece.lstrip())
+        end = position + len(piece.rstrip())
+        position += len(piece) + 2
+        text = content[start:end]
+        if not text or len(text) > params.chunk_size or counter.count_tokens([text])[0] > params.max_tokens:
+            continue
+        assert any(c.location.start_char <= start and end <= c.location.end_char for c in chunks)

@@ -105,7 +105,12 @@ def _open(data: bytes) -> pymupdf.Document:
     if pdf.needs_pass and not pdf.authenticate(""):
         pdf.close()
         raise ProcessingError("password required: the PDF is encrypted", encrypted=True)
-    if pdf.page_count == 0:
+    try:
+        pages = pdf.page_count
+    except (pymupdf.FileDataError, RuntimeError, ValueError) as exc:  # a page tree MuPDF cannot repair
+        pdf.close()
+        raise ProcessingError("the PDF is damaged (its page tree cannot be read)") from exc
+    if pages == 0:
         pdf.close()
         raise ProcessingError("the PDF has no pages")
     return pdf

@@ -11,6 +11,8 @@ Inputs that once failed are kept in tests/security/regressions/ and replayed on 
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import io
 import zipfile
 from functools import cache
@@ -19,6 +21,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from hypothesis.control import current_build_context
 from PIL import Image
 
 from mcp_server.core.errors import MCPServerError
@@ -43,6 +46,13 @@ EXAMPLES = _profile.max_examples if _profile.max_examples > 100 else 12
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=EXAMPLES <= 100,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                        HealthCheck.filter_too_much])
+
+
+class Blob(bytes):
+    """Bytes with a short repr: hypothesis prints a falsifying example, and a 300 kB one is noise."""
+
+    def __repr__(self) -> str:
+        return f"<{len(self)} bytes, sha256 {hashlib.sha256(self).hexdigest()[:16]}>"
 
 
 @cache
@@ -129,7 +139,7 @@ def inputs(kind: str) -> st.SearchStrategy[bytes]:
     packages = [data for data in seeds(kind) if _intact_zip(data)]
     if kind in ("docx", "pptx", "xlsx") and packages:
         strategies.append(st.sampled_from(packages).flatmap(mutated_ooxml))
-    return st.one_of(strategies)
+    return st.one_of(strategies).map(Blob)
 
 
 def only_typed_errors(kind: str, data: bytes) -> None:
@@ -140,6 +150,19 @@ def only_typed_errors(kind: str, data: bytes) -> None:
     except MCPServerError as exc:
         assert exc.code != "INTERNAL_ERROR", exc
         assert "Traceback" not in exc.message
+    except Exception:
+        keep_regression(kind, data)
+        raise
+
+
+def keep_regression(kind: str, data: bytes) -> None:
+    """Save the shrunk input hypothesis replays last, so it is replayed on every later run."""
+    with contextlib.suppress(Exception):  # outside hypothesis (the replay test) there is no context
+        if not current_build_context().is_final:
+            return
+        folder = REGRESSIONS / kind
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{hashlib.sha256(data).hexdigest()[:16]}.bin").write_bytes(data)
 
 
 @pytest.mark.parametrize("kind", sorted(SEEDS))

@@ -155,7 +155,8 @@ def main() -> None:
                   f"{result['strict']:>7.3f} {result['mrr']:>6.3f} {ms:>9.1f}")
     print()
     for name, (h, s, m) in REFERENCES.items():
-        print(f"{'':>6} {'':>7} {name[:14]:<14} {h:>6.3f} {s if s is None else f'{s:.3f}':>7} {m:>6.3f}")
+        strict = "–" if s is None else f"{s:.3f}"
+        print(f"{'':>6} {'':>7} {name[:14]:<14} {h:>6.3f} {strict:>7} {m:>6.3f}")
 
 
 if __name__ == "__main__":

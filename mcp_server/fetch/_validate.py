@@ -17,36 +17,36 @@ def is_local(url: str) -> bool:
     return url.startswith("/") or urlsplit(url).scheme.lower() == "file"
 
 
-def _invalid(why: str) -> ValidationError:
-    return ValidationError(f"document_url {why}", argument="document_url")
+def _invalid(why: str, argument: str = "document_url") -> ValidationError:
+    return ValidationError(f"{argument} {why}", argument=argument)
 
 
-def validate_url(url: str, settings: Settings) -> str:
+def validate_url(url: str, settings: Settings, *, argument: str = "document_url") -> str:
     """Return ``url`` stripped of surrounding blanks, or raise ValidationError naming why.
 
     Accepts http(s) URLs with a host, file: URLs and plain absolute paths. Whether the target
     may actually be fetched (addresses, document roots) is decided by the Fetcher.
     """
     if not isinstance(url, str):
-        raise _invalid(f"must be a string, not {type(url).__name__}")
+        raise _invalid(f"must be a string, not {type(url).__name__}", argument)
     url = url.strip()
     if not url:
-        raise _invalid("must not be empty")
+        raise _invalid("must not be empty", argument)
     if len(url) > settings.max_url_length:
-        raise _invalid(f"is {len(url)} characters long; the limit is {settings.max_url_length}")
+        raise _invalid(f"is {len(url)} characters long; the limit is {settings.max_url_length}", argument)
     if any(ord(char) < 32 or ord(char) == 127 for char in url):
-        raise _invalid("must not contain control characters")
+        raise _invalid("must not contain control characters", argument)
     if url.startswith("/"):
         return url
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - urlsplit checks the port only when it is read
     except ValueError as exc:
-        raise _invalid(f"is not a valid URL ({exc})") from None
+        raise _invalid(f"is not a valid URL ({exc})", argument) from None
     scheme = parts.scheme.lower()
     if scheme not in _SCHEMES:
         shown = f"scheme {scheme!r}" if scheme else "no scheme"
-        raise _invalid(f"has {shown}; use an http(s):// or file:// URL or an absolute path")
+        raise _invalid(f"has {shown}; use an http(s):// or file:// URL or an absolute path", argument)
     if scheme != "file" and not parts.hostname:
-        raise _invalid("has no host")
+        raise _invalid("has no host", argument)
     return url

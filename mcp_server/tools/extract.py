@@ -66,7 +66,8 @@ def register(server: RagMCP) -> None:
     @server.guarded_tool("extraction", title="Extract image text (OCR)", open_world=True)
     async def extract_image_text(image_url: str, ctx: Context) -> OcrResult:
         """OCR of an image (PNG, JPEG, TIFF, BMP, GIF, WebP) with Tesseract: text and confidence."""
-        processed = await app_of(ctx).service.process(validate_url(image_url, settings), expect=("image",),
+        processed = await app_of(ctx).service.process(validate_url(image_url, settings, argument="image_url"),
+                                                      expect=("image",),
                                                       tool="extract_image_text")
         assert processed.document is not None
         return OcrResult(ocr_results=[OcrItem(text=image.ocr_text, confidence=image.confidence,

@@ -85,3 +85,9 @@ async def test_a_missing_file_is_a_download_error_with_the_status(served: FileSe
     async with memory_client(load_models=False) as client:
         body = payload(await client.call_tool("process_document", {"document_url": served.url("nope.pdf")}))
     assert body["code"] == "DOWNLOAD_ERROR" and "404" in body["error"]
+
+
+async def test_extract_image_text_names_its_own_argument_when_the_url_is_bad() -> None:
+    async with memory_client(load_models=False) as client:
+        body = payload(await client.call_tool("extract_image_text", {"image_url": "ftp://example.com/x.png"}))
+    assert body["code"] == "VALIDATION_ERROR" and body["error"].startswith("image_url ")

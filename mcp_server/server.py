@@ -19,6 +19,7 @@ from mcp.types import ToolAnnotations
 from mcp_server import SERVER_NAME, __version__
 from mcp_server.context import AppContext, open_app_context
 from mcp_server.core.errors import ValidationError
+from mcp_server.core.logging import new_request_id
 from mcp_server.core.settings import Settings, TimeoutClass
 from mcp_server.middleware.guard import error_result
 from mcp_server.middleware.http import client_identity, transport_security_settings
@@ -110,7 +111,7 @@ class RagMCP(FastMCP[AppContext]):
         client = client_identity(request, self.rag_settings)
         tool = self._tool_manager.get_tool(name)
         if tool is None:
-            return error_result(ValidationError(f"Unknown tool '{name}'"), "none")
+            return error_result(ValidationError(f"Unknown tool '{name}'", argument="name"), new_request_id())
         metadata = tool.fn_metadata
         context_kwargs = {tool.context_kwarg: context} if tool.context_kwarg is not None else None
 

@@ -124,3 +124,10 @@ async def test_manage_cache_rejects_unknown_actions() -> None:
     async with memory_client() as client:
         result = await client.call_tool("manage_cache", {"action": "explode"})
     assert payload(result)["code"] == "VALIDATION_ERROR"
+
+
+async def test_an_unknown_tool_is_a_validation_error_with_a_request_id() -> None:
+    async with memory_client() as client:
+        result = await client.call_tool("no_such_tool", {})
+    body = payload(result)
+    assert result.isError and body["code"] == "VALIDATION_ERROR" and len(body["request_id"]) == 12

@@ -87,6 +87,10 @@ class Fetcher:
             transport=transport,
             trust_env=False,  # proxy variables must never route around the address pin (S6)
             follow_redirects=False,  # every hop is re-checked by hand
+            # Requests go to the checked IP, so the pool is keyed by IP: a kept-alive TLS connection
+            # verified for one hostname could serve another name on that IP unverified. Downloads
+            # are cached, so a fresh connection per download costs little.
+            limits=httpx.Limits(max_keepalive_connections=0),
             timeout=httpx.Timeout(
                 connect=settings.connect_timeout, read=settings.read_timeout,
                 write=settings.read_timeout, pool=settings.connect_timeout,

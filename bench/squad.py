@@ -7,9 +7,9 @@ Metrics per (chunk size, mode):
   strict  ... and that chunk overlaps the gold paragraph [paragraph_char_start, paragraph_char_end)
   MRR     1 / rank of the first chunk counted by ``hit`` (0 when none)
 
-Modes: dense (FAISS cosine only), bm25 (bm25s only), hybrid (reciprocal rank fusion), and
-hybrid+rerank when a cross-encoder loads (offline there is none: the row says n/a). Every mode
-runs the same relevance-preserving diversity pass as the server.
+Modes: dense (sentence-MaxSim: a chunk scores as its best sentence), bm25 (bm25s only), hybrid
+(reciprocal rank fusion), and hybrid+rerank when a cross-encoder loads (offline there is none:
+the row says n/a). Every mode runs the same relevance-preserving diversity pass as the server.
 
 ``evaluate`` takes any ``retrieve(doc_path, question, k) -> [(text, start_char, end_char)]``
 callable, so an MCP-tool-driven retriever can be measured with the same code.
@@ -107,9 +107,8 @@ class LocalRetriever:
                 size = self.size if isinstance(self.size, int) else None
                 params = chunk_params_for("txt", len(text), counter.max_tokens, size_override=size)
                 chunks = chunk_document(processed, params, counter)
-            embedder = self.models.embedder_for(len(chunks))
-            vectors = embedder.embed([c.text for c in chunks])
-            self.indexes[doc] = DocumentIndex.build(chunks, vectors, model_id=embedder.model_id)
+            # the server's path: sentence vectors, a chunk scores as its best sentence
+            self.indexes[doc] = DocumentIndex.embed(chunks, self.models.embedder_for(len(chunks)))
         return self.indexes[doc]
 
     def __call__(self, doc: str, question: str, k: int) -> Retrieved:

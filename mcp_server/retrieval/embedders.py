@@ -66,8 +66,15 @@ class Embedder(ABC):
         """Token counts including special tokens; the default guesses from whitespace."""
         return [len(text.split()) + 2 for text in texts]
 
-    def embed(self, texts: Sequence[str], *, progress: ProgressFn | None = None) -> np.ndarray:
-        """Unit vectors for ``texts`` (float32, (n, dimension)); known texts are not re-embedded."""
+    def embed(
+        self, texts: Sequence[str], *, progress: ProgressFn | None = None, unit: str = "chunks",
+    ) -> np.ndarray:
+        """Unit vectors for ``texts`` (float32, (n, dimension)); known texts are not re-embedded.
+
+        Texts go to the model sorted by token count, so a batch pads to similar lengths (sorting
+        by characters is not enough: dot leaders and tables pack many tokens into few characters);
+        ``out`` keeps the caller's order. ``unit`` names the texts in progress messages.
+        """
         keys = [self._key(text) for text in texts]
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
         todo: dict[bytes, list[int]] = {}
@@ -78,10 +85,12 @@ class Embedder(ABC):
                     out[i] = cached
                 else:
                     todo.setdefault(key, []).append(i)
-        missing = list(todo)
+        unique = list(todo)
+        tokens = self.count_tokens([texts[todo[key][0]] for key in unique]) if unique else []
+        missing = [key for _, key in sorted(zip(tokens, unique, strict=True), key=lambda pair: pair[0])]
         total = len(missing)
         if progress is not None:
-            progress(0, total, f"embedding {total} of {len(texts)} chunks with {self.model_id}")
+            progress(0, total, f"embedding {total} of {len(texts)} {unit} with {self.model_id}")
         for start in range(0, total, self.batch_size):
             batch_keys = missing[start : start + self.batch_size]
             batch = [texts[todo[key][0]] for key in batch_keys]
@@ -93,7 +102,7 @@ class Embedder(ABC):
                     out[todo[key]] = vector
             if progress is not None:
                 done = min(start + self.batch_size, total)
-                progress(done, total, f"embedded {done}/{total} chunks")
+                progress(done, total, f"embedded {done}/{total} {unit}")
         return out
 
     def embed_query(self, query: str) -> np.ndarray:

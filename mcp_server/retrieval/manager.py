@@ -99,7 +99,7 @@ class IndexManager:
         def check(manifest: Manifest) -> str | None:
             if manifest.get("chunker_version") != chunker_version:
                 return f"chunker version {manifest.get('chunker_version')} != {chunker_version}"
-            embedder = self.models.embedder_for(int(manifest.get("vector_count", 0)))
+            embedder = self.models.embedder_for(int(manifest.get("chunk_count", 0)))
             if manifest.get("model_id") != embedder.model_id:
                 return f"model {manifest.get('model_id')} != {embedder.model_id}"
             if manifest.get("dimension") != embedder.dimension:
@@ -125,12 +125,11 @@ class IndexManager:
                 return existing, False
             embedder = self.models.embedder_for(len(chunks))
             started = time.perf_counter()
-            vectors = embedder.embed([c.text for c in chunks], progress=progress)
-            index = DocumentIndex.build(chunks, vectors, model_id=embedder.model_id)
+            index = DocumentIndex.embed(chunks, embedder, progress=progress)
             self.store.save(key, index, chunker_version=chunker_version)
             self.counters["builds"] += 1
-            log.info("index.built key=%s chunks=%d model=%s seconds=%.2f",
-                     key, len(chunks), embedder.model_id, time.perf_counter() - started)
+            log.info("index.built key=%s chunks=%d sentences=%d model=%s seconds=%.2f",
+                     key, len(chunks), index.faiss.ntotal, embedder.model_id, time.perf_counter() - started)
             return index, True
 
     # --- search ---------------------------------------------------------------------------

@@ -1,12 +1,12 @@
-"""Indexes on disk: ``<index_dir>/<key>/{index.faiss, chunks.json, manifest.json}``.
+"""Indexes on disk: ``<index_dir>/<key>/{index.faiss, chunks.json, sentences.json, manifest.json}``.
 
 Every file is written atomically (temp file in the same folder, fsync, ``os.replace``, folder
 fsync) and the manifest goes last, so it is the commit marker: a folder whose files do not match
 their manifest checksums (a SIGKILL mid-write, a truncated copy, bit rot) is never loaded — it
 is moved aside to ``<key>.corrupt-<ts>`` and the caller rebuilds. No pickle: FAISS's own
-serialisation for vectors, JSON for chunk metadata; BM25 is rebuilt from the texts on load (a
-few milliseconds, one format less to trust). One writer per key across processes: a file lock
-in ``<index_dir>/.locks/``.
+serialisation for vectors (one per sentence), JSON for chunk metadata and for the sentence ->
+chunk map; BM25 is rebuilt from the texts on load (a few milliseconds, one format less to
+trust). One writer per key across processes: a file lock in ``<index_dir>/.locks/``.
 """
 
 from __future__ import annotations
@@ -35,8 +35,10 @@ __all__ = ["FORMAT_VERSION", "IndexStore", "Manifest"]
 
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = 1
-INDEX_FILE, CHUNKS_FILE, MANIFEST_FILE = "index.faiss", "chunks.json", "manifest.json"
+# 2: one vector per sentence plus sentences.json; a format-1 folder (one vector per chunk) is
+# quarantined and rebuilt, never read as sentences.
+FORMAT_VERSION = 2
+INDEX_FILE, CHUNKS_FILE, SENTENCES_FILE, MANIFEST_FILE = "index.faiss", "chunks.json", "sentences.json", "manifest.json"
 
 Manifest = dict[str, Any]
 # Given a manifest, return None if acceptable, else the reason it is not.
@@ -106,17 +108,19 @@ class IndexStore:
         _fsync_dir(self.root)
         vectors = faiss.serialize_index(index.faiss).tobytes()
         chunks = json.dumps([_chunk_to_json(c) for c in index.chunks], ensure_ascii=False).encode()
-        write_atomic(folder / INDEX_FILE, vectors)
-        write_atomic(folder / CHUNKS_FILE, chunks)
+        owners = json.dumps(index.owners.tolist(), separators=(",", ":")).encode()
+        files = {INDEX_FILE: vectors, CHUNKS_FILE: chunks, SENTENCES_FILE: owners}
+        for name, data in files.items():
+            write_atomic(folder / name, data)
         manifest = {
             "format": FORMAT_VERSION,
             "key": key,
             "model_id": index.model_id,
             "chunker_version": chunker_version,
-            "vector_count": len(index),
+            "chunk_count": len(index),
+            "vector_count": index.faiss.ntotal,
             "dimension": index.dimension,
-            "sha256": {INDEX_FILE: hashlib.sha256(vectors).hexdigest(),
-                       CHUNKS_FILE: hashlib.sha256(chunks).hexdigest()},
+            "sha256": {name: hashlib.sha256(data).hexdigest() for name, data in files.items()},
             "created": time.time(),
             **(extra or {}),
         }
@@ -141,18 +145,23 @@ class IndexStore:
             raise ValueError(f"format {manifest.get('format')} != {FORMAT_VERSION}")
         if check is not None and (reason := check(manifest)):
             raise ValueError(reason)
-        vectors = (folder / INDEX_FILE).read_bytes()
-        chunks_raw = (folder / CHUNKS_FILE).read_bytes()
-        for name, data in ((INDEX_FILE, vectors), (CHUNKS_FILE, chunks_raw)):
+        files = {name: (folder / name).read_bytes() for name in (INDEX_FILE, CHUNKS_FILE, SENTENCES_FILE)}
+        for name, data in files.items():
             if hashlib.sha256(data).hexdigest() != manifest["sha256"][name]:
                 raise ValueError(f"{name} checksum mismatch")
-        index = faiss.deserialize_index(np.frombuffer(vectors, dtype=np.uint8))
-        chunks = [_chunk_from_json(c) for c in json.loads(chunks_raw)]
-        if index.ntotal != manifest["vector_count"] or len(chunks) != index.ntotal:
+        index = faiss.deserialize_index(np.frombuffer(files[INDEX_FILE], dtype=np.uint8))
+        chunks = [_chunk_from_json(c) for c in json.loads(files[CHUNKS_FILE])]
+        owners = json.loads(files[SENTENCES_FILE])
+        if not isinstance(owners, list) or not all(type(o) is int for o in owners):
+            raise ValueError("sentence map is not a list of integers")
+        if index.ntotal != manifest["vector_count"] or len(owners) != index.ntotal:
             raise ValueError("vector count mismatch")
+        if len(chunks) != manifest["chunk_count"]:
+            raise ValueError("chunk count mismatch")
         if index.d != manifest["dimension"]:
             raise ValueError("dimension mismatch")
-        return DocumentIndex(chunks, index, model_id=manifest["model_id"])
+        # the constructor rejects a map that misses a chunk or runs out of order
+        return DocumentIndex(chunks, index, model_id=manifest["model_id"], owners=np.asarray(owners, dtype=np.int64))
 
     def quarantine(self, key: str, reason: str) -> Path | None:
         folder = self.path(key)

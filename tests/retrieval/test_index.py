@@ -129,6 +129,20 @@ def test_fake_embedder_vectors_are_unit_length_and_deterministic() -> None:
     assert np.allclose(np.linalg.norm(va, axis=1), 1.0)
 
 
+def test_texts_reach_the_model_shortest_first_and_come_back_in_the_callers_order() -> None:
+    class Recording(FakeEmbedder):
+        def embed_batch(self, texts):  # type: ignore[no-untyped-def]
+            batches.append(list(texts))
+            return super().embed_batch(texts)
+
+    batches: list[list[str]] = []
+    texts = ["five words are right here", "one", "three words here", "one", "two words", "four words right here"]
+    vectors = Recording(batch_size=2).embed(texts)
+    assert batches == [["one", "two words"], ["three words here", "four words right here"],
+                       ["five words are right here"]]
+    assert np.allclose(vectors, FakeEmbedder().embed(texts))
+
+
 @given(content=st.text(min_size=1, max_size=300), size=st.integers(2, 40), data=st.data())
 @settings(max_examples=200, deadline=None)
 def test_merging_consecutive_chunks_reproduces_their_span_exactly(
@@ -140,3 +154,34 @@ def test_merging_consecutive_chunks_reproduces_their_span_exactly(
     hi = data.draw(st.integers(lo, len(chunks) - 1))
     span = chunks[lo : hi + 1]
     assert merge_texts(span) == content[span[0].location.start_char : span[-1].location.end_char]
+
+
+def test_a_chunk_whose_best_sentence_is_specific_ranks_first_though_its_whole_vector_would_not() -> None:
+    filler = " ".join(f"Gardens number {i} grow roses tulips daisies lilies and ferns in spring." for i in range(6))
+    specific = "The reactor melted at noon. " + filler
+    generic = "Reactor design notes cover the reactor hall and reactor staff rotas."
+    chunks = make_chunks([specific, generic])
+    embedder = FakeEmbedder()
+    query = "reactor melted noon"
+    whole = DocumentIndex.build(chunks, embedder.embed([specific, generic]), model_id=embedder.model_id)
+    assert search(whole, embedder, query, top_k=1, mode="dense")[0].chunk.text == generic
+    index = DocumentIndex.embed(chunks, embedder)
+    assert index.faiss.ntotal == 8 and index.owners.tolist() == [0] * 7 + [1]
+    hits = search(index, embedder, query, top_k=2, mode="dense")
+    assert [h.chunk.text for h in hits] == [specific, generic]
+    best_sentence = float(embedder.embed(["The reactor melted at noon."])[0] @ embedder.embed_query(query))
+    assert hits[0].dense is not None and abs(hits[0].dense - best_sentence) < 1e-5
+
+
+def test_a_bm25_only_candidate_reports_its_best_sentence_cosine() -> None:
+    texts = [f"Topic {i} discusses item {i} at some length here." for i in range(120)]
+    texts.append("Nothing here matches. Except zanzibar, mentioned once in passing.")
+    embedder = FakeEmbedder()
+    index = DocumentIndex.embed(make_chunks(texts), embedder)
+    # the query vector points at the topic chunks, so the last chunk is no dense candidate
+    query_vec = embedder.embed_query("topic item discusses")
+    hits = index.search(query_vec, "zanzibar", 1, mode="bm25")
+    expected = max(float(v @ query_vec) for v in embedder.embed(["Nothing here matches.",
+                                                                  "Except zanzibar, mentioned once in passing."]))
+    assert hits[0].chunk.text == texts[-1] and hits[0].dense is not None
+    assert abs(hits[0].dense - expected) < 1e-5

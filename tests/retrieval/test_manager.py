@@ -12,7 +12,7 @@ import pytest
 from mcp_server.core.models import Chunk
 from mcp_server.core.settings import Settings
 from mcp_server.retrieval import FakeEmbedder, IndexManager, IndexStore, ModelRegistry
-from mcp_server.retrieval.store import CHUNKS_FILE, INDEX_FILE, MANIFEST_FILE
+from mcp_server.retrieval.store import CHUNKS_FILE, FORMAT_VERSION, INDEX_FILE, MANIFEST_FILE, SENTENCES_FILE
 from tests.retrieval._chunks import make_chunks
 
 pytestmark = pytest.mark.anyio
@@ -143,12 +143,17 @@ async def test_ten_concurrent_identical_requests_build_once(settings: Settings) 
 async def test_progress_is_reported_while_embedding(settings: Settings) -> None:
     m = manager(settings)
     seen: list[tuple[int, int]] = []
+    messages: list[str] = []
 
     async def progress(done: int, total: int, message: str) -> None:
         seen.append((done, total))
+        messages.append(message)
 
-    await m.get_or_build(SHA, "1", "p", make_chunks([f"text number {i}" for i in range(70)]), progress=progress)
-    assert seen[0] == (0, 70) and seen[-1] == (70, 70) and len(seen) >= 3
+    texts = [f"Text number {i} is here. It has two sentences." for i in range(35)]
+    await m.get_or_build(SHA, "1", "p", make_chunks(texts), progress=progress)
+    # the units are sentences; "It has two sentences." repeats and is embedded once
+    assert seen[0] == (0, 36) and seen[-1] == (36, 36) and len(seen) >= 3
+    assert all("sentences" in message for message in messages)
 
 
 async def test_stats_count_hits_and_misses_and_clear_empties_memory_and_disk(settings: Settings) -> None:
@@ -261,3 +266,68 @@ async def test_an_empty_document_builds_persists_and_searches_to_nothing(setting
     assert cached is True and len(index) == 0
     hits, _ = await restarted.search(index, "anything", top_k=5, neighbors=2)
     assert hits == []
+
+
+def test_the_sentence_map_round_trips_through_the_store(tmp_path: Path) -> None:
+    from mcp_server.retrieval import DocumentIndex
+
+    embedder = FakeEmbedder()
+    texts = ["Rivers flood in spring. Engines stall in the cold winter air.", "One sentence about tigers only.",
+             "Volcanoes erupt without warning. Poetry rhymes sometimes. Apples fall from trees."]
+    index = DocumentIndex.embed(make_chunks(texts), embedder)
+    store = IndexStore(tmp_path)
+    store.save("k1", index, chunker_version="1")
+    manifest = json.loads((tmp_path / "k1" / MANIFEST_FILE).read_text())
+    assert (manifest["chunk_count"], manifest["vector_count"]) == (3, 6)
+    assert SENTENCES_FILE in manifest["sha256"]
+    assert json.loads((tmp_path / "k1" / SENTENCES_FILE).read_text()) == [0, 0, 1, 2, 2, 2]
+    loaded = store.load("k1")
+    assert loaded is not None and loaded.owners.tolist() == [0, 0, 1, 2, 2, 2]
+    query = "engines stall"
+    before = index.search(embedder.embed_query(query), query, 3)
+    after = loaded.search(embedder.embed_query(query), query, 3)
+    assert [(h.chunk, h.dense) for h in after] == [(h.chunk, h.dense) for h in before]
+
+
+def test_a_sentence_map_that_misses_a_chunk_is_quarantined(tmp_path: Path) -> None:
+    import hashlib
+
+    from mcp_server.retrieval import DocumentIndex
+
+    embedder = FakeEmbedder()
+    store = IndexStore(tmp_path)
+    store.save("k1", DocumentIndex.embed(make_chunks(TEXTS[:2]), embedder), chunker_version="1")
+    folder = tmp_path / "k1"
+    forged = b"[0,0]"  # well-formed JSON with a valid checksum, but chunk 1 has no vector
+    (folder / SENTENCES_FILE).write_bytes(forged)
+    manifest = json.loads((folder / MANIFEST_FILE).read_text())
+    manifest["sha256"][SENTENCES_FILE] = hashlib.sha256(forged).hexdigest()
+    (folder / MANIFEST_FILE).write_text(json.dumps(manifest))
+    assert store.load("k1") is None and store.quarantined == 1
+
+
+async def test_an_index_in_the_old_one_vector_per_chunk_format_is_rebuilt(settings: Settings) -> None:
+    import hashlib
+
+    import faiss
+
+    first = manager(settings)
+    built, _ = await first.get_or_build(SHA, "1", "p", make_chunks(TEXTS))
+    folder = only_folder(settings.index_dir)
+    # rewrite the folder as format 1 wrote it: chunk vectors, no sentence map
+    old = faiss.IndexFlatIP(built.dimension)
+    old.add(fast(first).embed(TEXTS))
+    vectors = faiss.serialize_index(old).tobytes()
+    (folder / INDEX_FILE).write_bytes(vectors)
+    (folder / SENTENCES_FILE).unlink()
+    manifest = json.loads((folder / MANIFEST_FILE).read_text())
+    manifest.update(format=1, vector_count=len(TEXTS))
+    del manifest["chunk_count"]
+    manifest["sha256"] = {INDEX_FILE: hashlib.sha256(vectors).hexdigest(), CHUNKS_FILE: manifest["sha256"][CHUNKS_FILE]}
+    (folder / MANIFEST_FILE).write_text(json.dumps(manifest))
+
+    restarted = manager(settings)
+    index, cached = await restarted.get_or_build(SHA, "1", "p", make_chunks(TEXTS))
+    assert cached is False and restarted.counters["builds"] == 1 and restarted.store.quarantined == 1
+    assert index.owners.tolist() == built.owners.tolist()
+    assert json.loads((folder / MANIFEST_FILE).read_text())["format"] == FORMAT_VERSION

@@ -21,7 +21,7 @@ import pytest
 
 from mcp_server.core.settings import Settings
 from mcp_server.retrieval.manager import IndexManager
-from mcp_server.retrieval.store import CHUNKS_FILE, INDEX_FILE, MANIFEST_FILE, IndexStore
+from mcp_server.retrieval.store import CHUNKS_FILE, INDEX_FILE, MANIFEST_FILE, SENTENCES_FILE, IndexStore
 from tests.mcp_harness import ROOT
 
 from . import _index_worker as worker
@@ -111,6 +111,10 @@ DAMAGE: dict[str, Callable[[Path], None]] = {
     "flipped vector bit": lambda folder: _flip(folder / INDEX_FILE),
     "truncated chunks": lambda folder: _truncate(folder / CHUNKS_FILE),
     "flipped chunk bit": lambda folder: _flip(folder / CHUNKS_FILE),
+    "truncated sentence map": lambda folder: _truncate(folder / SENTENCES_FILE),
+    "flipped sentence map bit": lambda folder: _flip(folder / SENTENCES_FILE),
+    "missing sentence map": lambda folder: (folder / SENTENCES_FILE).unlink(),
+    "old format": _manifest(lambda m: m.update(format=1)),
     "truncated manifest": lambda folder: _truncate(folder / MANIFEST_FILE),
     "missing manifest": lambda folder: (folder / MANIFEST_FILE).unlink(),
     "missing vectors": lambda folder: (folder / INDEX_FILE).unlink(),
@@ -159,7 +163,7 @@ async def test_index_files_on_disk_are_json_and_faiss_never_pickle(tmp_path: Pat
     manager = IndexManager(settings, worker.MODELS)
     await manager.get_or_build("doc", worker.CHUNKER, "params", worker.chunks(1))
     files = [p for p in tmp_path.rglob("*") if p.is_file() and ".locks" not in p.parts]
-    assert {p.name for p in files} == {INDEX_FILE, CHUNKS_FILE, MANIFEST_FILE}
+    assert {p.name for p in files} == {INDEX_FILE, CHUNKS_FILE, SENTENCES_FILE, MANIFEST_FILE}
     for path in files:
         data = path.read_bytes()
         assert not data.startswith(b"\x80"), f"{path.name} looks like a pickle"

@@ -17,55 +17,29 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import functools
-import http.server
-import os
 import shutil
 import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx
 import psutil
-from mcp import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 
 ROOT = Path(__file__).resolve().parent.parent
-CORPUS = Path(os.environ.get("RAG_CORPUS_DIR", ROOT.parent / "shared" / "corpus")).resolve()
+sys.path.insert(0, str(ROOT))
+
+from tests.conftest import CORPUS, FileServer  # noqa: E402
+from tests.mcp_harness import free_port, http_client, server_process  # noqa: E402
+
 DOCS = ["docs/html/what_is_haystack.html", "docs/txt/norwich-city.txt", "docs/pdf/multi_page.pdf",
         "docs/docx/word_sample.docx", "docs/pptx/powerpoint_sample.pptx", "docs/csv/stanley-cups.csv"]
 QUERIES = ["What is this document about?", "Which table lists the totals?", "When was it founded?"]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-        pass
-
-
-@contextlib.contextmanager
-def corpus_server() -> Iterator[str]:
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(CORPUS)))
-    httpd.daemon_threads = True
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
 
 
 def _poll(ok: Any, what: str, timeout: float, proc: subprocess.Popen[bytes]) -> None:
@@ -100,40 +74,24 @@ def redis_server() -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def mcp_server(workers: int, env: dict[str, str]) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    proc = subprocess.Popen([sys.executable, "-m", "mcp_server", "--port", str(port), "--workers", str(workers)],
-                            env={**os.environ, "MCP_LOG_DIR": "", "MCP_LOG_LEVEL": "WARNING", **env}, cwd=str(ROOT),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-
-    def healthy() -> bool:
-        with contextlib.suppress(httpx.HTTPError):
-            return httpx.get(f"{base}/health", timeout=2).status_code == 200
-        return False
-
+def corpus_server() -> Iterator[str]:
+    files = FileServer(CORPUS)
     try:
-        _poll(healthy, "mcp_server", 600, proc)
-        yield base, proc
+        yield files.base
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, 15)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, 9)
-            proc.wait()
+        files.close()
 
 
-@contextlib.asynccontextmanager
-async def session(base: str, key: str | None = None, keepalive: bool = True) -> Any:
-    headers = {"Authorization": f"Bearer {key}"} if key else None
-    limits = httpx.Limits() if keepalive else httpx.Limits(max_keepalive_connections=0)
-    async with httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(60, read=300), limits=limits) as http, \
-            streamable_http_client(f"{base}/mcp", http_client=http) as (read, write, _), \
-            ClientSession(read, write) as client:
-        await client.initialize()
-        yield client
+@contextlib.contextmanager
+def mcp_server(workers: int, env: dict[str, str]) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    with server_process(["--workers", str(workers)], env={"MCP_LOG_LEVEL": "WARNING", **env},
+                        ready_timeout=600) as (proc, base):
+        yield base, proc
+
+
+def session(base: str, key: str | None = None, keepalive: bool = True) -> Any:
+    return http_client(f"{base}/mcp", headers={"Authorization": f"Bearer {key}"} if key else None,
+                       keepalive=keepalive)
 
 
 def mixed_calls(corpus: str) -> list[tuple[str, dict[str, Any]]]:

@@ -33,10 +33,11 @@ class FetchedDocument:
     content_type: str = ""  # the Content-Type header's media type, lower-case, no parameters
     charset: str | None = None  # the Content-Type header's charset parameter, if any
     filename: str = ""  # last path segment (or Content-Disposition filename)
+    sha256: str = field(init=False, repr=False)  # of ``data``; every cache and index key derives from it
 
-    @property
-    def sha256(self) -> str:
-        return hashlib.sha256(self.data).hexdigest()
+    def __post_init__(self) -> None:
+        # Hashed once here, not on every (warm) request that needs the content key.
+        object.__setattr__(self, "sha256", hashlib.sha256(self.data).hexdigest())
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

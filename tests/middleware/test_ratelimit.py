@@ -54,13 +54,17 @@ async def test_the_global_bucket_caps_all_clients_at_five_times_the_rate() -> No
 
 
 async def test_a_global_rejection_does_not_spend_the_clients_token() -> None:
+    # Global bucket: 2 tokens, refilling 2 per minute; each client: 1 token, refilling 1 per minute.
     clock = Clock()
-    limiter = InProcessRateLimiter(make_settings(rate_limit_rpm=1, global_rate_multiplier=1.0), clock=clock)
+    limiter = InProcessRateLimiter(make_settings(rate_limit_rpm=1, global_rate_multiplier=2.0), clock=clock)
     await limiter.check("ip:a")
+    await limiter.check("ip:c")  # the global bucket is now empty
     with pytest.raises(RateLimitError, match="global"):
         await limiter.check("ip:b")
-    clock.now += 60.0
-    await limiter.check("ip:b")  # b still had its own token
+    # 30 s refill one global token but only half a client token: b passes only if its own token
+    # was given back after the global rejection.
+    clock.now += 30.0
+    await limiter.check("ip:b")
 
 
 async def test_buckets_beyond_the_client_cap_are_evicted_oldest_first() -> None:

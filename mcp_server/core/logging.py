@@ -18,8 +18,6 @@ from pythonjsonlogger.json import JsonFormatter
 
 __all__ = [
     "configure_logging",
-    "current_request_id",
-    "current_tool",
     "new_request_id",
     "request_id_var",
     "tool_var",
@@ -35,14 +33,6 @@ _HANDLER_TAG = "_rag_document_server"
 
 def new_request_id() -> str:
     return uuid.uuid4().hex[:12]
-
-
-def current_request_id() -> str:
-    return request_id_var.get()
-
-
-def current_tool() -> str | None:
-    return tool_var.get()
 
 
 class _ContextFilter(logging.Filter):

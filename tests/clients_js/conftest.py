@@ -28,8 +28,12 @@ def node() -> Path:
 
 @pytest.fixture(scope="session")
 def node_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """HOME of every Node tool: the Inspector's catalog and mcp-remote's token store stay in here."""
-    return tmp_path_factory.mktemp("node-home")
+    """HOME of every Node tool: the Inspector's catalog and mcp-remote's token store stay in here.
+    Its .npmrc keeps ``npx`` (the README's Claude Desktop entry) offline: it runs the pinned local
+    mcp-remote or fails, and checks for no npm update."""
+    home = tmp_path_factory.mktemp("node-home")
+    (home / ".npmrc").write_text("offline=true\nupdate-notifier=false\naudit=false\nfund=false\n")
+    return home
 
 
 @pytest.fixture(scope="session")

@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+JS_DIR   := tests/clients_js
+JS_STAMP := $(JS_DIR)/node_modules/.installed
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
@@ -13,7 +15,7 @@ serve: setup
 
 test: setup lint typecheck unit
 
-setup: system-deps $(STAMP)
+setup: system-deps $(STAMP) $(JS_STAMP)
 
 system-deps:
 	@bash scripts/system-deps.sh
@@ -26,6 +28,11 @@ $(STAMP): pyproject.toml client/requirements.txt | $(BIN)/python
 	$(BIN)/pip install --quiet "torch==2.13.0"
 	$(BIN)/pip install --quiet -e ".[dev]" -r client/requirements.txt
 	@touch $(STAMP)
+
+# The third-party MCP clients the tests drive (MCP Inspector CLI, mcp-remote, conformance suite,
+# Node 22): `npm ci` from the committed lockfile, repeated only when it changes.
+$(JS_STAMP): $(JS_DIR)/package.json $(JS_DIR)/package-lock.json
+	@bash scripts/node-deps.sh $(JS_DIR)
 
 lint: setup
 	$(BIN)/ruff check mcp_server tests bench client
@@ -43,4 +50,4 @@ bench: setup
 	$(BIN)/python bench/squad.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache $(JS_DIR)/node_modules

@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.conftest import CORPUS, FileServer  # noqa: E402
-from tests.mcp_harness import free_port, http_client, server_process  # noqa: E402
+from tests.mcp_harness import free_port, http_client, payload, server_process  # noqa: E402
 
 DOCS = ["docs/html/what_is_haystack.html", "docs/txt/norwich-city.txt", "docs/pdf/multi_page.pdf",
         "docs/docx/word_sample.docx", "docs/pptx/powerpoint_sample.pptx", "docs/csv/stanley-cups.csv"]
@@ -190,7 +190,7 @@ async def burst(base: str, keys: list[str], per_key: int) -> tuple[int, int, int
                 go.set()
             await go.wait()  # every session is open: the calls leave together
             result = await client.call_tool("get_system_health", {})
-        body = result.structuredContent or {}
+        body = payload(result)  # errors carry their JSON as text only
         if not result.isError:
             allowed += 1
             pids.add(int(body["worker"]["pid"]))

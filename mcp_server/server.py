@@ -14,14 +14,12 @@ from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 from mcp.server.fastmcp import FastMCP
-from mcp.types import ToolAnnotations
+from mcp.types import CallToolRequest, ServerResult, ToolAnnotations
 
 from mcp_server import SERVER_NAME, __version__
 from mcp_server.context import AppContext, open_app_context
-from mcp_server.core.errors import ValidationError
-from mcp_server.core.logging import new_request_id
 from mcp_server.core.settings import Settings, TimeoutClass
-from mcp_server.middleware.guard import error_result
+from mcp_server.middleware.guard import unknown_tool_error
 from mcp_server.middleware.http import client_identity, transport_security_settings
 
 __all__ = ["RagMCP", "create_server"]
@@ -59,6 +57,20 @@ class RagMCP(FastMCP[AppContext]):
             log_level=settings.log_level,
         )
         self._mcp_server.version = __version__
+        self._reject_unknown_tools()
+
+    def _reject_unknown_tools(self) -> None:
+        """Answer tools/call for an unregistered name with a JSON-RPC error (-32602), as the MCP
+        specification asks. The low-level handler turns every exception, McpError included, into
+        an ``isError`` tool result, so the check wraps it instead of living in ``call_tool``."""
+        handle_call = self._mcp_server.request_handlers[CallToolRequest]
+
+        async def checked(request: CallToolRequest) -> ServerResult:
+            if self._tool_manager.get_tool(request.params.name) is None:
+                raise unknown_tool_error(request.params.name)
+            return await handle_call(request)
+
+        self._mcp_server.request_handlers[CallToolRequest] = checked
 
     @asynccontextmanager
     async def _lifespan(self, _: FastMCP[AppContext]) -> AsyncIterator[AppContext]:
@@ -110,8 +122,8 @@ class RagMCP(FastMCP[AppContext]):
         request = context.request_context.request
         client = client_identity(request, self.rag_settings)
         tool = self._tool_manager.get_tool(name)
-        if tool is None:
-            return error_result(ValidationError(f"Unknown tool '{name}'", argument="name"), new_request_id())
+        if tool is None:  # only when called directly: the protocol path is checked first
+            raise unknown_tool_error(name)
         metadata = tool.fn_metadata
         context_kwargs = {tool.context_kwarg: context} if tool.context_kwarg is not None else None
 

@@ -50,7 +50,8 @@ async def memory_client(server: RagMCP | None = None, **settings: Any) -> AsyncI
 
 
 def payload(result: CallToolResult) -> dict[str, Any]:
-    """The structured result of a tool call (success or error)."""
+    """The result of a tool call as a dict: its structured content, or for an error (which carries
+    no structured content) the JSON error in its text content."""
     if result.structuredContent is not None:
         return dict(result.structuredContent)
     return json.loads(result.content[0].text)  # type: ignore[union-attr]

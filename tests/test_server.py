@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from mcp.shared.exceptions import McpError
+from mcp.types import INVALID_PARAMS, TextContent
 
+from mcp_server.core.logging import configure_logging
 from mcp_server.server import create_server
 from tests.mcp_harness import make_settings, memory_client, payload
 
@@ -126,8 +130,27 @@ async def test_manage_cache_rejects_unknown_actions() -> None:
     assert payload(result)["code"] == "VALIDATION_ERROR"
 
 
-async def test_an_unknown_tool_is_a_validation_error_with_a_request_id() -> None:
+async def test_an_error_result_is_json_text_without_structured_content() -> None:
     async with memory_client() as client:
-        result = await client.call_tool("no_such_tool", {})
-    body = payload(result)
-    assert result.isError and body["code"] == "VALIDATION_ERROR" and len(body["request_id"]) == 12
+        result = await client.call_tool("detect_language", {})
+    assert result.isError and result.structuredContent is None  # it would have to match the output schema
+    assert len(result.content) == 1 and isinstance(result.content[0], TextContent)
+    body = json.loads(result.content[0].text)
+    assert set(body) == {"error", "code", "request_id", "arguments"} and body["code"] == "VALIDATION_ERROR"
+
+
+async def test_an_unknown_tool_is_a_json_rpc_invalid_params_error_whose_request_id_is_logged(tmp_path: Path) -> None:
+    configure_logging("INFO", tmp_path)
+    try:
+        async with memory_client() as client:
+            with pytest.raises(McpError) as raised:
+                await client.call_tool("no_such_tool", {})
+            assert not (await client.call_tool("detect_language", {"text": "the session goes on"})).isError
+    finally:
+        configure_logging("INFO", None)
+    error = raised.value.error
+    assert error.code == INVALID_PARAMS and error.message == "Unknown tool: no_such_tool"
+    assert isinstance(error.data, dict) and len(error.data["request_id"]) == 12
+    records = [json.loads(line) for log in tmp_path.glob("server_*.log") for line in log.read_text().splitlines()]
+    logged = [r for r in records if r["msg"] == "tool.unknown"]
+    assert [(r["rid"], r["requested_tool"]) for r in logged] == [(error.data["request_id"], "no_such_tool")]

@@ -1,9 +1,10 @@
 """The guard every tool call passes through: request id, rate limit, argument validation,
 timeout, structured log events and error conversion. A tool never raises to the client.
 
-Known errors become ``{"error", "code", "request_id", ...details}`` results with ``isError``
-set (so clients skip output-schema validation); anything else becomes INTERNAL_ERROR with the
-request id only — the traceback goes to the log, never to the client.
+Known errors become ``isError`` results whose text content is the JSON
+``{"error", "code", "request_id", ...details}``; anything else becomes INTERNAL_ERROR with the
+request id only — the traceback goes to the log, never to the client. An unknown tool name is
+not a tool result but a JSON-RPC error (-32602), as the MCP specification asks.
 """
 
 from __future__ import annotations
@@ -16,25 +17,38 @@ from typing import Any
 
 import anyio
 import pydantic
-from mcp.types import CallToolResult, TextContent
+from mcp.shared.exceptions import McpError
+from mcp.types import INVALID_PARAMS, CallToolResult, ErrorData, TextContent
 
 from mcp_server.core.errors import MCPServerError, ToolTimeoutError, ValidationError
 from mcp_server.core.logging import new_request_id, request_id_var, tool_var
 from mcp_server.core.settings import Settings, TimeoutClass
 from mcp_server.middleware.ratelimit import RateLimiter
 
-__all__ = ["ToolGuard", "error_result", "format_validation_error"]
+__all__ = ["ToolGuard", "error_result", "format_validation_error", "unknown_tool_error"]
 
 logger = logging.getLogger("mcp_server.tools")
 
 
 def error_result(error: MCPServerError, request_id: str) -> CallToolResult:
+    """The error as JSON text, without ``structuredContent``: structured content must match the
+    tool's output schema, and TypeScript clients (the Inspector, hosts behind mcp-remote) validate
+    it whenever it is present, error or not, so an error dict there made every error unreadable."""
     payload = {**error.to_dict(), "request_id": request_id}
-    return CallToolResult(
-        content=[TextContent(type="text", text=json.dumps(payload))],
-        structuredContent=payload,
-        isError=True,
-    )
+    return CallToolResult(content=[TextContent(type="text", text=json.dumps(payload))], isError=True)
+
+
+def unknown_tool_error(name: str) -> McpError:
+    """The JSON-RPC error for a tool name the server does not have, logged with a request id that
+    the error's data repeats (the call never reaches the guard, so it is not rate limited)."""
+    request_id = new_request_id()
+    token = request_id_var.set(request_id)
+    try:
+        logger.info("tool.unknown", extra={"requested_tool": name[:200]})
+    finally:
+        request_id_var.reset(token)
+    return McpError(ErrorData(code=INVALID_PARAMS, message=f"Unknown tool: {name[:200]}",
+                              data={"request_id": request_id}))
 
 
 def format_validation_error(exc: pydantic.ValidationError) -> ValidationError:

@@ -121,6 +121,29 @@ def test_a_tool_error_from_the_server_reaches_the_model_as_text_and_the_turn_com
     assert out.rstrip().endswith("That document could not be downloaded.")
 
 
+def test_every_kind_of_tool_error_reaches_the_model_with_its_code_and_message(corpus_server: FileServer) -> None:
+    model = ScriptedChatModel(script=[
+        call("retrieve_chunks", document_url="http://169.254.169.254/latest", query="credentials"),
+        call("extract_pdf_text", document_url=corpus_server.url("docs/pdf/password.pdf")),
+        call("manage_cache", action="explode"),
+        call("detect_language", text="one call more than a limit of three a minute allows"),
+        say("Four errors."),
+    ])
+
+    with ThreadedServer(make_settings(rate_limit_rpm=3, load_models=False)) as server:
+        code, out, err = run_agent(["Try them all."], server.mcp_url, model)
+
+    assert (code, err) == (0, "")
+    results = [m for m in model.received[-1] if isinstance(m, ToolMessage)]
+    assert [m.status for m in results] == ["error"] * 4
+    blocked, encrypted, bad_action, limited = (result_json(m) for m in results)
+    assert blocked["code"] == "DOWNLOAD_ERROR" and "169.254.169.254" in blocked["error"]
+    assert encrypted["code"] == "PROCESSING_ERROR" and "password required" in encrypted["error"]
+    assert bad_action["code"] == "VALIDATION_ERROR" and "action" in bad_action["error"]
+    assert limited["code"] == "RATE_LIMITED" and limited["retry_after"] > 0
+    assert all(len(body["request_id"]) == 12 for body in (blocked, encrypted, bad_action, limited))
+
+
 def test_a_model_that_never_stops_calling_tools_is_cut_off_after_agent_max_steps(rag_server: str) -> None:
     model = ScriptedChatModel(script=[call("get_system_health")] * 5)
 

@@ -229,15 +229,20 @@ class DocumentService:
                 await progress(3, None, f"chunked into {len(made)} chunks")
             return made
 
+        connected = True  # a background build may outlive this call: its progress then goes nowhere
+
         async def embed_progress(done: int, total: int, message: str) -> None:
-            if progress is not None:
+            if progress is not None and connected:
                 await progress(3 + done, 3 + total, message or f"embedded {done}/{total}")
 
         started = time.perf_counter()
-        view: IndexView = await self.indexes.open(
-            processed.content_key, CHUNKER_VERSION, self.index_config(), make_chunks, query=query,
-            progress=embed_progress,
-        )
+        try:
+            view: IndexView = await self.indexes.open(
+                processed.content_key, CHUNKER_VERSION, self.index_config(), make_chunks, query=query,
+                progress=embed_progress,
+            )
+        finally:
+            connected = False  # MCP allows progress only while the request runs
         timings["index"] = _ms(started)
         hits, search_timings = await self.indexes.search(view.index, query, top_k, neighbors=neighbors)
         timings.update({name.removesuffix("_ms"): value for name, value in search_timings.items()})

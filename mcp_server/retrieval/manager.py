@@ -7,7 +7,7 @@ content key -> index on disk without parsing (the chunk parameters that depend o
 length are a function of the content key, so they need not be in the key).
 
 Big documents answer first from a *partial* index (``open``): BM25 over every chunk, and dense
-vectors only for the query's candidates (its best BM25 chunks, the first chunks), embedded on
+vectors only for the query's candidates (its best BM25 chunks), embedded on
 demand; the complete index builds in a background task owned by ``running()`` (the app's
 lifespan), is persisted, and serves the later calls. A document whose complete build is
 estimated to take at most ``progressive_budget`` seconds is built in the call, as before.
@@ -54,7 +54,7 @@ ChunkSource = Sequence[Chunk] | Callable[[], Awaitable[Sequence[Chunk]]]
 # (done, total, message); may be sync or async (e.g. ``ctx.report_progress``-style).
 Progress = Callable[[int, int, str], Any]
 
-LEAD_CHUNKS = 2  # the first chunks (title, summary) get vectors in every partial index
+PROGRESS_TIMEOUT = 5.0  # a progress notification that cannot be sent by then is dropped, with the rest
 PARTIAL_SHARE = 0.5  # when the candidates would cover this share of the chunks, build it all now
 
 
@@ -200,16 +200,16 @@ class IndexManager:
         budget, or candidates that would cover most of the document anyway."""
         if self._tasks is None or not chunks:
             return True
-        if self.candidates + LEAD_CHUNKS >= PARTIAL_SHARE * len(chunks) and self.budget > 0:
+        if self.candidates >= PARTIAL_SHARE * len(chunks) and self.budget > 0:
             return True
         return embedder.estimate_seconds(sum(len(chunk.text) for chunk in chunks)) <= self.budget
 
     def _candidates(self, index: DocumentIndex, query: str) -> list[int]:
-        """The chunks a partial answer needs vectors for: the best BM25 matches, then the first
-        chunks (more of them when few chunks match)."""
+        """The chunks a partial answer needs vectors for: the best BM25 matches; when fewer chunks
+        match, the first chunks fill up (a title or summary is the best guess without a match).
+        Filling always would let unrelated first chunks into the dense ranking of every query."""
         best = index.bm25_top(query, self.candidates)
-        lead = max(LEAD_CHUNKS, self.candidates - len(best))
-        return best + list(range(min(lead, len(index))))
+        return best + list(range(min(self.candidates - len(best), len(index))))
 
     async def _answer_partial(self, pending: _Pending, query: str, progress: Progress | None) -> IndexView:
         self.counters["partial_answers"] += 1
@@ -271,9 +271,10 @@ class IndexManager:
             if callback is None:
                 return
             try:
-                result = callback(done, total, f"background: {message}")
-                if inspect.isawaitable(result):
-                    await result
+                with anyio.fail_after(PROGRESS_TIMEOUT):
+                    result = callback(done, total, f"background: {message}")
+                    if inspect.isawaitable(result):
+                        await result
             except Exception:  # noqa: BLE001 - the client went away: stop telling it
                 pending.progress = None
 

@@ -45,7 +45,7 @@ from mcp_server.retrieval.index import DocumentIndex
 from mcp_server.retrieval.models import ModelRegistry
 from mcp_server.retrieval.store import IndexStore, Manifest
 
-__all__ = ["ChunkSource", "IndexManager", "IndexView", "Progress", "make_index_key"]
+__all__ = ["ChunkSource", "IndexManager", "IndexView", "Progress", "make_index_key", "partial_candidates"]
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +62,14 @@ def make_index_key(content_sha256: str, model_id: str, chunker_version: str, par
     """The on-disk and in-memory name of an index (32 hex chars)."""
     material = "\x1f".join(("rag-index/1", content_sha256, model_id, chunker_version, params_key))
     return hashlib.sha256(material.encode()).hexdigest()[:32]
+
+
+def partial_candidates(index: DocumentIndex, query: str, n: int) -> list[int]:
+    """The chunks a partial answer embeds for ``query``: its ``n`` best BM25 matches; when fewer
+    chunks match, the first chunks fill up (a title or summary is the best guess without a
+    match). Filling always would put unrelated first chunks into every query's dense ranking."""
+    best = index.bm25_top(query, n)
+    return best + list(range(min(n - len(best), len(index))))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -204,19 +212,12 @@ class IndexManager:
             return True
         return embedder.estimate_seconds(sum(len(chunk.text) for chunk in chunks)) <= self.budget
 
-    def _candidates(self, index: DocumentIndex, query: str) -> list[int]:
-        """The chunks a partial answer needs vectors for: the best BM25 matches; when fewer chunks
-        match, the first chunks fill up (a title or summary is the best guess without a match).
-        Filling always would let unrelated first chunks into the dense ranking of every query."""
-        best = index.bm25_top(query, self.candidates)
-        return best + list(range(min(self.candidates - len(best), len(index))))
-
     async def _answer_partial(self, pending: _Pending, query: str, progress: Progress | None) -> IndexView:
         self.counters["partial_answers"] += 1
         report = self._thread_progress(progress)
 
         def extend(index: DocumentIndex) -> DocumentIndex:  # BM25 scoring too stays off the loop
-            return index.extended(self._candidates(index, query), pending.embedder, progress=report)
+            return index.extended(partial_candidates(index, query, self.candidates), pending.embedder, progress=report)
 
         async with pending.lock:
             index = pending.index

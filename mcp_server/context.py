@@ -57,10 +57,13 @@ async def open_app_context(settings: Settings) -> AsyncIterator[AppContext]:
         caches: dict[str, Any] = {}
         if settings.redis_url:  # several workers share limits and caches; unset = in-process
             shared = await open_redis_backends(settings, stack)
-            limiter, caches = shared.limiter, {"downloads": shared.downloads, "documents": shared.documents}
+            limiter, caches = shared.limiter, {"downloads": shared.downloads, "documents": shared.documents,
+                                               "failures": shared.failures}
+        # background index builds belong to the process, not to the request that started them;
+        # they stop (at their next batch) before the parsers and models go away
+        indexes = await stack.enter_async_context(IndexManager(settings, models).running())
         service = DocumentService(
-            settings, fetcher=fetcher, parsers=parsers, models=models,
-            indexes=IndexManager(settings, models), **caches,
+            settings, fetcher=fetcher, parsers=parsers, models=models, indexes=indexes, **caches,
         )
         context = AppContext(settings=settings, limiter=limiter, guard=ToolGuard(settings, limiter),
                              models=models, service=service, models_fake=not settings.load_models)

@@ -11,6 +11,8 @@ import logging
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 
+from mcp_server.core.cache import MemoryLayer
+from mcp_server.core.failures import FailedParse, FailureCodec
 from mcp_server.core.models import FetchedDocument, ProcessedDocument
 from mcp_server.core.redis_cache import RedisLayer, redis_layers
 from mcp_server.core.redis_store import REDIS_ERRORS, async_client, key_prefix, sync_client
@@ -27,6 +29,10 @@ class RedisBackends:
     limiter: RedisRateLimiter
     downloads: RedisLayer[FetchedDocument]
     documents: RedisLayer[ProcessedDocument]
+    failures: RedisLayer[FailedParse]
+
+
+FAILURE_ENTRIES = 1000  # failed parses remembered (small values; the TTL is what bounds them)
 
 
 async def open_redis_backends(settings: Settings, stack: AsyncExitStack) -> RedisBackends:
@@ -36,8 +42,13 @@ async def open_redis_backends(settings: Settings, stack: AsyncExitStack) -> Redi
     sclient = sync_client(settings)
     stack.callback(sclient.close)
     downloads, documents = redis_layers(settings, sclient)
+    ttl = max(settings.failure_ttl, 1e-3)
+    failures = RedisLayer(
+        "failure", sclient, FailureCodec(), prefix=key_prefix(settings), max_entries=FAILURE_ENTRIES, ttl=ttl,
+        outage=downloads.outage, fallback=MemoryLayer("failure", max_entries=FAILURE_ENTRIES, ttl=ttl),
+    )
     backends = RedisBackends(limiter=RedisRateLimiter(settings, aclient), downloads=downloads,
-                             documents=documents)
+                             documents=documents, failures=failures)
     try:
         await aclient.ping()
     except REDIS_ERRORS as exc:

@@ -3,7 +3,11 @@
 Three cache layers (as the original design): downloads by URL, processed documents by content
 key, retrievers (indexes) by content key in memory then on disk (``retrieval.IndexManager``).
 Keys of the last two hash the *bytes*, so one document at two URLs is processed and embedded
-once, and new bytes at an old URL never meet stale results.
+once, and new bytes at an old URL never meet stale results. A fourth, small layer remembers
+failed parses per content key for ``failure_ttl`` seconds.
+
+``retrieve`` goes bytes -> content key -> index: a document with an index in memory or on disk
+is never parsed (nor its processed form decoded) again; only a missing index parses and chunks.
 """
 
 from __future__ import annotations
@@ -20,14 +24,15 @@ import anyio
 from mcp_server.chunking import CHUNKER_VERSION, ChunkParams, chunk_document, chunk_params_for
 from mcp_server.core.cache import CacheLayer, MemoryLayer
 from mcp_server.core.concurrency import run_sync
-from mcp_server.core.errors import ValidationError
+from mcp_server.core.errors import ProcessingError, ValidationError
+from mcp_server.core.failures import FailedParse
 from mcp_server.core.models import Chunk, FetchedDocument, ProcessedDocument, SearchHit
 from mcp_server.core.settings import Settings
 from mcp_server.fetch import Fetcher
 from mcp_server.processors import DocumentInput, ProcessOptions, document_input, process_document
 from mcp_server.processors.sandbox import ParserPool
 from mcp_server.processors.sheet_search import search_spreadsheet
-from mcp_server.retrieval.manager import IndexManager
+from mcp_server.retrieval.manager import IndexManager, IndexView
 from mcp_server.retrieval.models import ModelRegistry
 
 __all__ = ["DocumentService", "Processed", "Progress", "Retrieval"]
@@ -58,6 +63,14 @@ class Retrieval:
     doc_type: str
     cached: bool
     timings_ms: dict[str, float]
+    complete: bool = True  # False: answered from a partial index while the complete one builds
+    dense_coverage: float = 1.0  # share of the chunks with vectors in the index searched
+
+
+# Failed parses kept when no shared layer is given (they are small; the TTL is what matters).
+FAILURE_ENTRIES = 1000
+# Errors about the pool itself (shutdown), not about the document: never cached.
+_POOL_ERRORS = ("the parser pool",)
 
 
 def _ms(since: float) -> float:
@@ -75,6 +88,7 @@ class DocumentService:
         indexes: IndexManager,
         downloads: CacheLayer[FetchedDocument] | None = None,
         documents: CacheLayer[ProcessedDocument] | None = None,
+        failures: CacheLayer[FailedParse] | None = None,
     ) -> None:
         self.settings = settings
         self.fetcher = fetcher
@@ -88,6 +102,9 @@ class DocumentService:
         )
         self.documents: CacheLayer[ProcessedDocument] = documents or MemoryLayer(
             "document", max_entries=settings.cache_max_documents, ttl=settings.cache_ttl,
+        )
+        self.failures: CacheLayer[FailedParse] = failures or MemoryLayer(
+            "failure", max_entries=FAILURE_ENTRIES, ttl=max(settings.failure_ttl, 1e-3),
         )
         self._locks: dict[str, anyio.Lock] = {}
         self.process_runs = 0  # documents actually parsed (tests use it to prove coalescing)
@@ -147,16 +164,42 @@ class DocumentService:
                 document = await run_sync(self.documents.get, key)
                 if document is not None:
                     return document, True
+                await self._raise_if_failed(key)
                 self.process_runs += 1
-                document = await self.parsers.run(process_document, inp, self.options)
+                try:
+                    document = await self.parsers.run(process_document, inp, self.options)
+                except ProcessingError as exc:
+                    await self._remember_failure(key, exc)
+                    raise
                 await run_sync(self.documents.put, key, document)
                 return document, False
         finally:
             if not lock.locked() and lock.statistics().tasks_waiting == 0:
                 self._locks.pop(key, None)
 
+    async def _raise_if_failed(self, key: str) -> None:
+        if self.settings.failure_ttl <= 0:
+            return
+        failed = await run_sync(self.failures.get, key)
+        if failed is not None and failed.retry_at > time.time():
+            raise failed.error()
+
+    async def _remember_failure(self, key: str, error: ProcessingError) -> None:
+        """The same bytes fail the same way: a timeout or crash is not re-run on every call."""
+        if self.settings.failure_ttl <= 0 or error.message.startswith(_POOL_ERRORS):
+            return
+        await run_sync(self.failures.put, key, FailedParse.of(error, self.settings.failure_ttl))
+        logger.info("parse.failure_cached", extra={"content_key": key[:16], "error": error.message,
+                                                   "ttl": self.settings.failure_ttl})
+
     def chunk_params(self, document: ProcessedDocument) -> ChunkParams:
         return chunk_params_for(document.doc_type, len(document.content), self.models.max_tokens)
+
+    def index_config(self) -> str:
+        """Everything besides the content key and the models that decides the chunks, and that
+        is known before parsing: the chunk parameters are a function of the processed content
+        (a function of the content key) and of the model window, so the window stands for them."""
+        return f"window{self.models.max_tokens}"
 
     async def chunks(self, url: str) -> tuple[Processed, list[Chunk]]:
         processed = await self.process(url)
@@ -168,36 +211,45 @@ class DocumentService:
     async def retrieve(
         self, url: str, query: str, *, top_k: int, neighbors: int = 0, progress: Progress | None = None,
     ) -> Retrieval:
-        # The index key needs only the bytes' hash and the chunk parameters; parameters depend on
-        # the content length, so a warm index is found through the processed-document cache or,
-        # after a restart, by parsing once more (cheap next to embedding).
-        processed = await self.process(url, progress=progress)
-        assert processed.document is not None
-        document = processed.document
-        params = self.chunk_params(document)
+        # bytes -> content key -> index: parsing and chunking run only when no index exists
+        processed = await self.process(url, need_document=False, progress=progress)
         timings = dict(processed.timings_ms)
 
         async def make_chunks() -> Sequence[Chunk]:
+            inp = await run_sync(document_input, processed.fetched)
             started = time.perf_counter()
-            made = await run_sync(chunk_document, document, params, self.models.token_counter)
+            document, _ = await self._parse(processed.content_key, inp)
+            timings["process"] = _ms(started)
+            if progress is not None:
+                await progress(2, None, f"processed {len(document.content)} characters")
+            started = time.perf_counter()
+            made = await run_sync(chunk_document, document, self.chunk_params(document), self.models.token_counter)
             timings["chunk"] = _ms(started)
             if progress is not None:
                 await progress(3, None, f"chunked into {len(made)} chunks")
             return made
 
+        connected = True  # a background build may outlive this call: its progress then goes nowhere
+
         async def embed_progress(done: int, total: int, message: str) -> None:
-            if progress is not None:
+            if progress is not None and connected:
                 await progress(3 + done, 3 + total, message or f"embedded {done}/{total}")
 
         started = time.perf_counter()
-        index, index_cached = await self.indexes.get_or_build(
-            processed.content_key, CHUNKER_VERSION, params.cache_key(), make_chunks, progress=embed_progress,
-        )
+        try:
+            view: IndexView = await self.indexes.open(
+                processed.content_key, CHUNKER_VERSION, self.index_config(), make_chunks, query=query,
+                progress=embed_progress,
+            )
+        finally:
+            connected = False  # MCP allows progress only while the request runs
         timings["index"] = _ms(started)
-        hits, search_timings = await self.indexes.search(index, query, top_k, neighbors=neighbors)
+        hits, search_timings = await self.indexes.search(view.index, query, top_k, neighbors=neighbors)
         timings.update({name.removesuffix("_ms"): value for name, value in search_timings.items()})
-        return Retrieval(hits=hits, total_chunks=len(index.chunks), doc_type=document.doc_type,
-                         cached=index_cached, timings_ms=timings)
+        chunks = view.index.chunks
+        doc_type = chunks[0].doc_type if chunks else processed.doc_type  # the processor's, as before
+        return Retrieval(hits=hits, total_chunks=len(chunks), doc_type=doc_type, cached=view.cached,
+                         timings_ms=timings, complete=view.complete, dense_coverage=view.dense_coverage)
 
     async def query_spreadsheet(self, url: str, search_value: str, column: str | None) -> dict[str, Any]:
         fetched, _ = await self.fetch(url)
@@ -210,6 +262,7 @@ class DocumentService:
             "download": self.downloads.stats(),
             "document": self.documents.stats(),
             "retriever": self.indexes.stats(),
+            "failure": self.failures.stats(),
         }
 
     async def clear(self) -> dict[str, Any]:
@@ -217,4 +270,5 @@ class DocumentService:
             "download": await run_sync(self.downloads.clear),
             "document": await run_sync(self.documents.clear),
             "retriever": await self.indexes.clear(),
+            "failure": await run_sync(self.failures.clear),
         }

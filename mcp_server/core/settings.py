@@ -115,6 +115,11 @@ class Settings(BaseSettings):
     parse_timeout: float = Field(120, gt=0, description="Time one document may take to parse (seconds).")
     parse_memory_mb: int = Field(2048, ge=128, description="Address-space limit of a parser process (MB).")
     max_pdf_pages: int = Field(2000, ge=1, description="PDFs with more pages are refused.")
+    failure_ttl: float = Field(
+        300, ge=0,
+        description="A document whose parse failed (timeout, crash, corrupt file) is answered with the same "
+        "error, without parsing again, for this long (seconds; 0 = never cached).",
+    )
     max_image_pixels: int = Field(
         89_478_485, ge=1, description="Pillow decompression-bomb cap (pixels)."
     )
@@ -159,6 +164,17 @@ class Settings(BaseSettings):
     index_dir: Path = Field(Path("faiss_indexes"), description="Folder of persisted FAISS indexes.")
     gpu_concurrency: int = Field(
         2, ge=1, validation_alias=_alias("GPU_CONCURRENCY"), description="Concurrent index builds/searches."
+    )
+    progressive_budget: float = Field(
+        1.0, ge=0,
+        description="A first retrieve_chunks embeds the whole document in the call when that is estimated to "
+        "take at most this long (seconds, from the embedder's measured speed); a bigger document answers at "
+        "once from a partial index and its complete index builds in the background. 0 = always partial.",
+    )
+    progressive_candidates: int = Field(
+        20, ge=0, le=500,
+        description="Chunks a query on a partially indexed document embeds on demand: its best BM25 matches "
+        "(and the first chunks when fewer match).",
     )
     redis_url: str | None = Field(
         None, validation_alias=_alias("REDIS_URL"), description="Shared store for limits and caches."

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -17,12 +18,15 @@ from typing import Any
 import numpy as np
 from cachetools import LRUCache
 
+from mcp_server.chunking import HFTokenCounter
+
 __all__ = ["Embedder", "FakeEmbedder", "ProgressFn", "SentenceTransformerEmbedder"]
 
 # (done, total, message): called from the worker thread after each batch.
 ProgressFn = Callable[[int, int, str], None]
 
 DEFAULT_CACHE_ENTRIES = 20_000  # ~30 MB of 384-d float32 vectors
+SPEED_SAMPLE_CHARS = 2_000  # embedding speed is measured over at least this much text (one query is noise)
 QUERY_CACHE_ENTRIES = 1024  # agents repeat queries; a repeat then costs no model call
 
 # Queries of these model families need an instruction prefix (their model cards say so) and the
@@ -51,12 +55,16 @@ class Embedder(ABC):
     max_tokens: int
     batch_size: int = 32
     query_prefix: str = ""
+    # Characters per second before the first measurement (MiniLM on one CPU thread embeds
+    # ~10,000); ``estimate_seconds`` uses the measured speed as soon as there is one.
+    prior_chars_per_second: float = 10_000.0
 
     def __init__(self, *, cache_entries: int = DEFAULT_CACHE_ENTRIES) -> None:
         self._cache: LRUCache[bytes, np.ndarray] = LRUCache(maxsize=max(cache_entries, 1))
         self._queries: LRUCache[str, np.ndarray] = LRUCache(maxsize=QUERY_CACHE_ENTRIES)
         self._cache_lock = threading.Lock()
         self.texts_embedded = 0  # texts actually sent to the model (cache misses)
+        self._speed: float | None = None  # measured characters per second (moving average)
 
     @abstractmethod
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
@@ -91,11 +99,18 @@ class Embedder(ABC):
         total = len(missing)
         if progress is not None:
             progress(0, total, f"embedding {total} of {len(texts)} {unit} with {self.model_id}")
+        chars, seconds = 0, 0.0
         for start in range(0, total, self.batch_size):
             batch_keys = missing[start : start + self.batch_size]
             batch = [texts[todo[key][0]] for key in batch_keys]
+            began = time.perf_counter()
             vectors = _normalise(self.embed_batch(batch))
+            seconds += time.perf_counter() - began
+            chars += sum(len(text) for text in batch)
             self.texts_embedded += len(batch)
+            if chars >= SPEED_SAMPLE_CHARS:
+                self._measured(chars, seconds)
+                chars, seconds = 0, 0.0
             with self._cache_lock:
                 for key, vector in zip(batch_keys, vectors, strict=True):
                     self._cache[key] = vector
@@ -104,6 +119,15 @@ class Embedder(ABC):
                 done = min(start + self.batch_size, total)
                 progress(done, total, f"embedded {done}/{total} {unit}")
         return out
+
+    def estimate_seconds(self, chars: int) -> float:
+        """How long embedding ``chars`` characters of new text should take at the measured speed."""
+        return chars / (self._speed or self.prior_chars_per_second)
+
+    def _measured(self, chars: int, seconds: float) -> None:
+        speed = chars / max(seconds, 1e-9)
+        # a moving average: the speed follows the machine's load without jumping at one slow batch
+        self._speed = speed if self._speed is None else 0.7 * self._speed + 0.3 * speed
 
     def embed_query(self, query: str) -> np.ndarray:
         """The unit vector of one search query, shape (dimension,); recent queries are cached."""
@@ -145,6 +169,12 @@ class SentenceTransformerEmbedder(Embedder):
         self.dimension = int(get_dim())
         self.max_tokens = int(model.max_seq_length)
         self.tokenizer = model.tokenizer
+        # Counting goes straight to the Rust tokenizer (no Python encoding objects: a 3 MB book
+        # counts in a third of the time and without ~200 MB of garbage); a WordPiece tokenizer
+        # also tells the chunker it may sum per-word counts instead of re-tokenising chunks.
+        backend = getattr(model.tokenizer, "backend_tokenizer", None)
+        self._counter = HFTokenCounter(backend, self.max_tokens) if backend is not None else None
+        self.splits_on_whitespace = bool(self._counter and self._counter.splits_on_whitespace)
         prompts = getattr(model, "prompts", None) or {}
         self.query_prefix = prompts.get("query") or _QUERY_PREFIXES.get(model_id.rsplit("/", 1)[-1], "")
 
@@ -172,6 +202,8 @@ class SentenceTransformerEmbedder(Embedder):
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         if not texts:
             return []
+        if self._counter is not None:
+            return self._counter.count_tokens(texts)
         encoded = self.tokenizer(list(texts), add_special_tokens=True, truncation=False, verbose=False)
         return [len(ids) for ids in encoded["input_ids"]]
 
@@ -192,6 +224,7 @@ class FakeEmbedder(Embedder):
         self.max_tokens = max_tokens
         self.batch_size = batch_size
         self.batches = 0
+        self.prior_chars_per_second = 1e9  # no model: effectively free
 
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
         self.batches += 1

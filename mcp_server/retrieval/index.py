@@ -18,6 +18,7 @@ halved its MRR.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import re
 from collections.abc import Sequence
@@ -46,6 +47,7 @@ BM25_WEIGHT = 1.0
 MIN_CANDIDATES = 20
 SENTENCE_FANOUT = 4  # sentences fetched per dense chunk candidate; several may share a chunk
 DUPLICATE_OVERLAP = 0.5  # a chunk sharing more than this share of its span with a chosen one is dropped
+EMBED_SLICE = 4096  # sentences embedded and added to FAISS at a time (bounds the vectors held twice)
 
 try:  # stemming lifts BM25 recall (e.g. "located" ~ "location"); optional so bm25s works without it
     import Stemmer
@@ -77,30 +79,21 @@ class _Candidate:
 
 class DocumentIndex:
     """Chunks of one document, the FAISS index of their sentences with ``owners`` (the chunk
-    position of each vector, non-decreasing, every chunk present) and a BM25 index (rebuilt
-    from the texts). Without ``owners`` each chunk is one vector."""
+    position of each vector, non-decreasing) and a BM25 index (rebuilt from the texts) over
+    every chunk. Without ``owners`` each chunk is one vector.
+
+    The vectors may cover only some chunks (a *partial* index, ``coverage`` < 1: the first
+    answer on a big document while the complete one builds): dense ranking then runs over the
+    covered chunks only, and a chunk without vectors has no dense score.
+    """
 
     def __init__(
         self, chunks: Sequence[Chunk], faiss_index: faiss.Index, *, model_id: str,
         owners: np.ndarray | None = None,
     ) -> None:
-        owners = np.arange(len(chunks), dtype=np.int64) if owners is None else np.asarray(owners, dtype=np.int64)
-        if owners.ndim != 1 or len(owners) != faiss_index.ntotal:
-            raise ValueError(f"index holds {faiss_index.ntotal} vectors for {len(owners)} owner entries")
-        if len(owners) and (
-            owners[0] != 0 or owners[-1] != len(chunks) - 1 or np.any(np.diff(owners) < 0)
-            or np.any(np.diff(owners) > 1)
-        ):
-            raise ValueError("owners must map vectors to every chunk, in chunk order")
-        if len(chunks) and not len(owners):
-            raise ValueError(f"no vectors for {len(chunks)} chunks")
         self.chunks = list(chunks)
-        self.faiss = faiss_index
-        self.owners = owners
-        # vectors of chunk p are starts[p]:starts[p + 1]
-        self._starts = np.searchsorted(owners, np.arange(len(chunks) + 1), side="left")
         self.model_id = model_id
-        self.dimension = int(faiss_index.d)
+        self._set_vectors(faiss_index, owners)
         self._bm25: bm25s.BM25 | None = None
         corpus = _tokenize([c.text for c in self.chunks]) if self.chunks else []
         if any(corpus):  # bm25s cannot index a corpus without a single token
@@ -122,11 +115,62 @@ class DocumentIndex:
         return cls(chunks, index, model_id=model_id, owners=owners)
 
     @classmethod
-    def embed(cls, chunks: Sequence[Chunk], embedder: Embedder, *, progress: ProgressFn | None = None) -> DocumentIndex:
-        """Split the chunks into sentences, embed those (and only those) and build the index."""
-        texts, owners = sentence_units(chunks)
-        vectors = embedder.embed(texts, progress=progress, unit="sentences")
-        return cls.build(chunks, vectors, model_id=embedder.model_id, owners=owners)
+    def embed(
+        cls, chunks: Sequence[Chunk], embedder: Embedder, *, progress: ProgressFn | None = None,
+        only: Sequence[int] | None = None,
+    ) -> DocumentIndex:
+        """Split the chunks into sentences, embed those (and only those) and build the index;
+        with ``only``, just the sentences of the chunks at those positions (a partial index)."""
+        positions = np.arange(len(chunks), dtype=np.int64) if only is None else np.unique(np.asarray(only, np.int64))
+        index = faiss.IndexFlatIP(embedder.dimension)
+        owners = _embed_into(index, chunks, positions, embedder, progress)
+        return cls(chunks, index, model_id=embedder.model_id, owners=owners)
+
+    def extended(self, positions: Sequence[int], embedder: Embedder, *, progress: ProgressFn | None = None
+                 ) -> DocumentIndex:
+        """A copy whose vectors also cover the chunks at ``positions`` (only the uncovered ones
+        are embedded); the BM25 index is shared, not rebuilt. ``self`` is left unchanged."""
+        wanted = np.unique(np.asarray(positions, dtype=np.int64))
+        wanted = wanted[(wanted >= 0) & (wanted < len(self.chunks))]
+        new = wanted[~self._covered[wanted]]
+        if not len(new):
+            return self
+        added = faiss.IndexFlatIP(self.dimension)
+        owners = np.concatenate([self.owners, _embed_into(added, self.chunks, new, embedder, progress)])
+        vectors = np.concatenate([self.faiss.reconstruct_n(0, self.faiss.ntotal), added.reconstruct_n(0, added.ntotal)])
+        order = np.argsort(owners, kind="stable")  # owners must stay in chunk order
+        index = faiss.IndexFlatIP(self.dimension)
+        index.add(np.ascontiguousarray(vectors[order]))
+        clone = copy.copy(self)
+        clone._set_vectors(index, owners[order])
+        return clone
+
+    def _set_vectors(self, faiss_index: faiss.Index, owners: np.ndarray | None) -> None:
+        n = len(self.chunks)
+        owners = np.arange(n, dtype=np.int64) if owners is None else np.asarray(owners, dtype=np.int64)
+        if owners.ndim != 1 or len(owners) != faiss_index.ntotal:
+            raise ValueError(f"index holds {faiss_index.ntotal} vectors for {len(owners)} owner entries")
+        if len(owners) and (owners[0] < 0 or owners[-1] >= n or np.any(np.diff(owners) < 0)):
+            raise ValueError("owners must map vectors to chunks, in chunk order")
+        self.faiss = faiss_index
+        self.owners = owners
+        # vectors of chunk p are starts[p]:starts[p + 1]; a chunk without vectors has an empty range
+        self._starts = np.searchsorted(owners, np.arange(n + 1), side="left")
+        self._covered = np.diff(self._starts) > 0
+        self.dimension = int(faiss_index.d)
+
+    @property
+    def coverage(self) -> float:
+        """Share of the chunks that have vectors (1.0 for a complete index, and for no chunks)."""
+        return float(self._covered.mean()) if len(self.chunks) else 1.0
+
+    def bm25_top(self, query: str, n: int) -> list[int]:
+        """Positions of the ``n`` best BM25 chunks for ``query`` (those matching a query term)."""
+        scores = self._bm25_scores(query)
+        if scores is None:
+            return []
+        order = np.argsort(-scores, kind="stable")[:n]
+        return [int(pos) for pos in order if scores[pos] > 0]
 
     def __len__(self) -> int:
         return len(self.chunks)
@@ -182,7 +226,7 @@ class DocumentIndex:
         if bm25 is not None:
             for cand in candidates.values():
                 cand.bm25 = float(bm25[cand.pos])
-        missing = [c for c in candidates.values() if c.dense is None]
+        missing = [c for c in candidates.values() if c.dense is None and self._covered[c.pos]]
         if missing:  # BM25-only candidates still report their best sentence cosine
             ids = np.concatenate([np.arange(self._starts[c.pos], self._starts[c.pos + 1]) for c in missing])
             sims = self.faiss.reconstruct_batch(ids.astype(np.int64)) @ vec[0]
@@ -194,6 +238,8 @@ class DocumentIndex:
 
     def _dense_ranking(self, vec: np.ndarray, n: int) -> list[tuple[int, float]]:
         """Up to ``n`` (chunk position, best sentence cosine), best first."""
+        if not self.faiss.ntotal:  # a partial index may have no vectors yet
+            return []
         sims, ids = self.faiss.search(vec, min(self.faiss.ntotal, n * SENTENCE_FANOUT))
         ranking: list[tuple[int, float]] = []
         seen: set[int] = set()
@@ -274,6 +320,32 @@ class DocumentIndex:
                 hit, chunk=dataclasses.replace(hit.chunk, location=location), text=merge_texts(span)
             ))
         return out
+
+
+def _embed_into(
+    index: faiss.Index, chunks: Sequence[Chunk], positions: np.ndarray, embedder: Embedder,
+    progress: ProgressFn | None,
+) -> np.ndarray:
+    """Embed the sentences of the chunks at ``positions`` (sorted) into ``index``, a slice at a
+    time so that no second full-size copy of the vectors exists; returns each vector's chunk."""
+    texts, owners = sentence_units([chunks[int(p)] for p in positions])
+    done = 0  # texts sent to the model in earlier slices
+    for start in range(0, len(texts), EMBED_SLICE):
+        part = texts[start : start + EMBED_SLICE]
+        later = len(texts) - start - len(part)  # not examined yet: the total shrinks as cache hits show
+        sliced = [0]
+
+        def report(n: int, total: int, message: str, before: int = done, later: int = later,
+                   sliced: list[int] = sliced) -> None:
+            sliced[0] = total
+            if progress is not None:
+                single = not before and not later
+                progress(before + n, before + total + later,
+                         message if single else f"embedded {before + n}/{before + total + later} sentences")
+
+        index.add(embedder.embed(part, progress=report, unit="sentences"))
+        done += sliced[0]
+    return positions[owners]
 
 
 def _overlap_share(a: ChunkLocation, b: ChunkLocation) -> float:

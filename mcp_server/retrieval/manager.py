@@ -1,13 +1,23 @@
 """The retriever cache layer: memory (TTL, max entries) -> disk -> build, coalesced per key.
 
-An index key hashes the document *content* with the embedding models, the chunker version and
-the chunk parameters — never the URL: the same bytes at two URLs are embedded once, and new
-bytes at an old URL can never meet a stale index.
+An index key hashes the document's content key with the embedding models, the chunker version
+and the chunking configuration that does not depend on the parsed text (the model window) —
+never the URL, and nothing that needs the document parsed: a known document goes bytes ->
+content key -> index on disk without parsing (the chunk parameters that depend on the content's
+length are a function of the content key, so they need not be in the key).
+
+Big documents answer first from a *partial* index (``open``): BM25 over every chunk, and dense
+vectors only for the query's candidates (its best BM25 chunks), embedded on
+demand; the complete index builds in a background task owned by ``running()`` (the app's
+lifespan), is persisted, and serves the later calls. A document whose complete build is
+estimated to take at most ``progressive_budget`` seconds is built in the call, as before.
 
 Concurrency: one ``anyio.Lock`` per key on this event loop (ten identical requests -> one build,
-nine waits), a file lock per key across worker processes (``IndexStore.lock``), and a semaphore
-of ``gpu_concurrency`` around every build and search. Model and FAISS work runs in worker
-threads; the loop only awaits.
+nine waits), a file lock per key across worker processes (``IndexStore.lock``: a worker that
+finds another one building waits for its index on disk and never builds it again), and a
+semaphore of ``gpu_concurrency`` around every model call; background builds take at most
+``gpu_concurrency - 1`` of its slots (one when it is 1) so searches keep a slot. Model and FAISS
+work runs in worker threads; the loop only awaits.
 """
 
 from __future__ import annotations
@@ -15,22 +25,27 @@ from __future__ import annotations
 import hashlib
 import inspect
 import logging
+import threading
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, asynccontextmanager, contextmanager, nullcontext
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
 import anyio.from_thread
+from anyio.abc import TaskGroup
 from cachetools import TTLCache
 
 from mcp_server.core.concurrency import run_sync
 from mcp_server.core.models import Chunk, SearchHit
 from mcp_server.core.settings import Settings
+from mcp_server.retrieval.embedders import Embedder
 from mcp_server.retrieval.index import DocumentIndex
 from mcp_server.retrieval.models import ModelRegistry
 from mcp_server.retrieval.store import IndexStore, Manifest
 
-__all__ = ["ChunkSource", "IndexManager", "Progress", "make_index_key"]
+__all__ = ["ChunkSource", "IndexManager", "IndexView", "Progress", "make_index_key", "partial_candidates"]
 
 log = logging.getLogger(__name__)
 
@@ -39,11 +54,52 @@ ChunkSource = Sequence[Chunk] | Callable[[], Awaitable[Sequence[Chunk]]]
 # (done, total, message); may be sync or async (e.g. ``ctx.report_progress``-style).
 Progress = Callable[[int, int, str], Any]
 
+PROGRESS_TIMEOUT = 5.0  # a progress notification that cannot be sent by then is dropped, with the rest
+PARTIAL_SHARE = 0.5  # when the candidates would cover this share of the chunks, build it all now
+
 
 def make_index_key(content_sha256: str, model_id: str, chunker_version: str, params_key: str) -> str:
     """The on-disk and in-memory name of an index (32 hex chars)."""
     material = "\x1f".join(("rag-index/1", content_sha256, model_id, chunker_version, params_key))
     return hashlib.sha256(material.encode()).hexdigest()[:32]
+
+
+def partial_candidates(index: DocumentIndex, query: str, n: int) -> list[int]:
+    """The chunks a partial answer embeds for ``query``: its ``n`` best BM25 matches; when fewer
+    chunks match, the first chunks fill up (a title or summary is the best guess without a
+    match). Filling always would put unrelated first chunks into every query's dense ranking."""
+    best = index.bm25_top(query, n)
+    return best + list(range(min(n - len(best), len(index))))
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class IndexView:
+    """What one call searches: the complete index, or the partial one of a document whose
+    complete index is still building. ``cached``: nothing was embedded for this call."""
+
+    index: DocumentIndex
+    complete: bool
+    cached: bool
+
+    @property
+    def dense_coverage(self) -> float:
+        return 1.0 if self.complete else round(self.index.coverage, 4)
+
+
+class _Stopped(Exception):
+    """Raised inside a background build's thread when the server shuts down."""
+
+
+@dataclass(kw_only=True)
+class _Pending:
+    """A document answered from a partial index while its complete one builds."""
+
+    index: DocumentIndex
+    embedder: Embedder
+    lock: anyio.Lock = field(default_factory=anyio.Lock)  # one extension of the partial index at a time
+    done: anyio.Event = field(default_factory=anyio.Event)
+    progress: Progress | None = None  # the starting call's, while it is connected
+    embedded: tuple[int, int] = (0, 0)
 
 
 class IndexManager:
@@ -57,43 +113,173 @@ class IndexManager:
             maxsize=settings.cache_max_retrievers, ttl=settings.cache_ttl, timer=timer
         )
         self._concurrency = settings.gpu_concurrency
+        self.budget = settings.progressive_budget
+        self.candidates = settings.progressive_candidates
         self._limiter: anyio.CapacityLimiter | None = None  # created on the loop, lazily
+        self._background_limiter: anyio.CapacityLimiter | None = None
         self._key_locks: dict[str, anyio.Lock] = {}
         self._key_waiters: dict[str, int] = {}
-        self.counters = {"memory_hits": 0, "disk_hits": 0, "misses": 0, "builds": 0}
+        self._pending: dict[str, _Pending] = {}
+        self._tasks: TaskGroup | None = None
+        self._stopping = threading.Event()
+        self.counters = {"memory_hits": 0, "disk_hits": 0, "misses": 0, "builds": 0, "partial_answers": 0,
+                         "background_builds": 0}
 
     # --- keys -----------------------------------------------------------------------------
     def index_key(self, content_sha256: str, chunker_version: str, params_key: str) -> str:
         return make_index_key(content_sha256, self.models.index_model_id, chunker_version, params_key)
+
+    # --- lifecycle --------------------------------------------------------------------------
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[IndexManager]:
+        """Owns the background builds: they outlive the call that started them and stop here.
+        Without it, every document is built completely in the call that needs it."""
+        self._stopping.clear()
+        async with anyio.create_task_group() as tasks:
+            self._tasks = tasks
+            try:
+                yield self
+            finally:
+                self._tasks = None
+                self._stopping.set()  # running embeddings stop at their next batch
+                tasks.cancel_scope.cancel()
+
+    def pending(self, content_sha256: str, chunker_version: str, params_key: str) -> anyio.Event | None:
+        """Set when the background build of this document ends; None when none is running."""
+        state = self._pending.get(self.index_key(content_sha256, chunker_version, params_key))
+        return state.done if state is not None else None
 
     # --- get or build ---------------------------------------------------------------------
     async def get_or_build(
         self, content_sha256: str, chunker_version: str, params_key: str, chunks: ChunkSource, *,
         progress: Progress | None = None,
     ) -> tuple[DocumentIndex, bool]:
-        """(index, cached): cached is True when no embedding was needed (memory or disk)."""
+        """The complete index, built in the call if needed; (index, cached): cached is True
+        when no embedding was needed (memory or disk)."""
+        view = await self.open(content_sha256, chunker_version, params_key, chunks, progress=progress)
+        return view.index, view.cached
+
+    async def open(
+        self, content_sha256: str, chunker_version: str, params_key: str, chunks: ChunkSource, *,
+        query: str | None = None, progress: Progress | None = None,
+    ) -> IndexView:
+        """The index to search for ``query``: the complete one when it exists or is cheap to
+        build now, else a partial one with vectors for the query's candidates (and the complete
+        one starts building in the background). Without ``query``, always the complete one."""
         key = self.index_key(content_sha256, chunker_version, params_key)
         index = self._memory.get(key)
         if index is not None:
             self.counters["memory_hits"] += 1
-            return index, True
+            return IndexView(index=index, complete=True, cached=True)
+        pending = self._pending.get(key) if query is not None else None
+        if pending is not None:
+            return await self._answer_partial(pending, query or "", progress)
         async with self._key_lock(key):
             index = self._memory.get(key)
             if index is not None:  # built by the request we waited for
                 self.counters["memory_hits"] += 1
-                return index, True
-            loaded = await run_sync(self._load, key, chunker_version)
-            if loaded is not None:
-                self.counters["disk_hits"] += 1
-                self._memory[key] = loaded
-                return loaded, True
-            self.counters["misses"] += 1
-            chunk_list = list(await chunks() if callable(chunks) else chunks)
-            report = self._thread_progress(progress)
+                return IndexView(index=index, complete=True, cached=True)
+            pending = self._pending.get(key) if query is not None else None
+            if pending is None:
+                loaded = await run_sync(self._load, key, chunker_version)
+                if loaded is not None:
+                    self.counters["disk_hits"] += 1
+                    self._memory[key] = loaded
+                    return IndexView(index=loaded, complete=True, cached=True)
+                self.counters["misses"] += 1
+                chunk_list = list(await chunks() if callable(chunks) else chunks)
+                embedder = self.models.embedder_for(len(chunk_list))
+                if query is None or self._build_now(chunk_list, embedder):
+                    fresh, built = await self._build_here(key, chunker_version, chunk_list, progress)
+                    self._memory[key] = fresh
+                    return IndexView(index=fresh, complete=True, cached=not built)
+                # BM25 over every chunk, no vectors yet: a second or so for a 3 MB book, off the loop
+                base = await run_sync(lambda: DocumentIndex.embed(chunk_list, embedder, only=()))
+                pending = _Pending(index=base, embedder=embedder, progress=progress)
+                view = await self._answer_partial(pending, query, progress)
+                self._pending[key] = pending
+                assert self._tasks is not None
+                self._tasks.start_soon(self._build_in_background, key, chunker_version, chunk_list, pending)
+                return view
+        return await self._answer_partial(pending, query or "", progress)
+
+    def _build_now(self, chunks: list[Chunk], embedder: Embedder) -> bool:
+        """Build completely in the call: no background runner, a build estimated within the
+        budget, or candidates that would cover most of the document anyway."""
+        if self._tasks is None or not chunks:
+            return True
+        if self.candidates >= PARTIAL_SHARE * len(chunks) and self.budget > 0:
+            return True
+        return embedder.estimate_seconds(sum(len(chunk.text) for chunk in chunks)) <= self.budget
+
+    async def _answer_partial(self, pending: _Pending, query: str, progress: Progress | None) -> IndexView:
+        self.counters["partial_answers"] += 1
+        report = self._thread_progress(progress)
+
+        def extend(index: DocumentIndex) -> DocumentIndex:  # BM25 scoring too stays off the loop
+            return index.extended(partial_candidates(index, query, self.candidates), pending.embedder, progress=report)
+
+        async with pending.lock:
+            index = pending.index
             async with self._gpu():
-                fresh, built = await run_sync(self._build, key, chunker_version, chunk_list, report)
-            self._memory[key] = fresh
-            return fresh, not built
+                extended = await run_sync(extend, index)
+            pending.index = extended
+        return IndexView(index=extended, complete=False, cached=extended is index)
+
+    async def _build_here(
+        self, key: str, chunker_version: str, chunks: list[Chunk], progress: Progress | None,
+    ) -> tuple[DocumentIndex, bool]:
+        report = self._thread_progress(progress)
+        async with self._gpu():
+            return await run_sync(self._build, key, chunker_version, chunks, report)
+
+    async def _build_in_background(
+        self, key: str, chunker_version: str, chunks: list[Chunk], pending: _Pending,
+    ) -> None:
+        """The complete index of a partially answered document: waits for a slot (and for
+        another worker's build of the same key, via the file lock), builds, persists, swaps in."""
+        forward = self._thread_progress(self._live(pending))
+        stopping = self._stopping
+
+        def report(done: int, total: int, message: str) -> None:
+            if stopping.is_set():
+                raise _Stopped
+            pending.embedded = (done, total)
+            if forward is not None:
+                forward(done, total, message)
+
+        try:
+            index, built = await run_sync(self._build, key, chunker_version, chunks, report, self._slot_from_thread)
+            self.counters["background_builds"] += built
+            self._memory[key] = index
+        except _Stopped:
+            log.info("index.background_stopped key=%s", key)
+        except Exception:  # the partial index keeps answering; the next cold call retries
+            log.exception("index.background_failed key=%s", key)
+        finally:
+            if self._pending.get(key) is pending:
+                del self._pending[key]
+            pending.done.set()
+
+    @staticmethod
+    def _live(pending: _Pending) -> Progress | None:
+        """The starting call's progress, dropped at its first failure (the call has ended)."""
+        if pending.progress is None:
+            return None
+
+        async def forward(done: int, total: int, message: str) -> None:
+            callback = pending.progress
+            if callback is None:
+                return
+            try:
+                with anyio.fail_after(PROGRESS_TIMEOUT):
+                    result = callback(done, total, f"background: {message}")
+                    if inspect.isawaitable(result):
+                        await result
+            except Exception:  # noqa: BLE001 - the client went away: stop telling it
+                pending.progress = None
+
+        return forward
 
     def _check(self, chunker_version: str) -> Callable[[Manifest], str | None]:
         def check(manifest: Manifest) -> str | None:
@@ -117,15 +303,18 @@ class IndexManager:
     def _build(
         self, key: str, chunker_version: str, chunks: list[Chunk],
         progress: Callable[[int, int, str], None] | None,
+        slot: Callable[[], AbstractContextManager[None]] = nullcontext,
     ) -> tuple[DocumentIndex, bool]:
-        """(index, built). Under the file lock another process may have finished it meanwhile."""
+        """(index, built). Under the file lock another process may have finished it meanwhile;
+        ``slot`` is held only while embedding (not while waiting for that other process)."""
         with self.store.lock(key):
             existing = self.store.load(key, self._check(chunker_version))
             if existing is not None:
                 return existing, False
             embedder = self.models.embedder_for(len(chunks))
             started = time.perf_counter()
-            index = DocumentIndex.embed(chunks, embedder, progress=progress)
+            with slot():
+                index = DocumentIndex.embed(chunks, embedder, progress=progress)
             self.store.save(key, index, chunker_version=chunker_version)
             self.counters["builds"] += 1
             log.info("index.built key=%s chunks=%d sentences=%d model=%s seconds=%.2f",
@@ -162,6 +351,11 @@ class IndexManager:
             "entries": len(self._memory),
             "max_entries": int(self._memory.maxsize),
             "ttl": self._memory.ttl,
+            "building": [
+                {"key": key, "dense_coverage": round(state.index.coverage, 4), "embedded": state.embedded[0],
+                 "to_embed": state.embedded[1]}
+                for key, state in list(self._pending.items())
+            ],
             "disk": self.store.stats(),
             "embedding_cache_entries": sum(
                 e.cache_entries for e in {id(e): e for e in (self.models.fast, self.models.accurate)}.values()
@@ -182,6 +376,27 @@ class IndexManager:
         if self._limiter is None:
             self._limiter = anyio.CapacityLimiter(self._concurrency)
         return self._limiter
+
+    def _background(self) -> anyio.CapacityLimiter:
+        if self._background_limiter is None:
+            self._background_limiter = anyio.CapacityLimiter(max(1, self._concurrency - 1))
+        return self._background_limiter
+
+    @contextmanager
+    def _slot_from_thread(self) -> Iterator[None]:
+        """A background build's model slot, taken from its worker thread: one of the background
+        slots, then one of the ``gpu_concurrency`` slots that searches use too."""
+        token = object()
+        limiters = (self._background(), self._gpu())
+        taken: list[anyio.CapacityLimiter] = []
+        try:
+            for limiter in limiters:
+                anyio.from_thread.run(limiter.acquire_on_behalf_of, token)
+                taken.append(limiter)
+            yield
+        finally:
+            for limiter in reversed(taken):
+                anyio.from_thread.run_sync(limiter.release_on_behalf_of, token)
 
     def _key_lock(self, key: str) -> _KeyLock:
         return _KeyLock(self, key)

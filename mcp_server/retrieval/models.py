@@ -308,6 +308,8 @@ class _WindowCounter:
     def __init__(self, *embedders: Embedder) -> None:
         self._embedders = list({id(e): e for e in embedders}.values())
         self.max_tokens = min(e.max_tokens for e in self._embedders)
+        # per-word sums of the larger count are an upper bound of each tokenizer's own count
+        self.splits_on_whitespace = all(getattr(e, "splits_on_whitespace", False) for e in self._embedders)
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         counts = [e.count_tokens(texts) for e in self._embedders]

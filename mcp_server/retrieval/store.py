@@ -69,6 +69,30 @@ def write_atomic(path: Path, data: bytes) -> None:
     _fsync_dir(path.parent)
 
 
+def write_atomic_with(path: Path, write: Callable[[str], None]) -> str:
+    """Like ``write_atomic`` for a writer that takes a file name (FAISS writes its index itself,
+    so the vectors are never held twice in memory); returns the file's SHA-256, read back."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        write(tmp)
+        with open(tmp, "rb") as fh:
+            digest = hashlib.file_digest(fh, "sha256").hexdigest()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(path.parent)
+    return digest
+
+
+def _file_sha256(path: Path) -> str:
+    with open(path, "rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
 def _chunk_to_json(chunk: Chunk) -> dict[str, Any]:
     return asdict(chunk)
 
@@ -102,16 +126,18 @@ class IndexStore:
     def save(
         self, key: str, index: DocumentIndex, *, chunker_version: str, extra: Manifest | None = None
     ) -> None:
-        """Persist atomically; call under ``lock(key)``."""
+        """Persist atomically; call under ``lock(key)``. Only a complete index is stored."""
+        if index.coverage < 1.0:
+            raise ValueError(f"index {key} covers {index.coverage:.0%} of its chunks; only complete ones are stored")
         folder = self.path(key)
         folder.mkdir(parents=True, exist_ok=True)
         _fsync_dir(self.root)
-        vectors = faiss.serialize_index(index.faiss).tobytes()
+        digests = {INDEX_FILE: write_atomic_with(folder / INDEX_FILE, lambda tmp: faiss.write_index(index.faiss, tmp))}
         chunks = json.dumps([_chunk_to_json(c) for c in index.chunks], ensure_ascii=False).encode()
         owners = json.dumps(index.owners.tolist(), separators=(",", ":")).encode()
-        files = {INDEX_FILE: vectors, CHUNKS_FILE: chunks, SENTENCES_FILE: owners}
-        for name, data in files.items():
+        for name, data in {CHUNKS_FILE: chunks, SENTENCES_FILE: owners}.items():
             write_atomic(folder / name, data)
+            digests[name] = hashlib.sha256(data).hexdigest()
         manifest = {
             "format": FORMAT_VERSION,
             "key": key,
@@ -120,7 +146,7 @@ class IndexStore:
             "chunk_count": len(index),
             "vector_count": index.faiss.ntotal,
             "dimension": index.dimension,
-            "sha256": {name: hashlib.sha256(data).hexdigest() for name, data in files.items()},
+            "sha256": digests,
             "created": time.time(),
             **(extra or {}),
         }
@@ -145,11 +171,15 @@ class IndexStore:
             raise ValueError(f"format {manifest.get('format')} != {FORMAT_VERSION}")
         if check is not None and (reason := check(manifest)):
             raise ValueError(reason)
-        files = {name: (folder / name).read_bytes() for name in (INDEX_FILE, CHUNKS_FILE, SENTENCES_FILE)}
+        # the vectors are checked by streaming the file, then read by FAISS itself: one copy in
+        # memory, not three (bytes, numpy view, index); writers hold this key's lock meanwhile
+        if _file_sha256(folder / INDEX_FILE) != manifest["sha256"][INDEX_FILE]:
+            raise ValueError(f"{INDEX_FILE} checksum mismatch")
+        files = {name: (folder / name).read_bytes() for name in (CHUNKS_FILE, SENTENCES_FILE)}
         for name, data in files.items():
             if hashlib.sha256(data).hexdigest() != manifest["sha256"][name]:
                 raise ValueError(f"{name} checksum mismatch")
-        index = faiss.deserialize_index(np.frombuffer(files[INDEX_FILE], dtype=np.uint8))
+        index = faiss.read_index(str(folder / INDEX_FILE))
         chunks = [_chunk_from_json(c) for c in json.loads(files[CHUNKS_FILE])]
         owners = json.loads(files[SENTENCES_FILE])
         if not isinstance(owners, list) or not all(type(o) is int for o in owners):
@@ -160,8 +190,11 @@ class IndexStore:
             raise ValueError("chunk count mismatch")
         if index.d != manifest["dimension"]:
             raise ValueError("dimension mismatch")
-        # the constructor rejects a map that misses a chunk or runs out of order
-        return DocumentIndex(chunks, index, model_id=manifest["model_id"], owners=np.asarray(owners, dtype=np.int64))
+        # the constructor rejects a map that runs out of order; only complete indexes are stored
+        loaded = DocumentIndex(chunks, index, model_id=manifest["model_id"], owners=np.asarray(owners, dtype=np.int64))
+        if loaded.coverage < 1.0:
+            raise ValueError("sentence map misses a chunk")
+        return loaded
 
     def quarantine(self, key: str, reason: str) -> Path | None:
         folder = self.path(key)

@@ -13,6 +13,7 @@ from mcp_server.service import Progress
 from mcp_server.tools.schemas import (
     ChunkResult,
     DocumentResult,
+    IndexStatus,
     RetrieveResult,
     SpreadsheetResult,
     chunk_item,
@@ -84,7 +85,9 @@ def register(server: RagMCP) -> None:
 
         Hybrid search (embeddings + BM25, fused), reranked by a cross-encoder when available.
         top_k is clamped to 1..20; neighbors (0..2, clamped) widens each hit with adjacent
-        chunks. Each result's location says where to cite it from.
+        chunks. Each result's location says where to cite it from. A big document answers its
+        first calls within seconds from a partial index (index.status "partial") while the
+        complete one builds in the background.
         """
         url = validate_url(document_url, settings)
         require_text(query, "query", settings.max_text_length)
@@ -92,8 +95,10 @@ def register(server: RagMCP) -> None:
         neighbors = max(0, min(neighbors, MAX_NEIGHBORS))
         found = await app_of(ctx).service.retrieve(url, query, top_k=top_k, neighbors=neighbors,
                                                    progress=progress_of(ctx))
+        index = IndexStatus(status="complete" if found.complete else "partial", dense_coverage=found.dense_coverage)
         return RetrieveResult(results=[retrieve_item(h) for h in found.hits], total_chunks_indexed=found.total_chunks,
-                              document_type=found.doc_type, cached=found.cached, timings_ms=found.timings_ms)
+                              document_type=found.doc_type, cached=found.cached, timings_ms=found.timings_ms,
+                              index=index)
 
     @server.guarded_tool("document", title="Query spreadsheet", open_world=True)
     async def query_spreadsheet(

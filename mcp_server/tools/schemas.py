@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from mcp_server.core.models import Chunk, ExtractedTable, ProcessedDocument, SearchHit
 
 __all__ = [
-    "ChunkItem", "ChunkResult", "DocumentResult", "ImageItem", "OcrItem", "OcrResult", "RetrieveItem",
+    "ChunkItem", "ChunkResult", "DocumentResult", "ImageItem", "IndexStatus", "OcrItem", "OcrResult", "RetrieveItem",
     "RetrieveResult", "SpreadsheetResult", "TableItem", "TablesResult", "TextResult", "UrlItem", "capped",
     "chunk_item", "table_item",
 ]
@@ -93,12 +93,21 @@ class RetrieveItem(BaseModel):
     scores: Scores
 
 
+class IndexStatus(BaseModel):
+    status: Literal["partial", "complete"] = Field(
+        description="complete: every chunk has embeddings. partial: a big document's first answers, from BM25 "
+        "over every chunk plus embeddings of this query's candidates, while the complete index builds in "
+        "the background; later calls use the complete one.")
+    dense_coverage: float = Field(ge=0.0, le=1.0, description="Share of the chunks that have embeddings.")
+
+
 class RetrieveResult(BaseModel):
     results: list[RetrieveItem]
     total_chunks_indexed: int
     document_type: str
     cached: bool = Field(description="True when the index came from memory or disk (nothing embedded).")
     timings_ms: dict[str, float]
+    index: IndexStatus
 
 
 class SpreadsheetResult(BaseModel):

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
 import anyio
+import numpy as np
 import pytest
 
 from mcp_server.core.models import Chunk
@@ -331,3 +333,158 @@ async def test_an_index_in_the_old_one_vector_per_chunk_format_is_rebuilt(settin
     assert cached is False and restarted.counters["builds"] == 1 and restarted.store.quarantined == 1
     assert index.owners.tolist() == built.owners.tolist()
     assert json.loads((folder / MANIFEST_FILE).read_text())["format"] == FORMAT_VERSION
+
+
+# --- progressive indexing -------------------------------------------------------------------
+
+BOOK = [f"Chapter {i} describes {word} in the valley, with details nobody else gives." for i, word in
+        enumerate(["apples", "rivers", "engines", "poetry", "volcanoes", "tigers", "glaciers", "lanterns",
+                   "harbours", "comets", "orchards", "deserts"])]
+SLOW = "SLOW marker chapter that only a complete build embeds."
+
+
+class GatedEmbedder(FakeEmbedder):
+    """Blocks any batch holding the SLOW chunk until ``gate`` opens: a complete build that is
+    still running while the test looks at what the partial index answers."""
+
+    def __init__(self) -> None:
+        super().__init__(model_id="fake-fast")
+        self.gate = threading.Event()
+
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        if any("SLOW" in text for text in texts):
+            self.gate.wait(60)
+        return super().embed_batch(texts)
+
+
+def progressive(tmp_path: Path, **overrides: object) -> Settings:
+    values: dict[str, object] = {"index_dir": tmp_path / "faiss_indexes", "progressive_budget": 0,
+                                 "progressive_candidates": 2, "_env_file": None, **overrides}
+    return Settings(**values)  # type: ignore[arg-type]
+
+
+def gated_manager(settings: Settings) -> tuple[IndexManager, GatedEmbedder]:
+    embedder = GatedEmbedder()
+    return IndexManager(settings, ModelRegistry(fast=embedder)), embedder
+
+
+async def finished(m: IndexManager, sha: str = SHA) -> None:
+    event = m.pending(sha, "1", "p")
+    if event is not None:
+        with anyio.fail_after(60):
+            await event.wait()
+
+
+async def test_a_big_document_answers_first_from_a_partial_index_then_from_the_complete_one(tmp_path: Path) -> None:
+    m, embedder = gated_manager(progressive(tmp_path))
+    async with m.running():
+        first = await m.open(SHA, "1", "p", make_chunks([*BOOK, SLOW]), query="volcanoes")
+        hits, _ = await m.search(first.index, "volcanoes", top_k=1)
+        assert (first.complete, first.cached) == (False, False) and 0 < first.dense_coverage < 1
+        assert "volcanoes" in hits[0].chunk.text and hits[0].dense is not None and hits[0].bm25 is not None
+        assert m.store.stats()["count"] == 0  # a partial index is never persisted
+        embedder.gate.set()
+        await finished(m)
+        later = await m.open(SHA, "1", "p", make_chunks([*BOOK, SLOW]), query="comets")
+    assert (later.complete, later.cached, later.dense_coverage) == (True, True, 1.0)
+    assert m.counters["builds"] == 1 and m.counters["background_builds"] == 1
+    assert m.store.stats()["count"] == 1
+
+
+async def test_each_query_on_a_partial_index_embeds_its_own_candidates(tmp_path: Path) -> None:
+    m, embedder = gated_manager(progressive(tmp_path))
+    async with m.running():
+        first = await m.open(SHA, "1", "p", make_chunks([*BOOK, SLOW]), query="volcanoes")
+        second = await m.open(SHA, "1", "p", make_chunks([*BOOK, SLOW]), query="glaciers")
+        again = await m.open(SHA, "1", "p", make_chunks([*BOOK, SLOW]), query="glaciers")
+        hits, _ = await m.search(second.index, "glaciers", top_k=1)
+        embedder.gate.set()
+    assert not second.complete and second.dense_coverage > first.dense_coverage
+    assert "glaciers" in hits[0].chunk.text and hits[0].dense is not None
+    assert again.cached and again.index is second.index  # nothing new to embed
+
+
+async def test_a_chunk_without_vectors_has_no_dense_score(tmp_path: Path) -> None:
+    m, embedder = gated_manager(progressive(tmp_path, progressive_candidates=1))
+    async with m.running():
+        view = await m.open(SHA, "1", "p", make_chunks([*BOOK, SLOW]), query="comets in the valley")
+        hits, _ = await m.search(view.index, "comets in the valley", top_k=3)
+        embedder.gate.set()
+    assert view.dense_coverage == round(1 / 13, 4)  # the best BM25 chunk only
+    assert "comets" in hits[0].chunk.text and hits[0].dense is not None
+    assert all(hit.dense is None and hit.bm25 for hit in hits[1:])
+
+
+async def test_a_query_without_a_word_match_gets_vectors_for_the_first_chunks(tmp_path: Path) -> None:
+    m, embedder = gated_manager(progressive(tmp_path, progressive_candidates=3))
+    async with m.running():
+        view = await m.open(SHA, "1", "p", make_chunks([*BOOK, SLOW]), query="xylophones")
+        embedder.gate.set()
+    assert view.index.owners.tolist() and set(view.index.owners.tolist()) == {0, 1, 2}
+
+
+async def test_a_small_document_is_built_completely_in_the_first_call(tmp_path: Path) -> None:
+    m = IndexManager(progressive(tmp_path, progressive_budget=1.0), ModelRegistry.fake())
+    async with m.running():
+        view = await m.open(SHA, "1", "p", make_chunks(BOOK), query="volcanoes")
+    assert (view.complete, view.cached, view.dense_coverage) == (True, False, 1.0)
+    assert m.counters["partial_answers"] == 0
+
+
+async def test_without_a_background_runner_documents_are_built_in_the_call(tmp_path: Path) -> None:
+    m = IndexManager(progressive(tmp_path), ModelRegistry.fake())
+    view = await m.open(SHA, "1", "p", make_chunks([*BOOK, SLOW]), query="volcanoes")
+    assert view.complete and m.counters["builds"] == 1
+
+
+async def test_two_workers_sharing_an_index_folder_build_a_big_document_once(tmp_path: Path) -> None:
+    # two managers on one folder stand for two worker processes: only the file lock is shared
+    settings = progressive(tmp_path)
+    (a, gate_a), (b, gate_b) = gated_manager(settings), gated_manager(settings)
+    async with a.running(), b.running():
+        first_a = await a.open(SHA, "1", "p", make_chunks([*BOOK, SLOW]), query="volcanoes")
+        with anyio.fail_after(30):  # a's complete build holds the file lock, blocked at the gate
+            while a.stats()["building"][0]["to_embed"] == 0:
+                await anyio.sleep(0.01)
+        first_b = await b.open(SHA, "1", "p", make_chunks([*BOOK, SLOW]), query="volcanoes")
+        gate_a.gate.set()
+        gate_b.gate.set()
+        await finished(a)
+        await finished(b)
+        later_b = await b.open(SHA, "1", "p", make_chunks([*BOOK, SLOW]), query="comets")
+    assert not first_a.complete and not first_b.complete
+    assert later_b.complete and later_b.cached
+    assert a.counters["builds"] + b.counters["builds"] == 1 and a.counters["builds"] == 1
+    assert b.stats()["disk"]["count"] == 1
+
+
+async def test_leaving_the_runner_stops_a_background_build(tmp_path: Path) -> None:
+    m, embedder = gated_manager(progressive(tmp_path))
+    with anyio.fail_after(30):
+        async with m.running():
+            await m.open(SHA, "1", "p", make_chunks([*BOOK, SLOW]), query="volcanoes")
+    assert m.stats()["building"] == [] and m.counters["builds"] == 0
+    embedder.gate.set()  # the abandoned thread stops at its next batch
+
+
+async def test_ten_concurrent_first_queries_on_a_big_document_chunk_it_once(tmp_path: Path) -> None:
+    m, embedder = gated_manager(progressive(tmp_path))
+    calls = 0
+
+    async def chunks() -> Sequence[Chunk]:
+        nonlocal calls
+        calls += 1
+        return make_chunks([*BOOK, SLOW])
+
+    views: list[object] = []
+
+    async def one(word: str) -> None:
+        views.append(await m.open(SHA, "1", "p", chunks, query=word))
+
+    async with m.running():
+        async with anyio.create_task_group() as tg:
+            for word in ["apples", "rivers", "engines", "poetry", "volcanoes"] * 2:
+                tg.start_soon(one, word)
+        embedder.gate.set()
+        await finished(m)
+    assert calls == 1 and m.counters["partial_answers"] == 10 and m.counters["builds"] == 1

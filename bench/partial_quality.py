@@ -1,0 +1,162 @@
+"""Quality of the first (partial) answer next to the complete index's: SQuAD-v2-small and FinanceBench dev.
+
+    .venv/bin/python bench/partial_quality.py [--candidates 20] [--k 5] [--only squad|financebench]
+                                              [--cache /tmp/fb-processed]
+
+A big document's first retrieve_chunks searches a *partial* index: BM25 over every chunk, and
+sentence vectors only for the query's candidates (``partial_candidates``: its best BM25
+chunks, the first chunks when fewer match); the complete index has vectors for every chunk.
+Here every question is a first question: it gets a fresh partial index of its own (the server
+would carry the vectors of earlier questions along, which only helps), built by the server's
+code (``DocumentIndex.extended``), searched by the server's ``search``. Same chunks, same
+embedder, same fusion for both rows.
+
+* SQuAD: hit / strict hit / MRR at k (``bench/squad.py``'s ``evaluate``).
+* FinanceBench dev (40 questions over 12 filings, ../shared): hit@k when a result's pages hold
+  an evidence page, and MRR. The PDFs are parsed by the server's processor once; ``--cache``
+  keeps the parsed documents between runs (a parse of the 3M 10-K takes minutes today).
+
+Goal (issue 12): partial hit@5 within 0.05 of complete on both sets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pickle
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+from squad import SQUAD, evaluate, load_questions  # noqa: E402
+
+from mcp_server.chunking import chunk_document, chunk_params_for  # noqa: E402
+from mcp_server.core.models import Chunk, FetchedDocument, ProcessedDocument  # noqa: E402
+from mcp_server.core.settings import Settings  # noqa: E402
+from mcp_server.processors import ProcessOptions, document_input, process_document  # noqa: E402
+from mcp_server.retrieval.index import DocumentIndex  # noqa: E402
+from mcp_server.retrieval.manager import partial_candidates  # noqa: E402
+from mcp_server.retrieval.models import ModelRegistry  # noqa: E402
+
+FINANCEBENCH = SQUAD.parent / "financebench-dev"
+
+
+class Pair:
+    """The complete and the BM25-only base index of one document; ``partial(q)`` extends the base
+    with the question's candidates exactly as the server's first call does."""
+
+    def __init__(self, chunks: list[Chunk], models: ModelRegistry, candidates: int) -> None:
+        self.embedder = models.embedder_for(len(chunks))
+        self.models, self.candidates = models, candidates
+        self.complete = DocumentIndex.embed(chunks, self.embedder)
+        self.base = DocumentIndex.embed(chunks, self.embedder, only=())
+        self.coverages: list[float] = []
+
+    def search(self, question: str, k: int, partial: bool) -> list[Any]:
+        index = self.complete
+        if partial:  # the vectors come from the embedder's cache: quality is what is measured here
+            index = self.base.extended(partial_candidates(self.base, question, self.candidates), self.embedder)
+            self.coverages.append(index.coverage)
+        query_vec = self.embedder.embed_query(question)
+        return index.search(query_vec, question, k, reranker=self.models.reranker)
+
+
+def squad_rows(models: ModelRegistry, candidates: int, k: int) -> list[tuple[str, dict[str, float], float]]:
+    questions = load_questions()
+    pairs: dict[str, Pair] = {}
+    for doc in sorted({q["doc"] for q in questions}):
+        text = (SQUAD / doc).read_text(encoding="utf-8")
+        params = chunk_params_for("txt", len(text), models.max_tokens)
+        chunks = chunk_document(ProcessedDocument(content=text, doc_type="txt"), params, models.token_counter)
+        pairs[doc] = Pair(chunks, models, candidates)
+    rows = []
+    for partial in (False, True):
+        def retrieve(doc: str, question: str, n: int, partial: bool = partial) -> list[tuple[str, int, int]]:
+            hits = pairs[doc].search(question, n, partial)
+            return [(h.text or h.chunk.text, h.chunk.location.start_char, h.chunk.location.end_char) for h in hits]
+
+        scores = evaluate(questions, retrieve, k)
+        coverage = [c for p in pairs.values() for c in p.coverages]
+        rows.append(("partial" if partial else "complete", scores, sum(coverage) / len(coverage) if coverage else 1.0))
+    chunk_counts = ", ".join(f"{len(p.complete)}" for p in pairs.values())
+    print(f"SQuAD-v2-small: {len(questions)} questions, {len(pairs)} documents ({chunk_counts} chunks)")
+    return rows
+
+
+def parsed(path: Path, settings: Settings, cache: Path | None) -> ProcessedDocument:
+    stored = cache / f"{path.name}.pickle" if cache else None
+    if stored is not None and stored.exists():
+        with stored.open("rb") as fh:  # our own cache file, written below
+            return pickle.load(fh)  # type: ignore[no-any-return]
+    started = time.perf_counter()
+    fetched = FetchedDocument(data=path.read_bytes(), url=path.as_uri(), final_url=path.as_uri(), filename=path.name)
+    document = process_document(document_input(fetched), ProcessOptions.from_settings(settings))
+    print(f"  parsed {path.name} in {time.perf_counter() - started:.1f}s", flush=True)
+    if stored is not None:
+        stored.parent.mkdir(parents=True, exist_ok=True)
+        with stored.open("wb") as fh:
+            pickle.dump(document, fh)
+    return document
+
+
+def financebench_rows(models: ModelRegistry, candidates: int, k: int, cache: Path | None
+                      ) -> list[tuple[str, dict[str, float], float]]:
+    settings = Settings(log_dir=None)
+    with (FINANCEBENCH / "questions.jsonl").open(encoding="utf-8") as fh:
+        questions = [json.loads(line) for line in fh if line.strip()]
+    pairs: dict[str, Pair] = {}
+    for doc in sorted({q["doc"] for q in questions}):
+        document = parsed(FINANCEBENCH / doc, settings, cache)
+        params = chunk_params_for(document.doc_type, len(document.content), models.max_tokens)
+        started = time.perf_counter()
+        pairs[doc] = Pair(chunk_document(document, params, models.token_counter), models, candidates)
+        print(f"  indexed {doc} ({len(pairs[doc].complete)} chunks) in {time.perf_counter() - started:.1f}s",
+              flush=True)
+    rows = []
+    for partial in (False, True):
+        hit = rr = 0.0
+        for q in questions:
+            gold = {e["page"] for e in q["evidence"]}
+            hits = pairs[q["doc"]].search(q["question"], k, partial)
+            first = next((i for i, h in enumerate(hits) if gold & set(h.chunk.location.pages)), None)
+            if first is not None:
+                hit += 1
+                rr += 1 / (first + 1)
+        coverage = [c for p in pairs.values() for c in p.coverages]
+        rows.append(("partial" if partial else "complete", {"hit": hit / len(questions), "mrr": rr / len(questions)},
+                     sum(coverage) / len(coverage) if coverage else 1.0))
+    print(f"FinanceBench dev: {len(questions)} questions, {len(pairs)} documents")
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--candidates", type=int, default=Settings(_env_file=None).progressive_candidates)
+    parser.add_argument("--k", type=int, default=5)
+    parser.add_argument("--only", choices=["squad", "financebench"])
+    parser.add_argument("--cache", type=Path, help="folder keeping parsed FinanceBench documents between runs")
+    args = parser.parse_args()
+    models = ModelRegistry.load(Settings(log_dir=None))
+    table: list[tuple[str, str, dict[str, float], float]] = []
+    if args.only in (None, "squad"):
+        table += [("SQuAD-v2-small", *row) for row in squad_rows(models, args.candidates, args.k)]
+    if args.only in (None, "financebench"):
+        table += [("FinanceBench dev", *row) for row in financebench_rows(models, args.candidates, args.k, args.cache)]
+    print(f"\nfirst (partial) answers vs the complete index, k={args.k}, {args.candidates} candidates per query\n")
+    print("| set | index | mean dense coverage | hit@k | strict | MRR |")
+    print("|---|---|---:|---:|---:|---:|")
+    for name, kind, scores, coverage in table:
+        strict = f"{scores['strict']:.3f}" if "strict" in scores else "–"
+        print(f"| {name} | {kind} | {coverage:.3f} | {scores['hit']:.3f} | {strict} | {scores['mrr']:.3f} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -18,6 +18,7 @@ from typing import Any
 import anyio
 
 from mcp_server.chunking import CHUNKER_VERSION, ChunkParams, chunk_document, chunk_params_for
+from mcp_server.core import metrics
 from mcp_server.core.cache import CacheLayer, MemoryLayer
 from mcp_server.core.concurrency import run_sync
 from mcp_server.core.errors import ValidationError
@@ -149,6 +150,7 @@ class DocumentService:
                     return document, True
                 self.process_runs += 1
                 document = await self.parsers.run(process_document, inp, self.options)
+                metrics.document_parsed(inp.doc_type)
                 await run_sync(self.documents.put, key, document)
                 return document, False
         finally:
@@ -162,7 +164,8 @@ class DocumentService:
         processed = await self.process(url)
         assert processed.document is not None
         params = self.chunk_params(processed.document)
-        chunks = await run_sync(chunk_document, processed.document, params, self.models.token_counter)
+        chunks = await run_sync(metrics.timed("chunk")(chunk_document), processed.document, params,
+                                self.models.token_counter)
         return processed, chunks
 
     async def retrieve(
@@ -179,7 +182,7 @@ class DocumentService:
 
         async def make_chunks() -> Sequence[Chunk]:
             started = time.perf_counter()
-            made = await run_sync(chunk_document, document, params, self.models.token_counter)
+            made = await run_sync(metrics.timed("chunk")(chunk_document), document, params, self.models.token_counter)
             timings["chunk"] = _ms(started)
             if progress is not None:
                 await progress(3, None, f"chunked into {len(made)} chunks")
@@ -196,6 +199,7 @@ class DocumentService:
         timings["index"] = _ms(started)
         hits, search_timings = await self.indexes.search(index, query, top_k, neighbors=neighbors)
         timings.update({name.removesuffix("_ms"): value for name, value in search_timings.items()})
+        metrics.retrieval(document.doc_type, warm=index_cached)
         return Retrieval(hits=hits, total_chunks=len(index.chunks), doc_type=document.doc_type,
                          cached=index_cached, timings_ms=timings)
 

@@ -18,6 +18,7 @@ import anyio
 import pydantic
 from mcp.types import CallToolResult, TextContent
 
+from mcp_server.core import metrics
 from mcp_server.core.errors import MCPServerError, ToolTimeoutError, ValidationError
 from mcp_server.core.logging import new_request_id, request_id_var, tool_var
 from mcp_server.core.settings import Settings, TimeoutClass
@@ -56,6 +57,7 @@ class ToolGuard:
         self.settings = settings
         self.limiter = limiter
 
+    @metrics.tool_calls
     async def run(
         self,
         *,

@@ -23,6 +23,7 @@ import anyio
 import anyio.from_thread
 from cachetools import TTLCache
 
+from mcp_server.core import metrics
 from mcp_server.core.concurrency import run_sync
 from mcp_server.core.models import Chunk, SearchHit
 from mcp_server.core.settings import Settings
@@ -76,22 +77,29 @@ class IndexManager:
         index = self._memory.get(key)
         if index is not None:
             self.counters["memory_hits"] += 1
+            metrics.index_lookup("memory")
             return index, True
         async with self._key_lock(key):
             index = self._memory.get(key)
             if index is not None:  # built by the request we waited for
                 self.counters["memory_hits"] += 1
+                metrics.index_build("coalesced")
+                metrics.index_lookup("memory")
                 return index, True
             loaded = await run_sync(self._load, key, chunker_version)
             if loaded is not None:
                 self.counters["disk_hits"] += 1
+                metrics.index_lookup("disk")
+                metrics.cache_insert("index", self._memory, key)
                 self._memory[key] = loaded
                 return loaded, True
             self.counters["misses"] += 1
+            metrics.index_lookup("miss")
             chunk_list = list(await chunks() if callable(chunks) else chunks)
             report = self._thread_progress(progress)
-            async with self._gpu():
+            async with metrics.build_slot(self._gpu()):
                 fresh, built = await run_sync(self._build, key, chunker_version, chunk_list, report)
+            metrics.cache_insert("index", self._memory, key)
             self._memory[key] = fresh
             return fresh, not built
 
@@ -122,12 +130,16 @@ class IndexManager:
         with self.store.lock(key):
             existing = self.store.load(key, self._check(chunker_version))
             if existing is not None:
+                metrics.index_build("coalesced")  # another process built it while we waited for the lock
                 return existing, False
             embedder = self.models.embedder_for(len(chunks))
+            metrics.index_build("started")
             started = time.perf_counter()
             index = DocumentIndex.embed(chunks, embedder, progress=progress)
+            metrics.index_embedded(len(chunks), time.perf_counter() - started)
             self.store.save(key, index, chunker_version=chunker_version)
             self.counters["builds"] += 1
+            metrics.observe_stage("index_build", time.perf_counter() - started)
             log.info("index.built key=%s chunks=%d sentences=%d model=%s seconds=%.2f",
                      key, len(chunks), index.faiss.ntotal, embedder.model_id, time.perf_counter() - started)
             return index, True
@@ -150,6 +162,7 @@ class IndexManager:
         reranker = self.models.reranker if rerank else None
         hits = index.search(query_vec, query, top_k, reranker=reranker, neighbors=neighbors)
         t2 = time.perf_counter()
+        metrics.search_timed(t1 - t0, t2 - t1)
         return hits, {"embed_ms": round((t1 - t0) * 1000, 2), "search_ms": round((t2 - t1) * 1000, 2)}
 
     # --- housekeeping ---------------------------------------------------------------------

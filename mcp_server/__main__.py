@@ -4,11 +4,20 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
+import shutil
 import sys
-from collections.abc import Sequence
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mcp_server.core.settings import Settings
 
 __all__ = ["main"]
 
@@ -34,6 +43,67 @@ def effective_workers(workers: int, reload: bool) -> int:
     return workers
 
 
+@contextlib.contextmanager
+def metrics_processes(settings: Settings, multiprocess: bool) -> Iterator[Settings]:
+    """Prepare prometheus_client's multiprocess mode when the app runs in child processes.
+
+    prometheus_client reads PROMETHEUS_MULTIPROC_DIR itself, once, when it is first imported, and
+    uvicorn's workers inherit this process's environment: the one variable outside the Settings
+    object, so it is written here from ``metrics_multiproc_dir`` (or removed), before this process or
+    any worker imports the library. The folder is emptied first, as the library requires, and a
+    temporary one is removed at exit. The workers read the folder back through MCP_METRICS_MULTIPROC_DIR.
+    """
+    names = ("PROMETHEUS_MULTIPROC_DIR", "MCP_METRICS_MULTIPROC_DIR")
+    saved = {name: os.environ.pop(name, None) for name in names}
+    wanted = settings.metrics_enabled and (multiprocess or settings.metrics_multiproc_dir is not None)
+    created = wanted and settings.metrics_multiproc_dir is None
+    directory = (settings.metrics_multiproc_dir or Path(tempfile.mkdtemp(prefix="rag-metrics-"))) if wanted else None
+    try:
+        if directory is not None:
+            directory.mkdir(parents=True, exist_ok=True)
+            for stale in directory.glob("*.db"):
+                stale.unlink()
+            for name in names:
+                os.environ[name] = str(directory)
+        yield settings.model_copy(update={"metrics_multiproc_dir": directory})
+    finally:
+        if created and directory is not None:
+            shutil.rmtree(directory, ignore_errors=True)
+        for name, value in saved.items():  # as before, for whoever runs after us in this process (tests)
+            os.environ.pop(name, None)
+            if value is not None:
+                os.environ[name] = value
+
+
+@contextlib.contextmanager
+def metrics_port(settings: Settings) -> Iterator[None]:
+    """With ``metrics_port`` set, serve /metrics there from a thread of this process: the process that
+    outlives every worker (and, with stdio, the only process)."""
+    if not (settings.metrics_enabled and settings.metrics_port):
+        yield
+        return
+    import uvicorn
+
+    from mcp_server.metrics_http import create_metrics_app
+
+    server = uvicorn.Server(uvicorn.Config(
+        create_metrics_app(settings), host=settings.metrics_host, port=settings.metrics_port, log_config=None,
+        lifespan="off", server_header=False))
+    thread = threading.Thread(target=server.run, name="metrics-port", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:  # bounded wait for the bind; a failed bind ends the thread
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise SystemExit(f"cannot serve metrics on {settings.metrics_host}:{settings.metrics_port}")
+        time.sleep(0.02)
+    logger.info("metrics.port", extra={"host": settings.metrics_host, "port": settings.metrics_port})
+    try:
+        yield
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     # Command-line values reach worker processes (and the one Settings object) via the environment.
@@ -50,25 +120,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     if settings.transport == "stdio":
         from mcp_server.stdio import run_stdio
 
-        run_stdio(settings)
+        with metrics_processes(settings, multiprocess=False) as settings, metrics_port(settings):
+            run_stdio(settings)
         return 0
-
-    import uvicorn
 
     workers = effective_workers(settings.workers, args.reload)
     os.environ["MCP_WORKERS"] = str(workers)
+    with metrics_processes(settings, multiprocess=args.reload or workers > 1) as settings, metrics_port(settings):
+        serve_http(settings, workers, args.reload)
+    return 0
+
+
+def serve_http(settings: Settings, workers: int, reload: bool) -> None:
+    import uvicorn
+
     common = {"host": settings.host, "port": settings.port, "log_config": None,
               "timeout_graceful_shutdown": 10, "server_header": False}
     logger.info("server.start", extra={"host": settings.host, "port": settings.port, "workers": workers})
-    if args.reload or workers > 1:
-        uvicorn.run("mcp_server.app:create_app", factory=True, workers=None if args.reload else workers,
-                    reload=args.reload, reload_dirs=[str(Path(__file__).parent)] if args.reload else None,
+    if reload or workers > 1:
+        uvicorn.run("mcp_server.app:create_app", factory=True, workers=None if reload else workers,
+                    reload=reload, reload_dirs=[str(Path(__file__).parent)] if reload else None,
                     **common)  # type: ignore[arg-type]
     else:
         from mcp_server.app import create_app
 
         uvicorn.run(create_app(settings), **common)  # type: ignore[arg-type]
-    return 0
 
 
 if __name__ == "__main__":

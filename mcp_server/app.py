@@ -1,7 +1,8 @@
-"""The streamable-HTTP ASGI app: /mcp (stateless MCP), /health and /info, behind the HTTP guard.
+"""The streamable-HTTP ASGI app: /mcp (stateless MCP), /health, /info and /metrics, behind the HTTP guard.
 
 ``create_app()`` is also the uvicorn factory for ``--workers N`` and ``--reload``: every worker
-process builds its own app from the same environment.
+process builds its own app from the same environment. With ``metrics_port`` set, /metrics leaves
+the main port for the scrape-only app of ``metrics_http``.
 """
 
 from __future__ import annotations
@@ -20,9 +21,11 @@ from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
 
 from mcp_server import SERVER_NAME, __version__
+from mcp_server.core import metrics
 from mcp_server.core.concurrency import run_sync
 from mcp_server.core.logging import configure_logging
 from mcp_server.core.settings import Settings
+from mcp_server.metrics_http import METRICS_PATH, scrape
 from mcp_server.middleware.http import HTTPGuardMiddleware
 from mcp_server.server import RagMCP, create_server
 
@@ -34,13 +37,17 @@ HEALTH_CACHE_BUDGET_S = 0.5  # /health answers within a second even when Redis h
 def create_app(settings: Settings | None = None, server: RagMCP | None = None) -> Starlette:
     settings = settings or Settings()
     configure_logging(settings.log_level, settings.log_dir)
+    metrics.configure(settings)
     server = server or create_server(settings)
     mcp_app = server.streamable_http_app()
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with server.app_context(), mcp_app.router.lifespan_context(mcp_app):
-            yield
+        try:
+            async with server.app_context(), mcp_app.router.lifespan_context(mcp_app):
+                yield
+        finally:
+            metrics.process_exiting()
 
     async def health(request: Request) -> JSONResponse:
         context = server.shared_context
@@ -71,12 +78,12 @@ def create_app(settings: Settings | None = None, server: RagMCP | None = None) -
             "time": time.time(),
         })
 
+    routes = [Route("/health", health, methods=["GET"]), Route("/info", info, methods=["GET"])]
+    if settings.metrics_enabled and settings.metrics_port is None:
+        routes.append(Route(METRICS_PATH, scrape, methods=["GET"]))
     return Starlette(
-        routes=[
-            Route("/health", health, methods=["GET"]),
-            Route("/info", info, methods=["GET"]),
-            Mount("/", app=mcp_app),
-        ],
+        routes=[*routes, Mount("/", app=mcp_app)],
         lifespan=lifespan,
         middleware=[Middleware(HTTPGuardMiddleware, settings=settings)],
     )
+

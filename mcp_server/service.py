@@ -22,6 +22,7 @@ from typing import Any
 import anyio
 
 from mcp_server.chunking import CHUNKER_VERSION, ChunkParams, chunk_document, chunk_params_for
+from mcp_server.core import metrics
 from mcp_server.core.cache import CacheLayer, MemoryLayer
 from mcp_server.core.concurrency import run_sync
 from mcp_server.core.errors import ProcessingError, ValidationError
@@ -168,6 +169,7 @@ class DocumentService:
                 self.process_runs += 1
                 try:
                     document = await self.parsers.run(process_document, inp, self.options)
+                    metrics.document_parsed(inp.doc_type)
                 except ProcessingError as exc:
                     await self._remember_failure(key, exc)
                     raise
@@ -205,7 +207,8 @@ class DocumentService:
         processed = await self.process(url)
         assert processed.document is not None
         params = self.chunk_params(processed.document)
-        chunks = await run_sync(chunk_document, processed.document, params, self.models.token_counter)
+        chunks = await run_sync(metrics.timed("chunk")(chunk_document), processed.document, params,
+                                self.models.token_counter)
         return processed, chunks
 
     async def retrieve(
@@ -223,7 +226,8 @@ class DocumentService:
             if progress is not None:
                 await progress(2, None, f"processed {len(document.content)} characters")
             started = time.perf_counter()
-            made = await run_sync(chunk_document, document, self.chunk_params(document), self.models.token_counter)
+            made = await run_sync(metrics.timed("chunk")(chunk_document), document, self.chunk_params(document),
+                                  self.models.token_counter)
             timings["chunk"] = _ms(started)
             if progress is not None:
                 await progress(3, None, f"chunked into {len(made)} chunks")
@@ -248,6 +252,7 @@ class DocumentService:
         timings.update({name.removesuffix("_ms"): value for name, value in search_timings.items()})
         chunks = view.index.chunks
         doc_type = chunks[0].doc_type if chunks else processed.doc_type  # the processor's, as before
+        metrics.retrieval(doc_type, warm=view.cached)
         return Retrieval(hits=hits, total_chunks=len(chunks), doc_type=doc_type, cached=view.cached,
                          timings_ms=timings, complete=view.complete, dense_coverage=view.dense_coverage)
 

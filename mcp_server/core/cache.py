@@ -14,6 +14,8 @@ from typing import Generic, Protocol, TypeVar
 
 from cachetools import TTLCache
 
+from mcp_server.core import metrics
+
 __all__ = ["CacheLayer", "MemoryLayer"]
 
 V = TypeVar("V")
@@ -64,6 +66,7 @@ class MemoryLayer(Generic[V]):
                 self.misses += 1
             else:
                 self.hits += 1
+            metrics.cache_lookup(self.name, "memory", value is not None)
             return value
 
     def put(self, key: str, value: V) -> None:
@@ -74,6 +77,7 @@ class MemoryLayer(Generic[V]):
             while len(self._cache) >= self.max_entries:
                 self._cache.popitem()
                 self.evictions += 1
+                metrics.cache_evicted(self.name, "memory")
             self._cache[key] = value
 
     def clear(self) -> int:

@@ -22,6 +22,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import redis
 
+from mcp_server.core import metrics
 from mcp_server.core.cache import MemoryLayer
 from mcp_server.core.models import (
     ExtractedImage,
@@ -96,25 +97,27 @@ local function expire(prefix, ttl)
 end
 """
 
-# ARGV: prefix, member, value, ttl ms, max entries, max bytes (0 = no byte cap)
+# ARGV: prefix, member, value, ttl ms, max entries, max bytes (0 = no byte cap). Returns the evictions.
 _PUT = _DROP + """
 local prefix, member, value = ARGV[1], ARGV[2], ARGV[3]
 local ttl, max_entries, max_bytes = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 expire(prefix, ttl)
 drop(prefix, member)
 local size = string.len(value)
+local evicted = 0
 while redis.call('ZCARD', KEYS[1]) >= max_entries
     or (max_bytes > 0 and tonumber(redis.call('HGET', KEYS[3], 'bytes') or '0') + size > max_bytes) do
   local oldest = redis.call('ZRANGE', KEYS[1], 0, 0)
   if #oldest == 0 then break end
   drop(prefix, oldest[1])
   redis.call('HINCRBY', KEYS[3], 'evictions', 1)
+  evicted = evicted + 1
 end
 redis.call('SET', prefix .. member, value, 'PX', ttl)
 redis.call('ZADD', KEYS[1], now_ms(), member)
 redis.call('HSET', KEYS[2], member, size)
 redis.call('HINCRBY', KEYS[3], 'bytes', size)
-return 1
+return evicted
 """
 
 # ARGV: prefix, member. Returns the value or false, counting a hit or a miss.
@@ -185,6 +188,7 @@ class RedisLayer(Generic[V]):
             self.outage.failed(exc)
             return self._fallback.get(key)
         self.outage.succeeded()
+        metrics.cache_lookup(self.name, "redis", data is not None)
         if data is None:
             return None
         try:
@@ -205,13 +209,14 @@ class RedisLayer(Generic[V]):
             logger.info("cache.unencodable", extra={"layer": self.name, "error": str(exc)})
             return
         try:
-            self._put(keys=self._keys, args=[self._entry_prefix, self._member(key), data, self._ttl_ms,
-                                             self.max_entries, self.max_bytes or 0])
+            evicted = self._put(keys=self._keys, args=[self._entry_prefix, self._member(key), data,
+                                                       self._ttl_ms, self.max_entries, self.max_bytes or 0])
         except REDIS_ERRORS as exc:
             self.outage.failed(exc)
             self._fallback.put(key, value)
             return
         self.outage.succeeded()
+        metrics.cache_evicted(self.name, "redis", int(evicted))
 
     def clear(self) -> int:
         removed = self._fallback.clear()

@@ -19,6 +19,7 @@ import redis.asyncio
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from mcp_server.core import metrics
 from mcp_server.core.settings import Settings
 
 __all__ = ["REDIS_ERRORS", "Outage", "async_client", "key_prefix", "sync_client"]
@@ -67,9 +68,13 @@ class Outage:
         self._lock = threading.Lock()
 
     def should_try(self) -> bool:
-        return not self.down or self._clock() >= self._retry_at
+        if not self.down or self._clock() >= self._retry_at:
+            return True
+        metrics.redis_fallback(self.what)
+        return False
 
     def failed(self, exc: BaseException) -> None:
+        metrics.redis_failed(self.what)
         with self._lock:
             self.failures += 1
             self._retry_at = self._clock() + self.retry_interval

@@ -191,6 +191,22 @@ class Settings(BaseSettings):
         5, ge=0, description="After a Redis failure, in-process fallback for this long before retrying (s)."
     )
 
+    # --- metrics ------------------------------------------------------------------------
+    metrics_enabled: bool = Field(
+        True, description="Record Prometheus metrics and serve GET /metrics; false = neither (404)."
+    )
+    metrics_port: int | None = Field(
+        None, ge=1, le=65535,
+        description="Serve GET /metrics on this separate port instead of the main one (the only way with "
+        "stdio); bearer keys and Host checks apply as on the main port.",
+    )
+    metrics_host: str = Field("127.0.0.1", description="Bind address of metrics_port.")
+    metrics_multiproc_dir: Path | None = Field(
+        None,
+        description="Folder where worker processes write metric values (prometheus_client multiprocess mode, "
+        "used with --workers > 1 or --reload); emptied at start; unset = a temporary folder per start.",
+    )
+
     @field_validator(
         "api_keys", "allowed_hosts", "allowed_origins", "fetch_allowlist", "allowed_ports",
         "document_roots", mode="before",
@@ -208,7 +224,7 @@ class Settings(BaseSettings):
             return [float(part) for part in value.split(",") if part.strip()]
         return value
 
-    @field_validator("log_dir", mode="before")
+    @field_validator("log_dir", "metrics_port", "metrics_multiproc_dir", mode="before")
     @classmethod
     def _empty_path_is_none(cls, value: Any) -> Any:
         return None if value == "" else value

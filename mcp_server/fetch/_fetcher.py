@@ -16,6 +16,7 @@ from types import TracebackType
 import anyio
 import httpx
 
+from mcp_server.core import metrics
 from mcp_server.core.errors import DownloadError, ValidationError
 from mcp_server.core.models import FetchedDocument
 from mcp_server.core.settings import Settings
@@ -109,6 +110,7 @@ class Fetcher:
     async def aclose(self) -> None:
         await self._client.aclose()
 
+    @metrics.timed("download")
     async def fetch(self, url: str) -> FetchedDocument:
         """The document at ``url`` (http/https, file: or an absolute path under DOCUMENT_ROOTS).
 
@@ -146,6 +148,7 @@ class Fetcher:
                 raise DownloadError(f"{exc.message} (gave up after {attempts} attempts)") from exc
             if isinstance(result, _Body):
                 logger.info("download complete", extra={"bytes": len(result.data), "url": target.display})
+                metrics.bytes_downloaded(len(result.data))
                 return build_document(
                     data=result.data, url=url, final_url=display_url(current), headers=result.headers
                 )

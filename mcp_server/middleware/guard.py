@@ -20,6 +20,7 @@ import pydantic
 from mcp.shared.exceptions import McpError
 from mcp.types import INVALID_PARAMS, CallToolResult, ErrorData, TextContent
 
+from mcp_server.core import metrics
 from mcp_server.core.errors import MCPServerError, ToolTimeoutError, ValidationError
 from mcp_server.core.logging import new_request_id, request_id_var, tool_var
 from mcp_server.core.settings import Settings, TimeoutClass
@@ -70,6 +71,7 @@ class ToolGuard:
         self.settings = settings
         self.limiter = limiter
 
+    @metrics.tool_calls
     async def run(
         self,
         *,

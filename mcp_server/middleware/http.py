@@ -3,8 +3,8 @@
 - Host/Origin validation against DNS rebinding on every bind address (the SDK enables it only
   for localhost binds): bad Host -> 421, bad Origin -> 403. The SDK's own validator serves /mcp;
   this middleware applies the same settings to the plain endpoints.
-- Bearer API keys on /mcp (constant-time compare, every key compared); /health stays open; a
-  key in the query string is ignored.
+- Bearer API keys on /mcp and /metrics (constant-time compare, every key compared); /health stays
+  open; a key in the query string is ignored.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ __all__ = ["HTTPGuardMiddleware", "client_identity", "transport_security_setting
 
 _LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 MCP_PATH = "/mcp"
+KEYED_PATHS = (MCP_PATH, "/metrics")
 
 
 def transport_security_settings(settings: Settings) -> TransportSecuritySettings:
@@ -94,7 +95,7 @@ class HTTPGuardMiddleware:
             code = "MISDIRECTED_HOST" if rejected.status_code == 421 else "FORBIDDEN_ORIGIN"
             await _json(rejected.status_code, code, bytes(rejected.body).decode())(scope, receive, send)
             return
-        if self.settings.api_keys and conn.url.path.rstrip("/").startswith(MCP_PATH):
+        if self.settings.api_keys and conn.url.path.rstrip("/").startswith(KEYED_PATHS):
             token = _bearer(conn)
             if token is None or not key_matches(token, self.settings.api_keys):
                 response = _json(401, "UNAUTHORIZED", "Missing or invalid bearer token",

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from mcp_server.core import metrics
 from mcp_server.core.errors import RateLimitError
 from mcp_server.core.settings import Settings
 
@@ -79,6 +80,7 @@ class InProcessRateLimiter:
             wait = self._bucket(client, now).take(now)
             if wait:
                 self.rejected += 1
+                metrics.rate_limited("client")
                 raise RateLimitError(
                     f"Rate limit exceeded: {int(self._rpm)} requests per minute per client",
                     retry_after=wait,
@@ -87,6 +89,7 @@ class InProcessRateLimiter:
             if global_wait:
                 self._clients[client].give_back()  # the client's token was not used
                 self.rejected += 1
+                metrics.rate_limited("global")
                 raise RateLimitError(
                     f"Server busy: global limit of {int(self._global_rpm)} requests per minute reached",
                     retry_after=global_wait,

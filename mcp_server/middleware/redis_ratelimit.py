@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import redis.asyncio
 
+from mcp_server.core import metrics
 from mcp_server.core.errors import RateLimitError
 from mcp_server.core.redis_store import REDIS_ERRORS, Outage, key_prefix
 from mcp_server.core.settings import Settings
@@ -87,6 +88,7 @@ class RedisRateLimiter:
         if int(answer[0]) == 0:
             return
         self.rejected += 1
+        metrics.rate_limited("client" if int(answer[0]) == 1 else "global")
         self.rejected_all_workers = int(answer[2])
         wait = float(answer[1])
         if int(answer[0]) == 1:

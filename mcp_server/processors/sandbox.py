@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 from pebble import ProcessExpired, ProcessPool
 
+from mcp_server.core import metrics
 from mcp_server.core.errors import MCPServerError, ProcessingError
 from mcp_server.core.settings import Settings
 
@@ -77,7 +78,9 @@ class ParserPool:
             context=context,
         )
         self._closed = False
+        metrics.parser_pool_size(settings.parse_workers)
 
+    @metrics.parser_task
     async def run(self, fn: Callable[..., T], *args: Any, timeout: float | None = None) -> T:
         """``fn(*args)`` in a worker; ``fn`` and the arguments must pickle (module-level)."""
         if self._closed:

@@ -37,6 +37,7 @@ import anyio.from_thread
 from anyio.abc import TaskGroup
 from cachetools import TTLCache
 
+from mcp_server.core import metrics
 from mcp_server.core.concurrency import run_sync
 from mcp_server.core.models import Chunk, SearchHit
 from mcp_server.core.settings import Settings
@@ -170,6 +171,7 @@ class IndexManager:
         index = self._memory.get(key)
         if index is not None:
             self.counters["memory_hits"] += 1
+            metrics.index_lookup("memory")
             return IndexView(index=index, complete=True, cached=True)
         pending = self._pending.get(key) if query is not None else None
         if pending is not None:
@@ -178,19 +180,25 @@ class IndexManager:
             index = self._memory.get(key)
             if index is not None:  # built by the request we waited for
                 self.counters["memory_hits"] += 1
+                metrics.index_build("coalesced")
+                metrics.index_lookup("memory")
                 return IndexView(index=index, complete=True, cached=True)
             pending = self._pending.get(key) if query is not None else None
             if pending is None:
                 loaded = await run_sync(self._load, key, chunker_version)
                 if loaded is not None:
                     self.counters["disk_hits"] += 1
+                    metrics.index_lookup("disk")
+                    metrics.cache_insert("index", self._memory, key)
                     self._memory[key] = loaded
                     return IndexView(index=loaded, complete=True, cached=True)
                 self.counters["misses"] += 1
+                metrics.index_lookup("miss")
                 chunk_list = list(await chunks() if callable(chunks) else chunks)
                 embedder = self.models.embedder_for(len(chunk_list))
                 if query is None or self._build_now(chunk_list, embedder):
                     fresh, built = await self._build_here(key, chunker_version, chunk_list, progress)
+                    metrics.cache_insert("index", self._memory, key)
                     self._memory[key] = fresh
                     return IndexView(index=fresh, complete=True, cached=not built)
                 # BM25 over every chunk, no vectors yet: a second or so for a 3 MB book, off the loop
@@ -230,7 +238,7 @@ class IndexManager:
         self, key: str, chunker_version: str, chunks: list[Chunk], progress: Progress | None,
     ) -> tuple[DocumentIndex, bool]:
         report = self._thread_progress(progress)
-        async with self._gpu():
+        async with metrics.build_slot(self._gpu()):
             return await run_sync(self._build, key, chunker_version, chunks, report)
 
     async def _build_in_background(
@@ -251,10 +259,12 @@ class IndexManager:
         try:
             index, built = await run_sync(self._build, key, chunker_version, chunks, report, self._slot_from_thread)
             self.counters["background_builds"] += built
+            metrics.cache_insert("index", self._memory, key)
             self._memory[key] = index
         except _Stopped:
             log.info("index.background_stopped key=%s", key)
         except Exception:  # the partial index keeps answering; the next cold call retries
+            metrics.index_build("failed")
             log.exception("index.background_failed key=%s", key)
         finally:
             if self._pending.get(key) is pending:
@@ -310,13 +320,17 @@ class IndexManager:
         with self.store.lock(key):
             existing = self.store.load(key, self._check(chunker_version))
             if existing is not None:
+                metrics.index_build("coalesced")  # another process built it while we waited for the lock
                 return existing, False
             embedder = self.models.embedder_for(len(chunks))
+            metrics.index_build("started")
             started = time.perf_counter()
             with slot():
                 index = DocumentIndex.embed(chunks, embedder, progress=progress)
+            metrics.index_embedded(len(chunks), time.perf_counter() - started)
             self.store.save(key, index, chunker_version=chunker_version)
             self.counters["builds"] += 1
+            metrics.observe_stage("index_build", time.perf_counter() - started)
             log.info("index.built key=%s chunks=%d sentences=%d model=%s seconds=%.2f",
                      key, len(chunks), index.faiss.ntotal, embedder.model_id, time.perf_counter() - started)
             return index, True
@@ -339,6 +353,7 @@ class IndexManager:
         reranker = self.models.reranker if rerank else None
         hits = index.search(query_vec, query, top_k, reranker=reranker, neighbors=neighbors)
         t2 = time.perf_counter()
+        metrics.search_timed(t1 - t0, t2 - t1)
         return hits, {"embed_ms": round((t1 - t0) * 1000, 2), "search_ms": round((t2 - t1) * 1000, 2)}
 
     # --- housekeeping ---------------------------------------------------------------------

@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from mcp_server.core import metrics
+
 __all__ = ["CrossEncoderReranker", "FakeReranker", "Reranker"]
 
 
@@ -40,6 +42,7 @@ class CrossEncoderReranker(Reranker):
         model.eval()
         return cls(model, model_id=model_id, batch_size=batch_size)
 
+    @metrics.timed("rerank")
     def score(self, query: str, texts: Sequence[str]) -> list[float]:
         if not texts:
             return []
@@ -57,6 +60,7 @@ class FakeReranker(Reranker):
         self.model_id = model_id
         self.calls = 0
 
+    @metrics.timed("rerank")
     def score(self, query: str, texts: Sequence[str]) -> list[float]:
         self.calls += 1
         words = {w.strip(".,;:!?\"'()").lower() for w in query.split()} - {""}

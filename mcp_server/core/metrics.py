@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import glob
 import inspect
+import json
 import os
 import re
 import threading
@@ -242,8 +243,12 @@ def _result_code(result: Any) -> str:
     """OK, or the code of an error result ({"error", "code", ...} with isError set)."""
     if not getattr(result, "isError", False):
         return "OK"
-    content = getattr(result, "structuredContent", None) or {}
-    return str(content.get("code", "INTERNAL_ERROR"))
+    # The guard's error results carry their JSON as text only (no structuredContent: see guard.py).
+    try:
+        content = json.loads(result.content[0].text)
+    except (AttributeError, IndexError, TypeError, ValueError):
+        return "INTERNAL_ERROR"
+    return str(content.get("code", "INTERNAL_ERROR")) if isinstance(content, dict) else "INTERNAL_ERROR"
 
 
 def tool_calls(run: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:

@@ -19,9 +19,10 @@ from mcp_server.processors._pdf_layout import PageWords, Row
 __all__ = ["Furniture", "find_running_lines", "page_number_rows"]
 
 _ZONE_ROWS = 3  # rows from the top and from the bottom that may be furniture
-_MIN_PAGES = 3
-_MIN_SHARE = 0.1  # of the pages
-_DRIFT = 0.06  # of the page height: how far a running line may stray from its usual place
+_MIN_PAGES = 4
+_MIN_SHARE = 0.15  # of the pages
+_MAX_CHARS = 80  # a longer repeated line is boilerplate content (a note), not furniture
+_LARGER = 1.25  # a repeated line in type this much larger than usual is a title, not furniture
 _PAGE_NUMBER = re.compile(
     r"^(?:page\s*)?[-–—(\[]?\s*(?:[a-z]{1,2}\s?[-–]\s?)?(?:\d{1,4}|[ivxlcdm]{1,7})\s*[-–—)\]]?"
     r"(?:\s*(?:of|/)\s*\d{1,4})?$",
@@ -49,25 +50,26 @@ def find_running_lines(pages: Sequence[PageWords | None], protected: Sequence[se
     top: list[list[tuple[str, Row]]] = []
     bottom: list[list[tuple[str, Row]]] = []
     for page, keep in zip(pages, protected, strict=True):
-        rows = [] if page is None else [row for row in page.rows if row.index not in keep]
-        top.append([(_key(row), row) for row in rows[:_ZONE_ROWS]])
-        bottom.append([(_key(row), row) for row in rows[-_ZONE_ROWS:]] if len(rows) > _ZONE_ROWS else [])
+        rows = [] if page is None else page.rows
+        top.append([(_key(row), row) for row in rows[:_ZONE_ROWS] if row.index not in keep])
+        tail = rows[-_ZONE_ROWS:] if len(rows) > _ZONE_ROWS else []
+        bottom.append([(_key(row), row) for row in tail if row.index not in keep])
     counted = sum(1 for page in pages if page is not None)
     threshold = max(_MIN_PAGES, _MIN_SHARE * counted)
     furniture = Furniture()
     for zone, texts in ((top, furniture.headers), (bottom, furniture.footers)):
-        places: dict[str, list[float]] = {}
+        heights: dict[str, list[float]] = {}
         for candidates in zone:
-            for key, y in {key: row.y0 for key, row in candidates}.items():
-                places.setdefault(key, []).append(y)
-        usual = {key: statistics.median(ys) for key, ys in places.items() if key and len(ys) >= threshold}
+            for key, height in {key: row.height for key, row in candidates}.items():
+                heights.setdefault(key, []).append(height)
+        usual = {key: statistics.median(hs) for key, hs in heights.items() if key and len(hs) >= threshold}
         seen: set[str] = set()
         for position, candidates in enumerate(zone):
-            page = pages[position]
             for key, row in candidates:
-                # The same words far from where they usually stand are content: a paper's
-                # title on its first page, repeated as the running head of the others.
-                if key not in usual or page is None or abs(row.y0 - usual[key]) > _DRIFT * page.height:
+                # The same words in a larger type are content: a paper's title on its first
+                # page, repeated as the running head of the others. (Not position: footers of
+                # documents printed from HTML float up to where each page's text ends.)
+                if key not in usual or row.height > _LARGER * usual[key]:
                     continue
                 furniture.rows.setdefault(position, set()).add(row.index)
                 if key not in seen:
@@ -78,4 +80,6 @@ def find_running_lines(pages: Sequence[PageWords | None], protected: Sequence[se
 
 def _key(row: Row) -> str:
     text = " ".join(row.text.lower().split())
+    if len(text) > _MAX_CHARS:
+        return ""
     return _DIGITS.sub("#", text) if any(ch.isalpha() for ch in text) or len(text) <= 4 else ""

@@ -124,7 +124,7 @@ def build_rows(words: Sequence[Word]) -> list[Row]:
     anchor = height = 0.0
     for word in ordered:
         centre = (word[1] + word[3]) / 2
-        if groups and abs(centre - anchor) <= _ROW_TOLERANCE * height:
+        if groups and abs(centre - anchor) <= _ROW_TOLERANCE * max(height, word[3] - word[1]):
             groups[-1].append(word)
             continue
         groups.append([word])
@@ -164,8 +164,12 @@ def _cells(words: list[Word], height: float) -> list[Cell]:
             cells[-1] = Cell(joined.x0, body[-1][2], joined.core0, body[-1][2], joined.text + text)
             continue
         core0, core1 = body[0][0], body[-1][2]
-        x0 = prefix[0][0] if prefix else core0
-        cells.append(Cell(x0, core1, core0, core1, "".join(w[4] for w in prefix) + text))
+        if prefix and is_numeric(text):
+            cells.append(Cell(prefix[0][0], core1, core0, core1, "".join(w[4] for w in prefix) + text))
+        elif prefix:  # "$ and shares in millions": a sign before words stays a word
+            cells.append(Cell(prefix[0][0], core1, prefix[0][0], core1, " ".join(w[4] for w in prefix + body)))
+        else:
+            cells.append(Cell(core0, core1, core0, core1, text))
         prefix = []
     if prefix:  # a currency sign with nothing after it stays a cell of its own
         cells.append(Cell(prefix[0][0], prefix[-1][2], prefix[0][0], prefix[-1][2], " ".join(w[4] for w in prefix)))
@@ -174,7 +178,7 @@ def _cells(words: list[Word], height: float) -> list[Cell]:
 
 def _move_trailing_currency(runs: list[list[Word]]) -> None:
     """"35,355 $" then "32,184": a "$" ending a cell opens the number in the next one."""
-    for index in range(len(runs) - 1):
+    for index in range(len(runs) - 2, -1, -1):  # right to left: the next run is settled first
         run = runs[index]
         if len(run) > 1 and _is_currency(run[-1][4]) and is_numeric(" ".join(w[4] for w in runs[index + 1])):
             runs[index + 1].insert(0, run.pop())

@@ -77,9 +77,10 @@ def detect_tables(page: PageWords, skip: set[int], rules: Callable[[], Rules]) -
         body, last = _grow_body(rows, kinds, position, lh)
         headers, lead = _scan_headers(rows, kinds, position, taken, body, lh)
         body = lead + body
-        if sum(1 for index in body if kinds[index] == "N") >= 2:
+        data_rows = sum(1 for index in body if kinds[index] == "N")
+        if data_rows >= 2 or (data_rows == 1 and headers):
             table = _build(rows, headers, body, lh, rules)
-            if table is not None:
+            if table is not None and (data_rows >= 2 or len(table.columns) >= 2):
                 tables.append(table)
                 taken = last
         position = last + 1
@@ -110,6 +111,7 @@ def _grow_body(rows: list[Row], kinds: list[str], start: int, lh: float) -> tupl
     body = [start]
     last = start
     left = rows[start].cells[0].x0
+    value0 = _value_start(rows[start])
     for index in range(start + 1, len(rows)):
         row, kind = rows[index], kinds[index]
         if row.y0 - rows[index - 1].y1 > _MAX_GAP * lh:
@@ -118,19 +120,29 @@ def _grow_body(rows: list[Row], kinds: list[str], start: int, lh: float) -> tupl
             first = row.cells[0]
             if not first.numeric or first.year:
                 left = min(left, first.x0)
+            value0 = min(value0, _value_start(row))
             body.append(index)
             last = index
-        elif kind in "SM" and _label_row(row, left, lh):
+        elif kind in "SM" and _label_row(row, left, value0, lh):
             body.append(index)
         else:
             break
     return [index for index in body if index <= last], last
 
 
-def _label_row(row: Row, left: float, lh: float) -> bool:
-    """A section label or wrapped label line: starts in the label column, at most one value."""
+def _value_start(row: Row) -> float:
+    return min((cell.x0 for cell in row.cells[1:] if cell.numeric), default=row.x1)
+
+
+def _label_row(row: Row, left: float, value0: float, lh: float) -> bool:
+    """A section label (in the label column, or a lone line ending before the values), or a
+    label with one text value."""
     first = row.cells[0]
-    return first.x0 <= left + _INDENT * lh and not first.numeric and len(row.cells) <= 2
+    if first.numeric:
+        return False
+    if len(row.cells) == 1:
+        return first.x0 <= left + _INDENT * lh or first.x1 < value0
+    return len(row.cells) == 2 and first.x0 <= left + _INDENT * lh
 
 
 def _scan_headers(rows: list[Row], kinds: list[str], start: int, taken: int, body: list[int],
@@ -140,8 +152,8 @@ def _scan_headers(rows: list[Row], kinds: list[str], start: int, taken: int, bod
     values = [cell for index in body for cell in rows[index].cells[1:] if cell.numeric]
     if not values:
         return [], []
-    value0 = min(cell.core0 for cell in values)
-    value1 = max(cell.core1 for cell in values)
+    value0 = min(cell.x0 for cell in values)
+    value1 = max(cell.x1 for cell in values)
     table0 = min(rows[index].cells[0].x0 for index in body)
     headers: list[int] = []
     pending: list[int] = []  # label-column lines: section labels, or a title when no header follows
@@ -159,7 +171,7 @@ def _scan_headers(rows: list[Row], kinds: list[str], start: int, taken: int, bod
                 lead = pending
             pending = []
             headers.insert(0, index)
-        elif kind == "S" and row.cells[0].x0 <= table0 + _INDENT * lh and row.x1 < value0:
+        elif kind == "S" and row.x1 < value0:
             pending.insert(0, index)
         else:
             break
@@ -183,7 +195,9 @@ def _build(rows: list[Row], header_index: list[int], body_index: list[int], lh: 
     columns = _columns([cell for row in body for cell in row.cells if id(cell) not in labels])
     if not columns:
         return None
-    label_right = max((cell.x1 for row in body for cell in row.cells if id(cell) in labels), default=0.0)
+    # Where labels end, read from rows with values (a label alone on its row may run on).
+    label_right = max((row.cells[0].x1 for row in body if id(row.cells[0]) in labels and len(row.cells) > 1),
+                      default=0.0)
     label_header, column_headers = _header(headers, _extents(body, columns, labels), label_right, lh, rules)
     has_labels = bool(labels) or bool(label_header)
     table = Table(header_rows=headers, body_rows=body, columns=columns, has_labels=has_labels)
@@ -193,12 +207,14 @@ def _build(rows: list[Row], header_index: list[int], body_index: list[int], lh: 
 
 
 def _label_cells(body: list[Row], lh: float) -> set[int]:
-    """ids of the first cells that are row labels: text (or a year) starting at the left."""
-    firsts = [row.cells[0] for row in body if not row.cells[0].numeric or row.cells[0].year]
-    if not firsts:
-        return set()
-    left = min(cell.x0 for cell in firsts)
-    return {id(cell) for cell in firsts if cell.x0 <= left + _INDENT * lh}
+    """ids of the cells that are row labels: a lone text cell, or a first cell of text (or a
+    year) starting near the leftmost label."""
+    firsts = [row.cells[0] for row in body if len(row.cells) > 1 and (not row.cells[0].numeric or row.cells[0].year)]
+    labels = {id(row.cells[0]) for row in body if len(row.cells) == 1 and not row.cells[0].numeric}
+    if firsts:
+        left = min(cell.x0 for cell in firsts)
+        labels |= {id(cell) for cell in firsts if cell.x0 <= left + _INDENT * lh}
+    return labels
 
 
 def _columns(cells: list[Cell]) -> list[tuple[float, float]]:
@@ -272,7 +288,7 @@ def _header(headers: list[Row], columns: list[tuple[float, float]], label_right:
     for number, row in enumerate(headers):
         cells = []
         for cell in row.cells:
-            if cell.x1 <= columns[0][0]:
+            if cell.x0 < label_right or cell.x1 <= columns[0][0] - 2 * lh:
                 label_parts.append(cell.text)
             else:
                 cells.append(cell)
@@ -319,7 +335,8 @@ def _spanned(cell: Cell, row: Row, columns: list[tuple[float, float]], label_rig
 
 
 def inherit_header(previous: Table, table: Table) -> None:
-    """A table continued from the previous page without its header gets that header back."""
+    """A table continued (on the next page, or below a footnote mark) without its header gets
+    the header of the table it continues, when their columns line up."""
     if table.has_header or not previous.has_header or table.width != len(previous.header):
         return
     if table.has_labels != (len(previous.header) > len(previous.columns)):

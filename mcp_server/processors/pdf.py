@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 
 __all__ = ["PdfProcessor"]
 
+_NEAR_ROWS = 3  # a headerless table this few rows below another one continues it
+
 
 @dataclass
 class _Page:
@@ -127,6 +129,9 @@ def _assemble(pages: list[_Page], skipped: list[int], metadata: dict[str, Any]) 
             head = _opening_table(page, titles, dropped)
             if head is not None and tail is not None:
                 inherit_header(tail, head)
+            for before, table in zip(page.tables, page.tables[1:], strict=False):
+                if table.rows[0].index - before.rows[-1].index <= _NEAR_ROWS:
+                    inherit_header(before, table)
             text = render_page(words, page.tables, titles, dropped)
             tail = _closing_table(page, dropped)
             tables.extend(

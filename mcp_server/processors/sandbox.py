@@ -31,7 +31,9 @@ __all__ = ["ParserPool"]
 
 T = TypeVar("T")
 
-_PRELOAD = ["mcp_server.processors"]
+# PyMuPDF is imported by the PDF reader only (the server process never loads it); workers
+# get it preloaded, so the first PDF a worker parses does not pay ~1 s of imports.
+_PRELOAD = ["mcp_server.processors", "mcp_server.processors._pdf_read"]
 _MAX_TASKS = 200  # recycle workers now and then: parsers may leak
 
 

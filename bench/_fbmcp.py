@@ -1,0 +1,94 @@
+"""``retrieve_chunks`` over MCP streamable HTTP for ``bench/financebench.py --mcp``.
+
+A real server process (``python -m mcp_server`` via the test harness) with a fresh index folder,
+the PDFs served from a loopback HTTP server, one MCP client session. Each document's first
+call is its cold time (download, parse, chunk, embed, index, search); every later question on
+it is a warm call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.conftest import FileServer
+from tests.mcp_harness import payload, server_process
+
+__all__ = ["mcp_results"]
+
+DEFAULT_TOOL_TIMEOUT = 300.0  # Settings.timeout_document
+
+
+@contextlib.asynccontextmanager
+async def _client(url: str, read_timeout: float) -> AsyncIterator[ClientSession]:
+    # The harness's client reads for at most 300 s; a raised parse timeout needs longer.
+    async with httpx.AsyncClient(timeout=httpx.Timeout(60, read=read_timeout)) as http, \
+            streamable_http_client(url, http_client=http) as (read, write, _), \
+            ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+def server_env(index_dir: str, parse_timeout: float | None) -> dict[str, str]:
+    env = {"MCP_FETCH_ALLOWLIST": "127.0.0.1", "MCP_INDEX_DIR": index_dir, "MCP_RATE_LIMIT_RPM": "1000000",
+           "HF_HUB_OFFLINE": "1"}
+    if parse_timeout is not None:
+        env["MCP_PARSE_TIMEOUT"] = str(parse_timeout)
+        # the tool's own timeout must leave room for the parse, chunking and embedding after it
+        env["MCP_TIMEOUT_DOCUMENT"] = str(max(DEFAULT_TOOL_TIMEOUT, parse_timeout + 300))
+    return env
+
+
+async def mcp_results(
+    docs_dir: Path, grouped: dict[str, list[dict[str, Any]]], k: int, *, parse_timeout: float | None,
+    log: Callable[[str], None],
+) -> dict[str, Any]:
+    """Per question: ``results`` [(text, pages)] or ``error``; per document ``cold_s``; warm latencies."""
+    out: dict[str, Any] = {"questions": {}, "cold_s": {}, "errors": {}, "warm_ms": []}
+    files = FileServer(docs_dir)
+    read_timeout = max(DEFAULT_TOOL_TIMEOUT, (parse_timeout or 0) + 300) + 60
+    try:
+        with tempfile.TemporaryDirectory(prefix="fb-mcp-index-") as index_dir, \
+                server_process([], env=server_env(index_dir, parse_timeout)) as (_, base):
+            log(f"MCP server ready at {base}")
+            async with _client(f"{base}/mcp", read_timeout) as client:
+                for name, questions in grouped.items():
+                    url = files.url(Path(questions[0]["doc"]).name)
+                    for n, q in enumerate(questions):
+                        started = time.perf_counter()
+                        result = await client.call_tool(
+                            "retrieve_chunks", {"document_url": url, "query": q["question"], "top_k": k})
+                        seconds = time.perf_counter() - started
+                        body = payload(result)
+                        if n == 0:
+                            out["cold_s"][name] = seconds
+                            log(f"  {name}: first call {seconds:.1f}s "
+                                f"{'error: ' + str(body.get('message', body))[:160] if result.isError else ''}")
+                        elif name not in out["errors"] and not result.isError:  # a failed document is never warm
+                            out["warm_ms"].append(seconds * 1000)
+                        if result.isError:
+                            out["errors"][name] = str(body.get("message", body))[:300]
+                            out["questions"][q["id"]] = []
+                            continue
+                        out["questions"][q["id"]] = [
+                            (item["text"], tuple(item["location"].get("pages") or ())) for item in body["results"]
+                        ]
+    finally:
+        files.close()
+    return out
+
+
+def latency_summary(values: Sequence[float]) -> str:
+    if not values:
+        return "–"
+    ordered = sorted(values)
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    return f"p50 {ordered[len(ordered) // 2]:.0f} ms, p95 {p95:.0f} ms"

@@ -1,0 +1,360 @@
+"""Retrieval quality on long real filings: FinanceBench dev (40 questions over 12 PDFs), k=5.
+
+    .venv/bin/python bench/financebench.py                    # reference + in-process modes, all docs
+    .venv/bin/python bench/financebench.py --split dev        # tune here ...
+    .venv/bin/python bench/financebench.py --split holdout    # ... and check here
+    .venv/bin/python bench/financebench.py --mcp              # + retrieve_chunks over MCP (the issue's figure)
+    .venv/bin/python bench/financebench.py --docs 3M_2022_10K,ULTABEAUTY_2023Q4_EARNINGS --per-doc
+
+A question is a hit when a returned result's pages include one of its 1-based evidence pages;
+MRR uses the rank of the first such result (``../shared/corpus/qa/financebench-dev/README.md``).
+Every row also gives the median and mean characters per returned result: a gain counts only
+at no more text per result than the reference returns (~2,200 characters).
+
+Rows:
+  LangChain FAISS   the reference built by ``bench/_langchain_ref.py`` in this run (PyMuPDF
+                    page text, RecursiveCharacterTextSplitter 2250/200, MiniLM, FAISS similarity)
+  LangChain BM25    bm25s over the same splits
+  server <mode>     the server's own code in process: processor registry -> chunk_document with
+                    the service's chunk parameters -> DocumentIndex.embed -> search(mode=...), for
+                    every value of ``SearchMode`` (new modes appear by themselves)
+  MCP retrieve_chunks  (``--mcp``) a real server process, documents served on 127.0.0.1
+
+Re-runs are fast: parsed documents, embeddings and the reference indexes are cached under
+bench/results/cache (keyed by content and code hashes; ``--no-cache`` bypasses it). Results
+go to bench/results/financebench-*.json (question ids, ranks and pages; no question text).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import statistics
+import sys
+import time
+import typing
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a benchmark must never wait on a hub
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+FINANCEBENCH = Path(os.environ.get("RAG_CORPUS_DIR", ROOT.parent / "shared" / "corpus")) / "qa" / "financebench-dev"
+RESULTS = ROOT / "bench" / "results"
+CACHE = RESULTS / "cache"
+K = 5
+REPORTED_REFERENCE = (0.425, 0.322)  # issue 11, LangChain reference hit@5 / MRR
+GOAL = (0.65, 0.50)
+
+# Documents, not questions, are split, so tuning on dev never sees a holdout page. Each half
+# holds 10-K annual reports, a 10-Q and earnings material; ~20 questions each.
+DEV = ["3M_2022_10K", "ADOBE_2022_10K", "BOEING_2022_10K", "BESTBUY_2024Q2_10Q",
+       "AMCOR_2023Q4_EARNINGS", "JOHNSON_JOHNSON_2023_8K_dated-2023-08-30"]
+HOLDOUT = ["AMCOR_2023_10K", "BESTBUY_2023_10K", "PFIZER_2021_10K", "Pfizer_2023Q2_10Q",
+           "MGMRESORTS_2022Q4_EARNINGS", "ULTABEAUTY_2023Q4_EARNINGS"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Result:
+    text: str
+    pages: tuple[int, ...]
+
+
+@dataclass(kw_only=True)
+class Row:
+    name: str
+    ranks: dict[str, int | None] = field(default_factory=dict)  # question id -> 1-based rank of first hit
+    chars: list[int] = field(default_factory=list)  # characters of every returned result
+    pages: dict[str, list[list[int]]] = field(default_factory=dict)  # question id -> pages per result
+    doc_seconds: dict[str, float] = field(default_factory=dict)  # cold seconds per document
+    notes: dict[str, str] = field(default_factory=dict)  # per document: errors, cache state
+    latencies_ms: list[float] = field(default_factory=list)  # warm per-question latency
+
+    def record(self, question: dict[str, Any], results: Sequence[Result]) -> None:
+        gold = {e["page"] for e in question["evidence"]}
+        results = list(results)[:K]
+        self.ranks[question["id"]] = next((i + 1 for i, r in enumerate(results) if gold & set(r.pages)), None)
+        self.chars += [len(r.text) for r in results]
+        self.pages[question["id"]] = [list(r.pages) for r in results]
+
+    def metrics(self, questions: Sequence[dict[str, Any]]) -> dict[str, float]:
+        ranks = [self.ranks.get(q["id"]) for q in questions]
+        n = len(ranks) or 1
+        return {
+            "hit": sum(r is not None for r in ranks) / n,
+            "mrr": sum(1 / r for r in ranks if r is not None) / n,
+            "chars_median": statistics.median(self.chars) if self.chars else 0.0,
+            "chars_mean": statistics.fmean(self.chars) if self.chars else 0.0,
+            "n": len(ranks),
+        }
+
+
+def doc_name(question: dict[str, Any]) -> str:
+    return Path(question["doc"]).stem
+
+
+def load_questions(split: str, docs: Sequence[str] = ()) -> list[dict[str, Any]]:
+    with (FINANCEBENCH / "questions.jsonl").open(encoding="utf-8") as fh:
+        questions = [json.loads(line) for line in fh if line.strip()]
+    names = {q_doc for q_doc in map(doc_name, questions)}
+    if set(DEV) | set(HOLDOUT) != names or set(DEV) & set(HOLDOUT):
+        raise SystemExit(f"the dev/holdout lists no longer partition the documents: {sorted(names)}")
+    wanted = {"dev": set(DEV), "holdout": set(HOLDOUT), "all": names}[split]
+    if docs:
+        unknown = set(docs) - names
+        if unknown:
+            raise SystemExit(f"unknown documents {sorted(unknown)}; known: {sorted(names)}")
+        wanted &= set(docs)
+    return [q for q in questions if doc_name(q) in wanted]
+
+
+def by_document(questions: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    grouped: dict[str, list[dict[str, Any]]] = {}
+    for q in questions:
+        grouped.setdefault(doc_name(q), []).append(q)
+    return grouped
+
+
+def search_modes() -> list[str]:
+    """Every mode the index offers (``SearchMode`` as a Literal or an Enum)."""
+    from mcp_server.retrieval.index import SearchMode
+
+    values = typing.get_args(SearchMode)
+    if not values and isinstance(SearchMode, type):
+        values = tuple(m.value for m in SearchMode)  # type: ignore[attr-defined]
+    return [str(v) for v in values]
+
+
+# --- the LangChain reference ----------------------------------------------------------------
+def reference_rows(grouped: dict[str, list[dict[str, Any]]], use_cache: bool) -> list[Row]:
+    from bench._langchain_ref import build_reference
+
+    faiss_row, bm25_row = Row(name="LangChain FAISS (reference)"), Row(name="LangChain BM25 (bm25s)")
+    for name, questions in grouped.items():
+        ref = build_reference(FINANCEBENCH / questions[0]["doc"], cache_dir=CACHE / "langchain" if use_cache else None)
+        for row in (faiss_row, bm25_row):
+            row.doc_seconds[name] = ref.timings.total_s
+            row.notes[name] = f"{ref.timings.pages} pages, {ref.timings.splits} splits" + (
+                " (cached build)" if ref.cached else "")
+        for q in questions:
+            started = time.perf_counter()
+            faiss_row.record(q, [Result(text=h.text, pages=h.pages) for h in ref.search(q["question"], K)])
+            faiss_row.latencies_ms.append((time.perf_counter() - started) * 1000)
+            bm25_row.record(q, [Result(text=h.text, pages=h.pages) for h in ref.search_bm25(q["question"], K)])
+    return [faiss_row, bm25_row]
+
+
+# --- the server's pipeline in process -------------------------------------------------------
+class ServerPipeline:
+    """The server's stages, called as ``DocumentService`` calls them (see mcp_server/service.py)."""
+
+    def __init__(self, use_cache: bool) -> None:
+        from bench._fbcache import EmbeddingStore, ProcessedCache, processing_fingerprint
+        from mcp_server.core.settings import Settings
+        from mcp_server.processors import ProcessOptions
+        from mcp_server.retrieval.models import ModelRegistry
+
+        self.settings = Settings(log_dir=None)
+        self.options = ProcessOptions.from_settings(self.settings)
+        started = time.perf_counter()
+        self.models = ModelRegistry.load(self.settings)
+        self.models_seconds = time.perf_counter() - started
+        self.processed = ProcessedCache(CACHE, processing_fingerprint(self.options)) if use_cache else None
+        self.store = EmbeddingStore(CACHE / "embeddings.sqlite") if use_cache else None
+        self._wrapped: dict[int, Any] = {}
+
+    def embedder(self, inner: Any) -> Any:
+        from bench._fbcache import CachedEmbedder
+
+        if self.store is None:
+            return inner
+        return self._wrapped.setdefault(id(inner), CachedEmbedder(inner, self.store))
+
+    def process(self, path: Path) -> tuple[Any, float, bool]:
+        """(ProcessedDocument, parse seconds, from cache)."""
+        from mcp_server.core.models import FetchedDocument
+        from mcp_server.processors import document_input, process_document
+
+        data = path.read_bytes()
+        sha = hashlib.sha256(data).hexdigest()
+        if self.processed is not None and (hit := self.processed.get(sha)) is not None:
+            return hit[0], hit[1], True
+        fetched = FetchedDocument(data=data, url=path.as_uri(), final_url=path.as_uri(), filename=path.name)
+        started = time.perf_counter()
+        document = process_document(document_input(fetched), self.options)
+        seconds = time.perf_counter() - started
+        if self.processed is not None:
+            self.processed.put(sha, document, seconds)
+        return document, seconds, False
+
+    def index(self, document: Any) -> tuple[Any, dict[str, float]]:
+        from mcp_server.chunking import chunk_document
+        from mcp_server.retrieval.index import DocumentIndex
+        from mcp_server.service import DocumentService
+
+        # The service's own method, so a change to how it picks parameters is followed here.
+        view = SimpleNamespace(models=self.models, settings=self.settings, options=self.options)
+        params = DocumentService.chunk_params(view, document)  # type: ignore[arg-type]
+        t0 = time.perf_counter()
+        chunks = chunk_document(document, params, self.models.token_counter)
+        t1 = time.perf_counter()
+        embedder = self.embedder(self.models.embedder_for(len(chunks)))
+        calls, hits = getattr(embedder, "model_calls", 0), getattr(embedder, "disk_hits", 0)
+        index = DocumentIndex.embed(chunks, embedder)
+        t2 = time.perf_counter()
+        return index, {"chunk_s": t1 - t0, "index_s": t2 - t1, "chunks": len(chunks),
+                       "vectors": int(index.faiss.ntotal),
+                       "embedded": getattr(embedder, "model_calls", index.faiss.ntotal) - calls,
+                       "disk_hits": getattr(embedder, "disk_hits", 0) - hits}
+
+    def search(self, index: Any, question: str, mode: str) -> list[Result]:
+        query_vec = self.embedder(self.models.embedder_by_id(index.model_id)).embed_query(question)
+        hits = index.search(query_vec, question, K, mode=mode)
+        return [Result(text=h.text or h.chunk.text, pages=tuple(h.chunk.location.pages)) for h in hits]
+
+
+def server_rows(grouped: dict[str, list[dict[str, Any]]], modes: Sequence[str], use_cache: bool,
+                log: Callable[[str], None]) -> list[Row]:
+    pipeline = ServerPipeline(use_cache)
+    log(f"server models loaded in {pipeline.models_seconds:.1f}s")
+    rows = {mode: Row(name=f"server {mode} (in process)") for mode in modes}
+    for name, questions in grouped.items():
+        document, parse_s, cached = pipeline.process(FINANCEBENCH / questions[0]["doc"])
+        index, stats = pipeline.index(document)
+        note = (f"parse {parse_s:.1f}s{' (cached)' if cached else ''}, chunk {stats['chunk_s']:.1f}s, "
+                f"index {stats['index_s']:.1f}s, {stats['chunks']} chunks, {stats['vectors']} vectors, "
+                f"{stats['embedded']} embedded now")
+        log(f"  {name}: {note}")
+        for mode, row in rows.items():
+            if not cached and not stats["disk_hits"]:  # cold only when nothing came from the bench's caches
+                row.doc_seconds[name] = parse_s + stats["chunk_s"] + stats["index_s"]
+            row.notes[name] = note
+            for q in questions:
+                started = time.perf_counter()
+                row.record(q, pipeline.search(index, q["question"], mode))
+                row.latencies_ms.append((time.perf_counter() - started) * 1000)
+    return list(rows.values())
+
+
+# --- retrieve_chunks over MCP --------------------------------------------------------------
+def mcp_row(grouped: dict[str, list[dict[str, Any]]], parse_timeout: float | None,
+            log: Callable[[str], None]) -> Row:
+    import asyncio
+
+    from bench._fbmcp import mcp_results
+
+    found = asyncio.run(mcp_results(FINANCEBENCH / "docs", grouped, K, parse_timeout=parse_timeout, log=log))
+    row = Row(name="MCP retrieve_chunks")
+    row.doc_seconds = found["cold_s"]
+    row.notes = {name: f"error: {message}" for name, message in found["errors"].items()}
+    row.latencies_ms = found["warm_ms"]
+    for questions in grouped.values():
+        for q in questions:
+            row.record(q, [Result(text=text, pages=pages) for text, pages in found["questions"][q["id"]]])
+    return row
+
+
+# --- output ---------------------------------------------------------------------------------
+def table(rows: Sequence[Row], questions: Sequence[dict[str, Any]]) -> str:
+    lines = ["| row | hit@5 | MRR | chars/result median | mean | cold s/doc median | query ms p50 |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for row in rows:
+        m = row.metrics(questions)
+        cold = f"{statistics.median(row.doc_seconds.values()):.1f}" if row.doc_seconds else "–"
+        query = f"{statistics.median(row.latencies_ms):.0f}" if row.latencies_ms else "–"
+        lines.append(f"| {row.name} | {m['hit']:.3f} | {m['mrr']:.3f} | {m['chars_median']:,.0f} | "
+                     f"{m['chars_mean']:,.0f} | {cold} | {query} |")
+    return "\n".join(lines)
+
+
+def per_doc_table(rows: Sequence[Row], grouped: dict[str, list[dict[str, Any]]]) -> str:
+    head = "| document | q | " + " | ".join(f"{r.name} hits / cold s" for r in rows) + " |"
+    lines = [head, "| --- | ---: |" + " ---: |" * len(rows)]
+    for name, questions in grouped.items():
+        cells = []
+        for row in rows:
+            hits = sum(row.ranks.get(q["id"]) is not None for q in questions)
+            seconds = row.doc_seconds.get(name)
+            cell = f"{hits} / {seconds:.1f}" if seconds is not None else f"{hits} / –"
+            cells.append(cell + (" (error)" if row.notes.get(name, "").startswith("error") else ""))
+        lines.append(f"| {name} | {len(questions)} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def save(rows: Sequence[Row], questions: Sequence[dict[str, Any]], args: argparse.Namespace,
+         seconds: float) -> Path:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    path = RESULTS / f"financebench-{args.split}-{stamp}.json"
+    body = {
+        "when": stamp, "split": args.split, "docs": args.docs, "k": K, "seconds": round(seconds, 1),
+        "rows": [{"name": r.name, **r.metrics(questions), "ranks": r.ranks, "pages": r.pages,
+                  "doc_seconds": r.doc_seconds, "notes": r.notes,
+                  "latency_ms_median": statistics.median(r.latencies_ms) if r.latencies_ms else None}
+                 for r in rows],
+    }
+    path.write_text(json.dumps(body, indent=1))
+    return path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--split", choices=["dev", "holdout", "all"], default="all")
+    parser.add_argument("--docs", default="", help="comma-separated document names (file stems) to keep")
+    parser.add_argument("--modes", default="", help="comma-separated server modes (default: every SearchMode)")
+    parser.add_argument("--no-reference", action="store_true", help="skip the LangChain rows")
+    parser.add_argument("--no-inprocess", action="store_true", help="skip the in-process server rows")
+    parser.add_argument("--per-doc", action="store_true", help="also print hits and cold seconds per document")
+    parser.add_argument("--no-cache", action="store_true", help="parse, embed and build everything afresh")
+    parser.add_argument("--mcp", action="store_true",
+                        help="also measure retrieve_chunks over MCP on a real server (always cold: a fresh index)")
+    parser.add_argument("--parse-timeout", type=float, default=None,
+                        help="the server's MCP_PARSE_TIMEOUT for --mcp (default: the server's own, 120 s)")
+    parser.add_argument("--code", type=Path, help="import mcp_server from this folder (e.g. an export of main)")
+    args = parser.parse_args()
+    if args.code is not None:
+        sys.path.insert(0, str(args.code.resolve()))
+        # the --mcp server process imports it too
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(args.code.resolve()),
+                                                                 os.environ.get("PYTHONPATH")]))
+
+    started = time.perf_counter()
+
+    def log(message: str) -> None:
+        print(f"[{time.perf_counter() - started:6.1f}s] {message}", file=sys.stderr, flush=True)
+
+    questions = load_questions(args.split, [d for d in args.docs.split(",") if d])
+    grouped = by_document(questions)
+    log(f"{len(questions)} questions over {len(grouped)} documents ({args.split})")
+    modes = [m for m in args.modes.split(",") if m] or search_modes()
+    rows: list[Row] = []
+    if not args.no_reference:
+        rows += reference_rows(grouped, not args.no_cache)
+        log("LangChain reference done")
+    if not args.no_inprocess:
+        rows += server_rows(grouped, modes, not args.no_cache, log)
+        log("in-process server rows done")
+    if args.mcp:
+        rows.append(mcp_row(grouped, args.parse_timeout, log))
+        log("MCP row done")
+    seconds = time.perf_counter() - started
+
+    print(f"\nFinanceBench dev, split {args.split}: {len(questions)} questions over {len(grouped)} PDFs, k={K}; "
+          f"reported reference {REPORTED_REFERENCE[0]} / {REPORTED_REFERENCE[1]}, goal {GOAL[0]} / {GOAL[1]}\n")
+    print(table(rows, questions))
+    if args.per_doc:
+        print()
+        print(per_doc_table(rows, grouped))
+    path = save(rows, questions, args, seconds)
+    print(f"\n{seconds:.0f}s; details in {path.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    main()

@@ -1,0 +1,184 @@
+"""A PDF page's words as visual rows of cells, the raw material of table detection.
+
+Pure Python over PyMuPDF's ``get_text("words")`` tuples, so it runs at the speed of the text
+layer: words sharing a baseline across the whole page form a *row*; inside a row, a wide gap
+starts a new *cell*. A currency sign standing alone joins the number after it, a lone ``%``
+or ``)`` the number before it, so "$ 1,234" and "(3.2) %" are one cell each. Each cell keeps
+the x-extent of its number (``core``) apart from its currency prefix, because numbers are
+right-aligned in their column while the prefix sits at the column's left edge.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+import unicodedata
+from collections.abc import Sequence
+
+__all__ = ["Cell", "PageWords", "Row", "Word", "build_rows", "is_numeric", "is_year"]
+
+# PyMuPDF's word tuple: x0, y0, x1, y1, text, block, line, word number in the line.
+Word = tuple[float, float, float, float, str, int, int, int]
+
+_ROW_TOLERANCE = 0.45  # words whose centres differ by less than this share of the height share a row
+_CELL_GAP = 0.9  # a gap wider than this share of the word height starts a cell
+_LINE_GAP = 0.3  # ... or this share when MuPDF itself split the line there
+
+_NUMBER = re.compile(
+    r"^\(?[-+−–]?\(?(?:\d{1,3}(?:[,.' \u00a0\u202f]\d{3})+|\d+)(?:[.,]\d+)?\)?\s?[%x×]?\)?"
+    r"(?:\s?(?:\([a-z0-9]{1,2}\)|\*{1,3}|[†‡]))?$"
+)
+_DASHES = re.compile(r"^[-–—−]{1,3}\s?%?$")  # "—" stands for zero or "not applicable"
+_YEAR = re.compile(r"^(?:19|20)\d\d$")
+_SUFFIXES = frozenset({"%", ")", "%)"})  # printed apart from their number
+
+
+def _is_currency(text: str) -> bool:
+    return bool(text) and all(unicodedata.category(ch) == "Sc" for ch in text)
+
+
+def is_numeric(text: str) -> bool:
+    """A number as tables print it: "1,234", "(56.7)", "-3 %", "$12", "—", "4.5x", "12 (a)"."""
+    text = text.strip()
+    if not text:
+        return False
+    if _DASHES.match(text):
+        return True
+    start = 0
+    while start < len(text) and (_is_currency(text[start]) or text[start] in " ("):
+        start += 1
+    body = text[start:]
+    if text[:start].count("(") and not body.startswith("("):
+        body = "(" + body
+    return bool(_NUMBER.match(body))
+
+
+def is_year(text: str) -> bool:
+    return bool(_YEAR.match(text.strip()))
+
+
+class Cell:
+    """Words of one row that sit together; ``core`` is the extent without a currency prefix."""
+
+    __slots__ = ("core0", "core1", "numeric", "text", "x0", "x1", "year")
+
+    def __init__(self, x0: float, x1: float, core0: float, core1: float, text: str) -> None:
+        self.x0, self.x1, self.core0, self.core1, self.text = x0, x1, core0, core1, text
+        self.numeric = is_numeric(text)
+        self.year = self.numeric and is_year(text)
+
+    @property
+    def center(self) -> float:
+        return (self.core0 + self.core1) / 2
+
+    def __repr__(self) -> str:  # debugging aid only
+        return f"Cell({self.x0:.0f}-{self.x1:.0f} {self.text!r})"
+
+
+class Row:
+    """One visual line across the page: its words (left to right) and cells."""
+
+    __slots__ = ("cells", "height", "index", "words", "y0", "y1")
+
+    def __init__(self, index: int, words: list[Word]) -> None:
+        self.index = index
+        self.words = words
+        self.y0 = min(w[1] for w in words)
+        self.y1 = max(w[3] for w in words)
+        self.height = statistics.median(w[3] - w[1] for w in words)
+        self.cells = _cells(words, self.height)
+
+    @property
+    def x0(self) -> float:
+        return self.words[0][0]
+
+    @property
+    def x1(self) -> float:
+        return max(w[2] for w in self.words)
+
+    @property
+    def text(self) -> str:
+        return " ".join(cell.text for cell in self.cells)
+
+    def __repr__(self) -> str:  # debugging aid only
+        return f"Row({self.y0:.0f} {self.cells})"
+
+
+class PageWords:
+    """A page's words (PyMuPDF order) and its rows, top to bottom."""
+
+    __slots__ = ("height", "line_height", "rows", "width", "words")
+
+    def __init__(self, words: Sequence[Word], width: float, height: float) -> None:
+        self.words = [w for w in words if w[4].strip()]
+        self.width, self.height = width, height
+        self.rows = build_rows(self.words)
+        heights = [row.height for row in self.rows]
+        self.line_height = statistics.median(heights) if heights else 10.0
+
+
+def build_rows(words: Sequence[Word]) -> list[Row]:
+    """Words grouped by vertical centre; a row is anchored on its first word (no chaining)."""
+    ordered = sorted(words, key=lambda w: (w[1] + w[3]) / 2)
+    groups: list[list[Word]] = []
+    anchor = height = 0.0
+    for word in ordered:
+        centre = (word[1] + word[3]) / 2
+        if groups and abs(centre - anchor) <= _ROW_TOLERANCE * max(height, word[3] - word[1]):
+            groups[-1].append(word)
+            continue
+        groups.append([word])
+        anchor, height = centre, max(word[3] - word[1], 1.0)
+    rows: list[Row] = []
+    for group in groups:
+        group.sort(key=lambda w: w[0])
+        rows.append(Row(len(rows), group))
+    return rows
+
+
+def _cells(words: list[Word], height: float) -> list[Cell]:
+    runs: list[list[Word]] = []
+    for word in words:
+        if runs:
+            last = runs[-1][-1]
+            gap = word[0] - last[2]
+            same_line = (word[5], word[6]) == (last[5], last[6])
+            if gap <= _CELL_GAP * height and (same_line or gap <= _LINE_GAP * height):
+                runs[-1].append(word)
+                continue
+        runs.append([word])
+    _move_trailing_currency(runs)
+    cells: list[Cell] = []
+    prefix: list[Word] = []
+    for run in runs:
+        lead = 0
+        while lead < len(run) and _is_currency(run[lead][4]):
+            lead += 1
+        prefix.extend(run[:lead])  # "$" alone belongs to the number on its right
+        body = run[lead:]
+        if not body:
+            continue
+        text = " ".join(w[4] for w in body)
+        if cells and not prefix and text in _SUFFIXES and cells[-1].numeric:
+            joined = cells[-1]
+            cells[-1] = Cell(joined.x0, body[-1][2], joined.core0, body[-1][2], joined.text + text)
+            continue
+        core0, core1 = body[0][0], body[-1][2]
+        if prefix and is_numeric(text):
+            cells.append(Cell(prefix[0][0], core1, core0, core1, "".join(w[4] for w in prefix) + text))
+        elif prefix:  # "$ and shares in millions": a sign before words stays a word
+            cells.append(Cell(prefix[0][0], core1, prefix[0][0], core1, " ".join(w[4] for w in prefix + body)))
+        else:
+            cells.append(Cell(core0, core1, core0, core1, text))
+        prefix = []
+    if prefix:  # a currency sign with nothing after it stays a cell of its own
+        cells.append(Cell(prefix[0][0], prefix[-1][2], prefix[0][0], prefix[-1][2], " ".join(w[4] for w in prefix)))
+    return cells
+
+
+def _move_trailing_currency(runs: list[list[Word]]) -> None:
+    """"35,355 $" then "32,184": a "$" ending a cell opens the number in the next one."""
+    for index in range(len(runs) - 2, -1, -1):  # right to left: the next run is settled first
+        run = runs[index]
+        if len(run) > 1 and _is_currency(run[-1][4]) and is_numeric(" ".join(w[4] for w in runs[index + 1])):
+            runs[index + 1].insert(0, run.pop())

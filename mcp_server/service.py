@@ -8,6 +8,7 @@ once, and new bytes at an old URL never meet stale results.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import time
@@ -27,10 +28,12 @@ from mcp_server.fetch import Fetcher
 from mcp_server.processors import DocumentInput, ProcessOptions, document_input, process_document
 from mcp_server.processors.sandbox import ParserPool
 from mcp_server.processors.sheet_search import search_spreadsheet
+from mcp_server.retrieval.index import DocumentIndex
 from mcp_server.retrieval.manager import IndexManager
 from mcp_server.retrieval.models import ModelRegistry
+from mcp_server.retrieval.passages import passage_id
 
-__all__ = ["DocumentService", "Processed", "Progress", "Retrieval"]
+__all__ = ["DocumentService", "Indexed", "Processed", "Progress", "Retrieval"]
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +52,14 @@ class Processed:
     document: ProcessedDocument | None  # None when the caller only needed the key (warm index)
     timings_ms: dict[str, float]
     cached: bool
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Indexed:
+    index: DocumentIndex
+    doc_type: str
+    cached: bool  # True when nothing was embedded (memory or disk)
+    timings_ms: dict[str, float]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -168,6 +179,17 @@ class DocumentService:
     async def retrieve(
         self, url: str, query: str, *, top_k: int, neighbors: int = 0, progress: Progress | None = None,
     ) -> Retrieval:
+        indexed = await self.index(url, progress=progress)
+        index, timings = indexed.index, dict(indexed.timings_ms)
+        hits, search_timings = await self.indexes.search(index, query, top_k, neighbors=neighbors)
+        hits = [dataclasses.replace(h, passage_id=passage_id(index.key, h.chunk.chunk_index, h.chunk.text))
+                for h in hits]
+        timings.update({name.removesuffix("_ms"): value for name, value in search_timings.items()})
+        return Retrieval(hits=hits, total_chunks=len(index.chunks), doc_type=indexed.doc_type,
+                         cached=indexed.cached, timings_ms=timings)
+
+    async def index(self, url: str, *, progress: Progress | None = None) -> Indexed:
+        """The document's search index: from memory or disk when known, else built."""
         # The index key needs only the bytes' hash and the chunk parameters; parameters depend on
         # the content length, so a warm index is found through the processed-document cache or,
         # after a restart, by parsing once more (cheap next to embedding).
@@ -194,10 +216,7 @@ class DocumentService:
             processed.content_key, CHUNKER_VERSION, params.cache_key(), make_chunks, progress=embed_progress,
         )
         timings["index"] = _ms(started)
-        hits, search_timings = await self.indexes.search(index, query, top_k, neighbors=neighbors)
-        timings.update({name.removesuffix("_ms"): value for name, value in search_timings.items()})
-        return Retrieval(hits=hits, total_chunks=len(index.chunks), doc_type=document.doc_type,
-                         cached=index_cached, timings_ms=timings)
+        return Indexed(index=index, doc_type=document.doc_type, cached=index_cached, timings_ms=timings)
 
     async def query_spreadsheet(self, url: str, search_value: str, column: str | None) -> dict[str, Any]:
         fetched, _ = await self.fetch(url)

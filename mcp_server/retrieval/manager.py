@@ -17,7 +17,7 @@ import inspect
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import anyio.from_thread
@@ -34,6 +34,7 @@ __all__ = ["ChunkSource", "IndexManager", "Progress", "make_index_key"]
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
 # The chunks, or a coroutine function producing them (called only when the index must be built).
 ChunkSource = Sequence[Chunk] | Callable[[], Awaitable[Sequence[Chunk]]]
 # (done, total, message); may be sync or async (e.g. ``ctx.report_progress``-style).
@@ -95,6 +96,23 @@ class IndexManager:
             self._memory[key] = fresh
             return fresh, not built
 
+    async def find(self, key: str) -> DocumentIndex | None:
+        """The index stored under ``key``, from memory, else from disk (then kept in memory);
+        None when it is in neither. Never builds: a passage id leads here without a download."""
+        index = self._memory.get(key)
+        if index is not None:
+            return index
+        index = await run_sync(self._find_on_disk, key)
+        if index is not None:
+            self._memory[key] = index
+        return index
+
+    def _find_on_disk(self, key: str) -> DocumentIndex | None:
+        if not self.store.path(key).exists():
+            return None
+        with self.store.lock(key):  # the key names the chunker version: accept the manifest's
+            return self.store.load(key, lambda manifest: self._check(str(manifest.get("chunker_version")))(manifest))
+
     def _check(self, chunker_version: str) -> Callable[[Manifest], str | None]:
         def check(manifest: Manifest) -> str | None:
             if manifest.get("chunker_version") != chunker_version:
@@ -126,6 +144,7 @@ class IndexManager:
             embedder = self.models.embedder_for(len(chunks))
             started = time.perf_counter()
             index = DocumentIndex.embed(chunks, embedder, progress=progress)
+            index.key = key
             self.store.save(key, index, chunker_version=chunker_version)
             self.counters["builds"] += 1
             log.info("index.built key=%s chunks=%d sentences=%d model=%s seconds=%.2f",
@@ -151,6 +170,12 @@ class IndexManager:
         hits = index.search(query_vec, query, top_k, reranker=reranker, neighbors=neighbors)
         t2 = time.perf_counter()
         return hits, {"embed_ms": round((t1 - t0) * 1000, 2), "search_ms": round((t2 - t1) * 1000, 2)}
+
+    async def run_limited(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` in a worker thread under the GPU_CONCURRENCY limiter that every build and
+        search shares (model and FAISS work of callers outside this class, e.g. a cross-document search)."""
+        async with self._gpu():
+            return await run_sync(fn, *args)
 
     # --- housekeeping ---------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import bisect
 import logging
+import math
 import re
 import time
 from collections.abc import Sequence
@@ -21,7 +22,7 @@ import anyio
 import numpy as np
 
 from mcp_server.chunking import TokenCounter
-from mcp_server.core.errors import MCPServerError, ValidationError
+from mcp_server.core.errors import MCPServerError, ToolTimeoutError, ValidationError
 from mcp_server.core.logging import request_id_var
 from mcp_server.core.models import Chunk, ChunkLocation, SearchHit
 from mcp_server.fetch import validate_url
@@ -164,12 +165,15 @@ class Research:
 
     async def search(
         self, urls: Sequence[str], queries: Sequence[str], *, top_k: int, per_document: int | None = None,
-        pages: PageRanges | None = None, progress: Progress | None = None,
+        pages: PageRanges | None = None, progress: Progress | None = None, deadline: float | None = None,
     ) -> MultiSearch:
-        """Index every document concurrently, then rank all their candidates together."""
+        """Index every document concurrently, then rank all their candidates together. Documents
+        not ready within ``deadline`` seconds are reported as TIMEOUT and the others answer."""
         started = time.perf_counter()
         tracker = _DocumentProgress(progress, len(urls))
-        outcomes: list[DocumentOutcome] = [DocumentOutcome(url=u) for u in urls]
+        late = ToolTimeoutError(f"not ready within {deadline or 0:g} s of this call (still downloading or "
+                                "indexing); search it again later, alone or with the others", timeout=deadline)
+        outcomes: list[DocumentOutcome] = [DocumentOutcome(url=u, error=late) for u in urls]
         indexes: list[DocumentIndex | None] = [None] * len(urls)
 
         async def one(i: int, url: str) -> None:
@@ -191,9 +195,10 @@ class Research:
                                           cached=indexed.cached)
             await tracker.advance(i, 1.0, f"[{i + 1}/{len(urls)}] {url}: ready ({len(indexed.index.chunks)} chunks)")
 
-        async with anyio.create_task_group() as group:
-            for i, url in enumerate(urls):
-                group.start_soon(one, i, url)
+        with anyio.move_on_after(deadline if deadline is not None else math.inf):
+            async with anyio.create_task_group() as group:
+                for i, url in enumerate(urls):
+                    group.start_soon(one, i, url)
         timings = {"index": round((time.perf_counter() - started) * 1000, 2)}
 
         ready = [i for i, index in enumerate(indexes) if index is not None]

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = ["register"]
 
 MAX_QUERIES = 5  # extra phrasings; each one is a full ranking of the pool
+DEADLINE_SHARE = 0.9  # of the tool's timeout, for the documents; the rest ranks and answers
 
 
 def _status(outcome: DocumentOutcome, results: int) -> DocumentStatus:
@@ -74,8 +75,10 @@ def register(server: RagMCP) -> None:
         app = app_of(ctx)
         if len(urls) > 1:  # the guard took one request's token; every further document costs one more
             await app.limiter.check(client_identity(ctx.request_context.request, settings), cost=len(urls) - 1)
+        # a document still indexing when the tool's time is nearly up is reported, not fatal to the others
+        deadline = settings.timeout_for("document") * DEADLINE_SHARE
         found = await Research(app.service).search(urls, phrasings, top_k=top_k, per_document=per_document,
-                                                   pages=page_filter, progress=progress_of(ctx))
+                                                   pages=page_filter, progress=progress_of(ctx), deadline=deadline)
         items = [SearchItem(**retrieve_item(f.hit).model_dump(), document_url=f.url, ranks=list(f.ranks))
                  for f in found.found]
         items, tokens, omitted = await fit_budget(items, app, budget)

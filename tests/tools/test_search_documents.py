@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ import pytest
 from mcp_server.research import MAX_DOCUMENTS
 from mcp_server.retrieval.index import RRF_K
 from tests.conftest import DOCS, FileServer
+from tests.fetch.servers import LoopbackServer, respond
 from tests.mcp_harness import ThreadedServer, http_client, make_settings, payload
 
 pytestmark = pytest.mark.anyio
@@ -179,3 +181,28 @@ async def test_progress_notifications_name_every_document(files: FileServer, tmp
         assert any(url in message and "ready" in message for _, _, message in seen), url
     values = [value for value, _, _ in seen]
     assert values == sorted(values) and values[-1] == len(urls) and {total for _, total, _ in seen} == {len(urls)}
+
+
+async def test_a_document_still_loading_near_the_timeout_is_reported_while_the_others_answer(
+    files: FileServer, tmp_path: Path,
+) -> None:
+    release = threading.Event()
+
+    def stall(handler: Any) -> None:
+        release.wait(60)  # holds the download until the test is over (bounded)
+        respond(handler, 200, b"too late", {"Content-Type": "text/plain"})
+
+    slow = LoopbackServer.start("127.0.0.1")
+    try:
+        stalled = slow.route("/stalled.txt", stall)
+        with ThreadedServer(make_settings(index_dir=tmp_path, timeout_document=30)) as server:
+            warm, _ = await search(server, document_urls=[files.url("alpha.txt")], query="memo")
+            failed, body = await search(server, document_urls=[files.url("alpha.txt"), stalled], query="memo")
+        assert not warm
+    finally:
+        release.set()
+        slow.close()
+    assert not failed, body
+    late = body["documents"][1]
+    assert late["status"] == "error" and late["error"]["code"] == "TIMEOUT" and "not ready" in late["error"]["error"]
+    assert body["documents"][0]["status"] == "ok" and body["results"]

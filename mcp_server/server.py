@@ -30,6 +30,11 @@ INSTRUCTIONS = """\
 Deterministic document tools (no LLM inside). Point them at a document URL.
 - Questions about a document: retrieve_chunks(document_url, query) -> the best passages with their
   page/slide/sheet/heading location; cite those locations.
+- Questions across several documents (compare, find which one): search_documents(document_urls, query)
+  -> one ranking over all of them (scores compare across documents); per_document=N for comparisons,
+  pages="3-7" to narrow, queries=[...] for other phrasings, max_tokens to bound the answer's size.
+- Every result has a passage_id: get_passage(passage_id, before, after) returns it and up to 5
+  neighbouring chunks each way, to quote or read around a hit, without downloading again.
 - Row lookups in spreadsheets (XLSX/CSV): query_spreadsheet(document_url, search_value).
 - Whole-document text for summaries: process_document; chunk lists: chunk_document.
 - Raw per-format extraction: extract_pdf_text, extract_docx_text, extract_pptx_text,

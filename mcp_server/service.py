@@ -12,6 +12,7 @@ is never parsed (nor its processed form decoded) again; only a missing index par
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import time
@@ -33,10 +34,12 @@ from mcp_server.fetch import Fetcher
 from mcp_server.processors import DocumentInput, ProcessOptions, document_input, process_document
 from mcp_server.processors.sandbox import ParserPool
 from mcp_server.processors.sheet_search import search_spreadsheet
+from mcp_server.retrieval.index import DocumentIndex
 from mcp_server.retrieval.manager import IndexManager, IndexView
 from mcp_server.retrieval.models import ModelRegistry
+from mcp_server.retrieval.passages import passage_id
 
-__all__ = ["DocumentService", "Processed", "Progress", "Retrieval"]
+__all__ = ["DocumentService", "Indexed", "Processed", "Progress", "Retrieval"]
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +58,17 @@ class Processed:
     document: ProcessedDocument | None  # None when the caller only needed the key (warm index)
     timings_ms: dict[str, float]
     cached: bool
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Indexed:
+    index: DocumentIndex
+    key: str  # the index key: passage ids name it
+    doc_type: str
+    cached: bool  # True when nothing was embedded (memory or disk)
+    timings_ms: dict[str, float]
+    complete: bool = True  # False: a partial index while the complete one builds
+    dense_coverage: float = 1.0
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -214,7 +228,22 @@ class DocumentService:
     async def retrieve(
         self, url: str, query: str, *, top_k: int, neighbors: int = 0, progress: Progress | None = None,
     ) -> Retrieval:
-        # bytes -> content key -> index: parsing and chunking run only when no index exists
+        indexed = await self.index(url, query=query, progress=progress)
+        index, timings = indexed.index, dict(indexed.timings_ms)
+        hits, search_timings = await self.indexes.search(index, query, top_k, neighbors=neighbors)
+        hits = [dataclasses.replace(h, passage_id=passage_id(indexed.key, h.chunk.chunk_index, h.chunk.text))
+                for h in hits]
+        timings.update({name.removesuffix("_ms"): value for name, value in search_timings.items()})
+        metrics.retrieval(indexed.doc_type, warm=indexed.cached)
+        return Retrieval(hits=hits, total_chunks=len(index.chunks), doc_type=indexed.doc_type,
+                         cached=indexed.cached, timings_ms=timings, complete=indexed.complete,
+                         dense_coverage=indexed.dense_coverage)
+
+    async def index(self, url: str, *, query: str | None = None, progress: Progress | None = None) -> Indexed:
+        """The document's search index, bytes -> content key -> index: from memory or disk when
+        known (no parse), else parsed, chunked and built. With ``query``, a big document may get a
+        partial index (vectors for that query's candidates) while the complete one builds in the
+        background; without, always the complete one."""
         processed = await self.process(url, need_document=False, progress=progress)
         timings = dict(processed.timings_ms)
 
@@ -248,13 +277,10 @@ class DocumentService:
         finally:
             connected = False  # MCP allows progress only while the request runs
         timings["index"] = _ms(started)
-        hits, search_timings = await self.indexes.search(view.index, query, top_k, neighbors=neighbors)
-        timings.update({name.removesuffix("_ms"): value for name, value in search_timings.items()})
         chunks = view.index.chunks
         doc_type = chunks[0].doc_type if chunks else processed.doc_type  # the processor's, as before
-        metrics.retrieval(doc_type, warm=view.cached)
-        return Retrieval(hits=hits, total_chunks=len(chunks), doc_type=doc_type, cached=view.cached,
-                         timings_ms=timings, complete=view.complete, dense_coverage=view.dense_coverage)
+        return Indexed(index=view.index, key=view.key, doc_type=doc_type, cached=view.cached, timings_ms=timings,
+                       complete=view.complete, dense_coverage=view.dense_coverage)
 
     async def query_spreadsheet(self, url: str, search_value: str, column: str | None) -> dict[str, Any]:
         fetched, _ = await self.fetch(url)

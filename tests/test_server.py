@@ -21,6 +21,7 @@ EXPECTED_TOOLS = {
     "process_document", "chunk_document", "retrieve_chunks", "query_spreadsheet",
     "extract_pdf_text", "extract_docx_text", "extract_pptx_text", "extract_xlsx_tables",
     "extract_csv_tables", "extract_image_text", "detect_language", "get_system_health", "manage_cache",
+    "search_documents", "get_passage",
 }
 
 
@@ -121,7 +122,7 @@ async def test_resources_are_generated_from_the_registries() -> None:
     assert listed == {"rag://supported-formats", "rag://tool-descriptions"}
     assert {f["doc_type"] for f in formats["formats"]} >= {"pdf", "docx", "pptx", "xlsx", "csv", "html", "txt", "image"}
     assert {t["name"] for t in tools["tools"]} == EXPECTED_TOOLS
-    assert tools["tool_count"] == 13
+    assert tools["tool_count"] == 15
 
 
 async def test_manage_cache_rejects_unknown_actions() -> None:

@@ -23,8 +23,10 @@ __all__ = ["InProcessRateLimiter", "RateLimiter", "TokenBucket"]
 
 
 class RateLimiter(Protocol):
-    async def check(self, client: str) -> None:
-        """Take one token for ``client``; raise RateLimitError (with retry_after) when empty."""
+    async def check(self, client: str, cost: int = 1) -> None:
+        """Take ``cost`` tokens for ``client`` (one per request; a multi-document search takes one
+        more per extra document); raise RateLimitError (with retry_after) when there are fewer.
+        A cost above the bucket's capacity takes the whole (full) bucket."""
 
     def stats(self) -> dict[str, object]: ...
 
@@ -36,17 +38,18 @@ class TokenBucket:
     tokens: float
     updated: float
 
-    def take(self, now: float) -> float:
-        """Take a token; return 0.0 on success, else the seconds until one is available."""
+    def take(self, now: float, cost: float = 1.0) -> float:
+        """Take ``cost`` tokens; return 0.0 on success, else the seconds until they are available."""
+        cost = min(cost, self.capacity)  # else a large cost could never be paid
         self.tokens = min(self.capacity, self.tokens + (now - self.updated) * self.rate)
         self.updated = now
-        if self.tokens >= 1.0:
-            self.tokens -= 1.0
+        if self.tokens >= cost:
+            self.tokens -= cost
             return 0.0
-        return (1.0 - self.tokens) / self.rate
+        return (cost - self.tokens) / self.rate
 
-    def give_back(self) -> None:
-        self.tokens = min(self.capacity, self.tokens + 1.0)
+    def give_back(self, cost: float = 1.0) -> None:
+        self.tokens = min(self.capacity, self.tokens + min(cost, self.capacity))
 
 
 class InProcessRateLimiter:
@@ -74,10 +77,10 @@ class InProcessRateLimiter:
             self._clients.move_to_end(client)
         return bucket
 
-    async def check(self, client: str) -> None:
+    async def check(self, client: str, cost: int = 1) -> None:
         with self._lock:
             now = self._clock()
-            wait = self._bucket(client, now).take(now)
+            wait = self._bucket(client, now).take(now, cost)
             if wait:
                 self.rejected += 1
                 metrics.rate_limited("client")
@@ -85,9 +88,9 @@ class InProcessRateLimiter:
                     f"Rate limit exceeded: {int(self._rpm)} requests per minute per client",
                     retry_after=wait,
                 )
-            global_wait = self._global.take(now)
+            global_wait = self._global.take(now, cost)
             if global_wait:
-                self._clients[client].give_back()  # the client's token was not used
+                self._clients[client].give_back(cost)  # the client's tokens were not used
                 self.rejected += 1
                 metrics.rate_limited("global")
                 raise RateLimitError(

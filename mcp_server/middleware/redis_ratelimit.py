@@ -23,7 +23,8 @@ from mcp_server.middleware.ratelimit import InProcessRateLimiter
 __all__ = ["RedisRateLimiter"]
 
 # KEYS: client bucket, global bucket, stats hash. ARGV: client capacity, client tokens/s, global
-# capacity, global tokens/s. Returns {0} or {1 (client) | 2 (global), seconds to wait, rejected}.
+# capacity, global tokens/s, cost (tokens to take; at most a full bucket).
+# Returns {0} or {1 (client) | 2 (global), seconds to wait, rejected}.
 _TAKE = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
@@ -33,23 +34,24 @@ local function level(key, cap, rate)
   if tokens == nil or ts == nil then return cap end
   return math.min(cap, tokens + math.max(0, now - ts) * rate)
 end
-local function take(key, tokens, cap, rate)
-  tokens = tokens - 1
+local function take(key, tokens, cap, rate, cost)
+  tokens = tokens - cost
   redis.call('HSET', key, 'tokens', string.format('%.6f', tokens), 'ts', string.format('%.6f', now))
   redis.call('PEXPIRE', key, math.ceil((cap - tokens) / rate * 1000) + 1000)
 end
 local ccap, crate = tonumber(ARGV[1]), tonumber(ARGV[2])
 local gcap, grate = tonumber(ARGV[3]), tonumber(ARGV[4])
+local ccost, gcost = math.min(tonumber(ARGV[5]), ccap), math.min(tonumber(ARGV[5]), gcap)
 local client = level(KEYS[1], ccap, crate)
-if client < 1 then
-  return {1, string.format('%.6f', (1 - client) / crate), redis.call('HINCRBY', KEYS[3], 'rejected', 1)}
+if client < ccost then
+  return {1, string.format('%.6f', (ccost - client) / crate), redis.call('HINCRBY', KEYS[3], 'rejected', 1)}
 end
 local global = level(KEYS[2], gcap, grate)
-if global < 1 then
-  return {2, string.format('%.6f', (1 - global) / grate), redis.call('HINCRBY', KEYS[3], 'rejected', 1)}
+if global < gcost then
+  return {2, string.format('%.6f', (gcost - global) / grate), redis.call('HINCRBY', KEYS[3], 'rejected', 1)}
 end
-take(KEYS[1], client, ccap, crate)
-take(KEYS[2], global, gcap, grate)
+take(KEYS[1], client, ccap, crate, ccost)
+take(KEYS[2], global, gcap, grate, gcost)
 return {0}
 """
 
@@ -75,15 +77,15 @@ class RedisRateLimiter:
     def backend(self) -> str:
         return self.outage.backend
 
-    async def check(self, client: str) -> None:
+    async def check(self, client: str, cost: int = 1) -> None:
         if not self.outage.should_try():
-            return await self.fallback.check(client)
+            return await self.fallback.check(client, cost)
         keys = [self._client_prefix + client, self._global_key, self._stats_key]
         try:
-            answer = await self._script(keys=keys, args=self._args)
+            answer = await self._script(keys=keys, args=[*self._args, cost])
         except REDIS_ERRORS as exc:
             self.outage.failed(exc)
-            return await self.fallback.check(client)
+            return await self.fallback.check(client, cost)
         self.outage.succeeded()
         if int(answer[0]) == 0:
             return

@@ -87,6 +87,8 @@ class DocumentIndex:
     covered chunks only, and a chunk without vectors has no dense score.
     """
 
+    key: str = ""  # the cache key it is stored under (set by the store and the manager); passage ids name it
+
     def __init__(
         self, chunks: Sequence[Chunk], faiss_index: faiss.Index, *, model_id: str,
         owners: np.ndarray | None = None,
@@ -282,6 +284,40 @@ class DocumentIndex:
             ids = {c.pos for c in chosen}
             chosen += [c for c in ranked if c.pos not in ids][: top_k - len(chosen)]
         return chosen
+
+    # --- cross-document search (retrieval/pool.py ranks the pooled candidates once more) ----
+    def candidate_positions(
+        self, query_vec: np.ndarray, query: str, n: int, allowed: np.ndarray | None = None,
+    ) -> list[int]:
+        """The union of the dense and the BM25 top ``n`` chunk positions (dense first), only
+        among ``allowed`` positions when given (exact cosines for those, no FAISS cut-off)."""
+        vec = np.ascontiguousarray(np.asarray(query_vec, dtype=np.float32).reshape(1, -1))
+        if allowed is None:
+            chosen = dict.fromkeys(pos for pos, _ in self._dense_ranking(vec, n))
+        else:
+            sims = self.dense_scores(vec[0], allowed)
+            chosen = dict.fromkeys(int(p) for p in allowed[np.argsort(-sims, kind="stable")[:n]])
+        bm25 = self._bm25_scores(query)
+        if bm25 is not None:
+            if allowed is not None:
+                kept = np.zeros_like(bm25)
+                kept[allowed] = bm25[allowed]
+                bm25 = kept
+            for pos in np.argsort(-bm25, kind="stable")[:n]:
+                if bm25[pos] <= 0:
+                    break
+                chosen.setdefault(int(pos))
+        return list(chosen)
+
+    def dense_scores(self, query_vec: np.ndarray, positions: Sequence[int] | np.ndarray) -> np.ndarray:
+        """Exact dense score (best sentence cosine) of each chunk in ``positions``, in that order."""
+        positions = np.asarray(positions, dtype=np.int64)
+        if not len(positions):
+            return np.zeros(0, dtype=np.float32)
+        counts = self._starts[positions + 1] - self._starts[positions]  # >= 1: every chunk has vectors
+        ids = np.concatenate([np.arange(self._starts[p], self._starts[p + 1]) for p in positions])
+        sims = self.faiss.reconstruct_batch(ids.astype(np.int64)) @ np.asarray(query_vec, dtype=np.float32).ravel()
+        return np.maximum.reduceat(sims, np.concatenate(([0], np.cumsum(counts)[:-1])))
 
     # --- neighbours -------------------------------------------------------------------------
     def _expand(self, hits: list[SearchHit], chosen: list[_Candidate], neighbors: int) -> list[SearchHit]:

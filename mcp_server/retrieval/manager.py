@@ -30,7 +30,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, asynccontextmanager, contextmanager, nullcontext
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import anyio.from_thread
@@ -50,6 +50,7 @@ __all__ = ["ChunkSource", "IndexManager", "IndexView", "Progress", "make_index_k
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
 # The chunks, or a coroutine function producing them (called only when the index must be built).
 ChunkSource = Sequence[Chunk] | Callable[[], Awaitable[Sequence[Chunk]]]
 # (done, total, message); may be sync or async (e.g. ``ctx.report_progress``-style).
@@ -79,6 +80,7 @@ class IndexView:
     complete index is still building. ``cached``: nothing was embedded for this call."""
 
     index: DocumentIndex
+    key: str  # what the index is stored under
     complete: bool
     cached: bool
 
@@ -95,6 +97,7 @@ class _Stopped(Exception):
 class _Pending:
     """A document answered from a partial index while its complete one builds."""
 
+    key: str
     index: DocumentIndex
     embedder: Embedder
     lock: anyio.Lock = field(default_factory=anyio.Lock)  # one extension of the partial index at a time
@@ -172,7 +175,7 @@ class IndexManager:
         if index is not None:
             self.counters["memory_hits"] += 1
             metrics.index_lookup("memory")
-            return IndexView(index=index, complete=True, cached=True)
+            return IndexView(key=key, index=index, complete=True, cached=True)
         pending = self._pending.get(key) if query is not None else None
         if pending is not None:
             return await self._answer_partial(pending, query or "", progress)
@@ -182,7 +185,7 @@ class IndexManager:
                 self.counters["memory_hits"] += 1
                 metrics.index_build("coalesced")
                 metrics.index_lookup("memory")
-                return IndexView(index=index, complete=True, cached=True)
+                return IndexView(key=key, index=index, complete=True, cached=True)
             pending = self._pending.get(key) if query is not None else None
             if pending is None:
                 loaded = await run_sync(self._load, key, chunker_version)
@@ -191,7 +194,7 @@ class IndexManager:
                     metrics.index_lookup("disk")
                     metrics.cache_insert("index", self._memory, key)
                     self._memory[key] = loaded
-                    return IndexView(index=loaded, complete=True, cached=True)
+                    return IndexView(key=key, index=loaded, complete=True, cached=True)
                 self.counters["misses"] += 1
                 metrics.index_lookup("miss")
                 chunk_list = list(await chunks() if callable(chunks) else chunks)
@@ -200,10 +203,10 @@ class IndexManager:
                     fresh, built = await self._build_here(key, chunker_version, chunk_list, progress)
                     metrics.cache_insert("index", self._memory, key)
                     self._memory[key] = fresh
-                    return IndexView(index=fresh, complete=True, cached=not built)
+                    return IndexView(key=key, index=fresh, complete=True, cached=not built)
                 # BM25 over every chunk, no vectors yet: a second or so for a 3 MB book, off the loop
                 base = await run_sync(lambda: DocumentIndex.embed(chunk_list, embedder, only=()))
-                pending = _Pending(index=base, embedder=embedder, progress=progress)
+                pending = _Pending(key=key, index=base, embedder=embedder, progress=progress)
                 view = await self._answer_partial(pending, query, progress)
                 self._pending[key] = pending
                 assert self._tasks is not None
@@ -232,7 +235,7 @@ class IndexManager:
             async with self._gpu():
                 extended = await run_sync(extend, index)
             pending.index = extended
-        return IndexView(index=extended, complete=False, cached=extended is index)
+        return IndexView(key=pending.key, index=extended, complete=False, cached=extended is index)
 
     async def _build_here(
         self, key: str, chunker_version: str, chunks: list[Chunk], progress: Progress | None,
@@ -291,6 +294,26 @@ class IndexManager:
 
         return forward
 
+    async def find(self, key: str) -> DocumentIndex | None:
+        """The index stored under ``key``, from memory, else from disk (then kept in memory);
+        None when it is in neither. Never builds: a passage id leads here without a download."""
+        index = self._memory.get(key)
+        if index is not None:
+            return index
+        pending = self._pending.get(key)
+        if pending is not None:  # being built: the partial index holds every chunk already
+            return pending.index
+        index = await run_sync(self._find_on_disk, key)
+        if index is not None:
+            self._memory[key] = index
+        return index
+
+    def _find_on_disk(self, key: str) -> DocumentIndex | None:
+        if not self.store.path(key).exists():
+            return None
+        with self.store.lock(key):  # the key names the chunker version: accept the manifest's
+            return self.store.load(key, lambda manifest: self._check(str(manifest.get("chunker_version")))(manifest))
+
     def _check(self, chunker_version: str) -> Callable[[Manifest], str | None]:
         def check(manifest: Manifest) -> str | None:
             if manifest.get("chunker_version") != chunker_version:
@@ -328,6 +351,7 @@ class IndexManager:
             with slot():
                 index = DocumentIndex.embed(chunks, embedder, progress=progress)
             metrics.index_embedded(len(chunks), time.perf_counter() - started)
+            index.key = key
             self.store.save(key, index, chunker_version=chunker_version)
             self.counters["builds"] += 1
             metrics.observe_stage("index_build", time.perf_counter() - started)
@@ -355,6 +379,12 @@ class IndexManager:
         t2 = time.perf_counter()
         metrics.search_timed(t1 - t0, t2 - t1)
         return hits, {"embed_ms": round((t1 - t0) * 1000, 2), "search_ms": round((t2 - t1) * 1000, 2)}
+
+    async def run_limited(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` in a worker thread under the GPU_CONCURRENCY limiter that every build and
+        search shares (model and FAISS work of callers outside this class, e.g. a cross-document search)."""
+        async with self._gpu():
+            return await run_sync(fn, *args)
 
     # --- housekeeping ---------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:

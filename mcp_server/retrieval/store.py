@@ -160,10 +160,12 @@ class IndexStore:
         if not folder.exists():
             return None
         try:
-            return self._read(folder, check)
+            index = self._read(folder, check)
         except Exception as exc:  # json, faiss, OS and format errors all mean: do not trust it
             self.quarantine(key, f"{type(exc).__name__}: {exc}")
             return None
+        index.key = key
+        return index
 
     def _read(self, folder: Path, check: ManifestCheck | None) -> DocumentIndex:
         manifest = json.loads((folder / MANIFEST_FILE).read_bytes())

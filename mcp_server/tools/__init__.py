@@ -1,4 +1,4 @@
-"""The thirteen MCP tools. Each module registers its tools on a ``RagMCP`` through the guard."""
+"""The fifteen MCP tools. Each module registers its tools on a ``RagMCP`` through the guard."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ __all__ = ["register_tools"]
 
 
 def register_tools(server: RagMCP) -> None:
-    from mcp_server.tools import extract, query, utility
+    from mcp_server.tools import extract, query, research, utility
 
     query.register(server)
+    research.register(server)
     extract.register(server)
     utility.register(server)

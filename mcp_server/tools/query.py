@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from mcp.server.fastmcp import Context
 
+from mcp_server.core.concurrency import run_sync
 from mcp_server.core.errors import ValidationError
 from mcp_server.fetch import validate_url
 from mcp_server.processors.language import language_name
+from mcp_server.research import pack_texts
 from mcp_server.service import Progress
 from mcp_server.tools.schemas import (
     ChunkResult,
     DocumentResult,
     IndexStatus,
+    RetrieveItem,
     RetrieveResult,
     SpreadsheetResult,
     chunk_item,
@@ -50,6 +53,26 @@ def require_text(value: str, name: str, limit: int) -> str:
     return value
 
 
+def require_budget(max_tokens: int | None) -> int | None:
+    if max_tokens is not None and max_tokens < 1:
+        raise ValidationError(f"argument 'max_tokens' must be at least 1, not {max_tokens}", argument="max_tokens")
+    return max_tokens
+
+
+Item = TypeVar("Item", bound=RetrieveItem)
+
+
+async def fit_budget(items: list[Item], app: AppContext, budget: int | None) -> tuple[list[Item], int | None, int]:
+    """(the best items whose texts fit ``budget`` tokens, tokens used, items left out); unchanged without one."""
+    if budget is None:
+        return items, None, 0
+    packed = await run_sync(pack_texts, [item.text for item in items], app.models.token_counter, budget)
+    kept = items[: len(packed.texts)]
+    if packed.truncated:
+        kept[0] = kept[0].model_copy(update={"text": packed.texts[0], "truncated": True})
+    return kept, packed.tokens, packed.omitted
+
+
 def register(server: RagMCP) -> None:
     settings = server.rag_settings
 
@@ -80,25 +103,29 @@ def register(server: RagMCP) -> None:
     @server.guarded_tool("document", title="Retrieve chunks", open_world=True)
     async def retrieve_chunks(
         document_url: str, query: str, ctx: Context, top_k: int = 5, neighbors: int = 0,
+        max_tokens: int | None = None,
     ) -> RetrieveResult:
         """Answer a question about a document: the top_k most relevant passages, best first.
 
         Hybrid search (embeddings + BM25, fused), reranked by a cross-encoder when available.
         top_k is clamped to 1..20; neighbors (0..2, clamped) widens each hit with adjacent
-        chunks. Each result's location says where to cite it from. A big document answers its
-        first calls within seconds from a partial index (index.status "partial") while the
-        complete one builds in the background.
+        chunks. Each result's location says where to cite it from, and its passage_id finds it
+        again (get_passage). max_tokens keeps the best results whose texts fit that many tokens.
+        A big document answers its first calls within seconds from a partial index (index.status
+        "partial") while the complete one builds in the background.
         """
         url = validate_url(document_url, settings)
         require_text(query, "query", settings.max_text_length)
+        budget = require_budget(max_tokens)
         top_k = max(1, min(top_k, MAX_TOP_K))
         neighbors = max(0, min(neighbors, MAX_NEIGHBORS))
-        found = await app_of(ctx).service.retrieve(url, query, top_k=top_k, neighbors=neighbors,
-                                                   progress=progress_of(ctx))
+        app = app_of(ctx)
+        found = await app.service.retrieve(url, query, top_k=top_k, neighbors=neighbors, progress=progress_of(ctx))
+        items, tokens, omitted = await fit_budget([retrieve_item(h) for h in found.hits], app, budget)
         index = IndexStatus(status="complete" if found.complete else "partial", dense_coverage=found.dense_coverage)
-        return RetrieveResult(results=[retrieve_item(h) for h in found.hits], total_chunks_indexed=found.total_chunks,
-                              document_type=found.doc_type, cached=found.cached, timings_ms=found.timings_ms,
-                              index=index)
+        return RetrieveResult(results=items, total_chunks_indexed=found.total_chunks, document_type=found.doc_type,
+                              cached=found.cached, timings_ms=found.timings_ms, index=index, tokens=tokens,
+                              omitted=omitted)
 
     @server.guarded_tool("document", title="Query spreadsheet", open_world=True)
     async def query_spreadsheet(

@@ -9,9 +9,9 @@ from pydantic import BaseModel, Field
 from mcp_server.core.models import Chunk, ExtractedTable, ProcessedDocument, SearchHit
 
 __all__ = [
-    "ChunkItem", "ChunkResult", "DocumentResult", "ImageItem", "IndexStatus", "OcrItem", "OcrResult", "RetrieveItem",
-    "RetrieveResult", "SpreadsheetResult", "TableItem", "TablesResult", "TextResult", "UrlItem", "capped",
-    "chunk_item", "table_item",
+    "ChunkItem", "ChunkResult", "DocumentResult", "DocumentStatus", "ImageItem", "IndexStatus", "OcrItem",
+    "OcrResult", "PassageChunk", "PassageResult", "RetrieveItem", "RetrieveResult", "SearchItem", "SearchResult",
+    "SpreadsheetResult", "TableItem", "TablesResult", "TextResult", "UrlItem", "capped", "chunk_item", "table_item",
 ]
 
 
@@ -85,6 +85,9 @@ class Scores(BaseModel):
 
 class RetrieveItem(BaseModel):
     text: str
+    truncated: bool = Field(False, description="The text was cut: by the 5,000-character cap, or to fit max_tokens.")
+    passage_id: str = Field(description="Stable id of the chunk (same bytes -> same id, at any URL, after restarts); "
+                                        "get_passage(passage_id) returns it and its neighbours without a download.")
     chunk_index: int
     importance_score: float
     content_type: str
@@ -108,6 +111,54 @@ class RetrieveResult(BaseModel):
     cached: bool = Field(description="True when the index came from memory or disk (nothing embedded).")
     timings_ms: dict[str, float]
     index: IndexStatus
+    tokens: int | None = Field(None, description="With max_tokens: tokens of the returned texts (embedding tokenizer).")
+    omitted: int = Field(0, description="With max_tokens: results left out to stay within the budget.")
+
+
+class SearchItem(RetrieveItem):
+    document_url: str = Field(description="The document this passage comes from, as given in document_urls.")
+    ranks: list[int | None] = Field(description="1-based rank in the ranking of each phrasing (query, then queries); "
+                                                "null where that phrasing did not rank it.")
+
+
+class DocumentError(BaseModel):
+    code: str
+    error: str
+
+
+class DocumentStatus(BaseModel):
+    url: str
+    status: Literal["ok", "error"]
+    error: DocumentError | None = None
+    document_type: str | None = None
+    chunks: int | None = Field(None, description="Chunks indexed.")
+    cached: bool | None = Field(None, description="True when the index came from memory or disk.")
+    results: int = Field(0, description="Results from this document in this answer.")
+
+
+class SearchResult(BaseModel):
+    results: list[SearchItem] = Field(description="Best first, across all documents; scores compare across them.")
+    documents: list[DocumentStatus] = Field(description="One entry per distinct URL, in the order given.")
+    tokens: int | None = Field(None, description="With max_tokens: tokens of the returned texts (embedding tokenizer).")
+    omitted: int = Field(0, description="With max_tokens: results left out to stay within the budget.")
+    timings_ms: dict[str, float]
+
+
+class PassageChunk(ChunkItem):
+    passage_id: str
+    target: bool = Field(description="True for the chunk the passage id names; the others are its neighbours.")
+
+
+class PassageResult(BaseModel):
+    passage_id: str
+    text: str = Field(description="The window's text (target and neighbours, shared characters once), capped at "
+                                  "50,000 characters.")
+    truncated: bool
+    location: dict[str, Any] = Field(description="The window's span: start_char/end_char, pages, and more where known.")
+    document_type: str
+    total_chunks: int
+    chunks: list[PassageChunk] = Field(description="The chunks of the window in document order, as chunk_document "
+                                                   "returns them, each with its own passage id.")
 
 
 class SpreadsheetResult(BaseModel):
@@ -155,8 +206,9 @@ def chunk_item(chunk: Chunk, limit: int = 5000) -> ChunkItem:
 
 def retrieve_item(hit: SearchHit, limit: int = 5000) -> RetrieveItem:
     chunk = hit.chunk
+    text, _, truncated = capped(hit.text if hit.text is not None else chunk.text, limit * 3 if hit.text else limit)
     return RetrieveItem(
-        text=(hit.text if hit.text is not None else chunk.text)[: limit * 3 if hit.text else limit],
+        text=text, truncated=truncated, passage_id=hit.passage_id,
         chunk_index=chunk.chunk_index, importance_score=chunk.importance_score,
         content_type=chunk.content_type, location=chunk.location.to_dict(),
         score=round(hit.score, 6),

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
@@ -18,14 +19,14 @@ from client.config import CLIENT_DIR, NO_LLM_MESSAGE
 from client.fake_llm import ScriptedChatModel
 from tests.client.helpers import call, say, write_script
 from tests.conftest import FileServer
-from tests.mcp_harness import ROOT, ThreadedServer, free_port, make_settings
+from tests.mcp_harness import ROOT, ThreadedServer, free_port, http_client, make_settings, payload
 
 PDF = "docs/pdf/multi_page.pdf"
 XLSX = "docs/xlsx/stanley-cups.xlsx"
 ALL_TOOLS = {
     "process_document", "chunk_document", "retrieve_chunks", "query_spreadsheet", "extract_pdf_text",
     "extract_docx_text", "extract_pptx_text", "extract_xlsx_tables", "extract_csv_tables", "extract_image_text",
-    "detect_language", "get_system_health", "manage_cache",
+    "detect_language", "get_system_health", "manage_cache", "search_documents", "get_passage",
 }
 
 
@@ -73,6 +74,37 @@ def test_one_shot_tool_results_from_a_pdf_and_a_spreadsheet_reach_the_model_and_
     assert f"  [TOOL CALL] query_spreadsheet(document_url='{xlsx}', search_value='Maple Leafs')" in out
     assert "  [TOOL RESULT] query_spreadsheet -> " in out and "Maple Leafs" in out.split("query_spreadsheet -> ")[1]
     assert out.rstrip().endswith("the Maple Leafs won 13 Stanley Cups.")
+
+
+def test_the_prompt_teaches_comparing_with_search_documents_and_quoting_with_get_passage() -> None:
+    for name in ("search_documents(document_urls", "per_document", "get_passage(passage_id", "max_tokens"):
+        assert name in SYSTEM_PROMPT, name
+
+
+def test_a_comparison_across_documents_then_a_quote_reach_the_model(rag_server: str,
+                                                                    corpus_server: FileServer) -> None:
+    urls = [corpus_server.url(PDF), corpus_server.url("docs/docx/testWORD.docx")]
+    search = {"document_urls": urls, "query": "word processors", "per_document": 1}
+
+    async def first_passage_id() -> str:
+        async with http_client(rag_server) as session:
+            return str(payload(await session.call_tool("search_documents", search))["results"][0]["passage_id"])
+
+    pid = anyio.run(first_passage_id)
+    model = ScriptedChatModel(script=[
+        call("search_documents", **search),
+        call("get_passage", passage_id=pid, before=1, after=1),
+        say("Both documents are about word processing (page 1)."),
+    ])
+
+    code, out, err = run_agent([f"Compare {urls[0]} and {urls[1]}"], rag_server, model)
+
+    assert (code, err) == (0, "")
+    found = result_json(tool_result(model.received[1], "search_documents"))
+    assert [r["document_url"] for r in found["results"]] in (urls, urls[::-1])  # one from each
+    passage = result_json(tool_result(model.received[2], "get_passage"))
+    assert passage["passage_id"] == pid and any(c["target"] for c in passage["chunks"])
+    assert "  [TOOL CALL] get_passage(" in out
 
 
 def test_the_repl_keeps_history_within_the_session_and_stops_at_quit(

@@ -76,3 +76,23 @@ async def test_buckets_beyond_the_client_cap_are_evicted_oldest_first() -> None:
     await limiter.check("a")  # "a" was evicted, so it starts with a fresh bucket
     with pytest.raises(RateLimitError):
         await limiter.check("d")
+
+
+async def test_a_call_can_cost_several_tokens_at_once() -> None:
+    clock = Clock()
+    limiter = InProcessRateLimiter(make_settings(rate_limit_rpm=5), clock=clock)
+    await limiter.check("ip:1", cost=3)
+    with pytest.raises(RateLimitError) as caught:
+        await limiter.check("ip:1", cost=3)  # two left
+    assert caught.value.details["retry_after"] == pytest.approx(12.0)  # one more token at 5 per minute
+    await limiter.check("ip:1", cost=2)  # the refused call took nothing
+
+
+async def test_a_cost_above_the_bucket_takes_the_whole_bucket() -> None:
+    clock = Clock()
+    limiter = InProcessRateLimiter(make_settings(rate_limit_rpm=2), clock=clock)
+    await limiter.check("ip:1", cost=20)
+    with pytest.raises(RateLimitError):
+        await limiter.check("ip:1")
+    clock.now += 60.0
+    await limiter.check("ip:1", cost=20)  # payable again once the bucket is full

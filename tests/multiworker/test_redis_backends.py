@@ -74,6 +74,18 @@ async def test_the_global_budget_is_exact_across_workers_and_spares_the_client_t
         assert three[0].stats()["backend"] == "redis"
 
 
+async def test_a_multi_document_call_takes_its_cost_from_the_shared_bucket(redis_server: RedisServer) -> None:
+    settings = make_settings(redis_url=redis_server.url, rate_limit_rpm=5, global_rate_multiplier=100)
+    async with limiters(settings) as two:
+        await two[0].check("ip:10.0.0.3", cost=3)
+        with pytest.raises(RateLimitError) as caught:
+            await two[1].check("ip:10.0.0.3", cost=3)  # the other worker sees 2 left
+        assert 11.0 < caught.value.details["retry_after"] <= 12.5  # one more token at 5 per minute
+        await two[1].check("ip:10.0.0.3", cost=2)
+        await two[0].check("ip:10.0.0.4", cost=50)  # more than a bucket: takes the full bucket
+        assert await outcomes(two, "ip:10.0.0.4", 1) == ["client"]
+
+
 async def test_idle_client_buckets_expire_in_redis(redis_server: RedisServer) -> None:
     settings = make_settings(redis_url=redis_server.url, rate_limit_rpm=60)
     async with limiters(settings, 1) as one:

@@ -488,3 +488,15 @@ async def test_ten_concurrent_first_queries_on_a_big_document_chunk_it_once(tmp_
         embedder.gate.set()
         await finished(m)
     assert calls == 1 and m.counters["partial_answers"] == 10 and m.counters["builds"] == 1
+
+
+async def test_find_returns_an_index_by_key_from_memory_then_disk_and_never_builds(settings: Settings) -> None:
+    built, _ = await manager(settings).get_or_build(SHA, "1", "params", make_chunks(TEXTS))
+    assert built.key and (await manager(settings).find("f" * 32)) is None
+    fresh = manager(settings)  # a restart: nothing in memory
+    found = await fresh.find(built.key)
+    assert found is not None and found.key == built.key and [c.text for c in found.chunks] == TEXTS
+    assert await fresh.find(built.key) is found  # now from memory
+    assert fast(fresh).texts_embedded == 0 and fresh.counters["builds"] == 0
+    await fresh.clear()
+    assert await fresh.find(built.key) is None

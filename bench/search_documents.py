@@ -1,0 +1,192 @@
+"""search_documents on financebench-dev: one search over all 12 filings, and its cold time.
+
+    .venv/bin/python bench/search_documents.py [--index-dir DIR] [--questions N]
+    .venv/bin/python bench/search_documents.py --cold [--runs 2] [--set skewed|even]
+
+Quality (default): a real server process, ``../shared/corpus/qa/financebench-dev/docs`` served on
+127.0.0.1. Every question goes to ``search_documents`` over all 12 PDFs at once (the question
+does not say which filing; top_k=10), and, as the single-document reference, to
+``retrieve_chunks`` on the question's own filing (top_k=5 and top_k=10). A hit needs the right
+document AND a result on a gold evidence page (``location.pages``). Prints hit@5, hit@10, MRR@10
+and how often the right filing is among the top 10 at all. Nothing is cached across runs except
+the index folder when ``--index-dir`` is given (documents are still downloaded and parsed).
+
+Cold (``--cold``): five filings, each searched alone (``search_documents`` with one URL) and then
+all five in one call, each measurement on a fresh server process with an empty index folder.
+Prints the medians and the ratio of the 5-document call to the slowest single document (goal
+<= 1.3), with the sum of the single times (what one after another would cost).
+
+The questions are CC BY-NC and stay in ../shared: nothing here copies them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import httpx  # noqa: E402
+from mcp import ClientSession  # noqa: E402
+from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+
+from tests.conftest import CORPUS, FileServer  # noqa: E402
+from tests.mcp_harness import payload, server_process  # noqa: E402
+
+FINANCEBENCH = CORPUS / "qa" / "financebench-dev"
+SETS = {
+    # an annual report next to four short releases and filings: the common "compare these" call
+    "skewed": ["BESTBUY_2023_10K.pdf", "ULTABEAUTY_2023Q4_EARNINGS.pdf", "AMCOR_2023Q4_EARNINGS.pdf",
+               "MGMRESORTS_2022Q4_EARNINGS.pdf", "JOHNSON_JOHNSON_2023_8K_dated-2023-08-30.pdf"],
+    # five documents of similar size: on 2 cores they cannot all run at once
+    "even": ["ULTABEAUTY_2023Q4_EARNINGS.pdf", "AMCOR_2023Q4_EARNINGS.pdf", "MGMRESORTS_2022Q4_EARNINGS.pdf",
+             "JOHNSON_JOHNSON_2023_8K_dated-2023-08-30.pdf", "BESTBUY_2024Q2_10Q.pdf"],
+}
+SERVER_ENV = {
+    "MCP_FETCH_ALLOWLIST": "127.0.0.1", "MCP_RATE_LIMIT_RPM": "100000", "MCP_LOG_DIR": "",
+    # the PDF parser of this branch runs ~750 ms per page: the 252-page 10-K needs more than 120 s
+    "MCP_PARSE_TIMEOUT": "1800", "MCP_TIMEOUT_DOCUMENT": "3600",
+    "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+}
+
+
+@dataclass
+class Score:
+    ranks: list[int | None] = field(default_factory=list)  # 1-based rank of the first hit, per question
+    right_doc: int = 0
+
+    def hit(self, k: int) -> float:
+        return sum(r is not None and r <= k for r in self.ranks) / len(self.ranks)
+
+    def mrr(self) -> float:
+        return sum(1 / r for r in self.ranks if r is not None) / len(self.ranks)
+
+
+def first_hit(results: list[dict[str, Any]], doc_url: str, pages: set[int]) -> int | None:
+    for rank, result in enumerate(results, start=1):
+        if result.get("document_url", doc_url) == doc_url and pages & set(result["location"].get("pages", [])):
+            return rank
+    return None
+
+
+async def call(url: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    async with httpx.AsyncClient(timeout=httpx.Timeout(60, read=None)) as http, \
+            streamable_http_client(url, http_client=http) as (read, write, _), ClientSession(read, write) as client:
+        await client.initialize()  # a cold call over 12 filings sends nothing for minutes: no read timeout
+        result = await client.call_tool(tool, arguments)
+    body = payload(result)
+    if result.isError:
+        raise RuntimeError(f"{tool} failed: {body}")
+    return body
+
+
+async def quality(args: argparse.Namespace) -> None:
+    questions = [json.loads(line) for line in (FINANCEBENCH / "questions.jsonl").read_text().splitlines() if line]
+    questions = questions[: args.questions] if args.questions else questions
+    files = FileServer(FINANCEBENCH)
+    docs = sorted(p.name for p in (FINANCEBENCH / "docs").glob("*.pdf"))
+    urls = [files.url(f"docs/{name}") for name in docs]
+    index_dir = args.index_dir or tempfile.mkdtemp(prefix="bench-search-")
+    env = {**SERVER_ENV, "MCP_INDEX_DIR": str(index_dir)}
+    try:
+        with server_process([], env=env, ready_timeout=600) as (_, base):
+            mcp = f"{base}/mcp"
+            started = time.perf_counter()
+            first = await call(mcp, "search_documents", {"document_urls": urls, "query": "total revenue", "top_k": 1})
+            ready = time.perf_counter() - started
+            failed = [d for d in first["documents"] if d["status"] != "ok"]
+            if failed:
+                raise RuntimeError(f"documents failed: {failed}")
+            chunks = sum(d["chunks"] for d in first["documents"])
+            multi, single5, single10 = Score(), Score(), Score()
+            latencies = []
+            for q in questions:
+                doc_url = files.url(q["doc"])
+                pages = {e["page"] for e in q["evidence"]}
+                started = time.perf_counter()
+                found = await call(mcp, "search_documents",
+                                   {"document_urls": urls, "query": q["question"], "top_k": 10})
+                latencies.append(time.perf_counter() - started)
+                multi.ranks.append(first_hit(found["results"], doc_url, pages))
+                multi.right_doc += any(r["document_url"] == doc_url for r in found["results"])
+                for score, k in ((single5, 5), (single10, 10)):
+                    own = await call(mcp, "retrieve_chunks", {"document_url": doc_url, "query": q["question"],
+                                                              "top_k": k})
+                    score.ranks.append(first_hit(own["results"], doc_url, pages))
+                    score.right_doc += 1
+    finally:
+        files.close()
+    n = len(questions)
+    print(f"financebench-dev: {n} questions, {len(docs)} PDFs, {chunks} chunks; first (cold or index-dir) "
+          f"search_documents over all {len(docs)}: {ready:.1f} s; warm search_documents p50 "
+          f"{statistics.median(latencies) * 1000:.0f} ms")
+    print()
+    print("| call | hit@5 | hit@10 | MRR@10 | right filing in the results |")
+    print("|---|---:|---:|---:|---:|")
+    print(f"| search_documents, all {len(docs)} PDFs, top_k=10 | {multi.hit(5):.3f} | **{multi.hit(10):.3f}** | "
+          f"{multi.mrr():.3f} | {multi.right_doc / n:.3f} |")
+    print(f"| retrieve_chunks, own filing, top_k=5 | {single5.hit(5):.3f} | – | {single5.mrr():.3f} | 1 (given) |")
+    print(f"| retrieve_chunks, own filing, top_k=10 | {single10.hit(5):.3f} | {single10.hit(10):.3f} | "
+          f"{single10.mrr():.3f} | 1 (given) |")
+
+
+async def cold_once(urls: list[str]) -> float:
+    with tempfile.TemporaryDirectory(prefix="bench-cold-") as index_dir, \
+            server_process([], env={**SERVER_ENV, "MCP_INDEX_DIR": index_dir}, ready_timeout=600) as (_, base):
+        started = time.perf_counter()
+        body = await call(f"{base}/mcp", "search_documents", {"document_urls": urls, "query": "net revenue"})
+        seconds = time.perf_counter() - started
+    if any(d["status"] != "ok" or d["cached"] for d in body["documents"]):
+        raise RuntimeError(f"not a clean cold run: {body['documents']}")
+    return seconds
+
+
+async def cold(args: argparse.Namespace) -> None:
+    names = SETS[args.set]
+    files = FileServer(FINANCEBENCH / "docs")
+    try:
+        singles: dict[str, list[float]] = {name: [] for name in names}
+        together: list[float] = []
+        for _ in range(args.runs):  # interleaved, so load changes on the machine hit both alike
+            for name in names:
+                singles[name].append(await cold_once([files.url(name)]))
+            together.append(await cold_once([files.url(name) for name in names]))
+    finally:
+        files.close()
+    medians = {name: statistics.median(times) for name, times in singles.items()}
+    slowest = max(medians.values())
+    print(f"cold search_documents, set '{args.set}', median of {args.runs} run(s), fresh server and index folder "
+          f"per measurement, {os.cpu_count()} CPU cores")
+    print()
+    print("| call | cold seconds |")
+    print("|---|---:|")
+    for name, seconds in medians.items():
+        print(f"| {name} alone | {seconds:.1f} |")
+    print(f"| sum of the five alone (one after another) | {sum(medians.values()):.1f} |")
+    print(f"| **all five in one call** | **{statistics.median(together):.1f}** |")
+    print(f"| ratio to the slowest alone (goal <= 1.3) | {statistics.median(together) / slowest:.2f} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--index-dir", type=Path, help="reuse this index folder across runs (quality mode)")
+    parser.add_argument("--questions", type=int, default=0, help="only the first N questions")
+    parser.add_argument("--cold", action="store_true", help="measure cold time instead of quality")
+    parser.add_argument("--set", choices=sorted(SETS), default="skewed", help="the five documents of --cold")
+    parser.add_argument("--runs", type=int, default=1, help="runs of --cold (medians)")
+    args = parser.parse_args()
+    asyncio.run(cold(args) if args.cold else quality(args))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,251 @@
+"""One ranking over the candidates of several documents, with scores that compare across them.
+
+Per-document scores do not compare: a document's fused score says how a chunk ranks *within*
+that document (the best chunk of an unrelated document scores as high as the best chunk of the
+right one), and BM25's IDF and length normalisation are statistics of one document. So each
+document only *proposes* candidates (its dense and BM25 top-n, as ``retrieve_chunks`` does) and
+the pool is ranked once more, with rankings that are global:
+
+- dense: every pooled chunk's best sentence cosine, sorted over the whole pool. Cosines of one
+  embedding model compare across documents; when documents were embedded by different models
+  (the accurate role serves long documents), each model's cosines are first standardised over
+  that model's candidates (z-scores), the only common scale two models have;
+- BM25: one Okapi BM25 index over the pooled candidates' texts, so IDF and length normalisation
+  are shared by every document (a word that only one document uses weighs as such);
+- reciprocal rank fusion of the two (k=60, the weights of ``index.py``), then the cross-encoder
+  when one is loaded (its scores are absolute), then the same diversity pass as a single document.
+
+That is the ranking of one query. Extra phrasings (``queries``) are each ranked that way and
+fused by reciprocal rank fusion of those rankings: score = sum over phrasings of 1 / (60 + rank),
+rank 1-based, absent = no term; ties keep the order of the first phrasing's ranking.
+Everything here is synchronous; the caller runs it in a worker thread under GPU_CONCURRENCY.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import bm25s
+import numpy as np
+
+from mcp_server.core.models import Chunk, ChunkLocation, SearchHit
+from mcp_server.retrieval.index import (
+    BM25_WEIGHT,
+    DENSE_WEIGHT,
+    DUPLICATE_OVERLAP,
+    MIN_CANDIDATES,
+    RRF_K,
+    DocumentIndex,
+)
+from mcp_server.retrieval.index import _tokenize as bm25_tokens  # the tokenizer of every document's BM25
+from mcp_server.retrieval.passages import passage_id
+from mcp_server.retrieval.rerankers import Reranker
+
+__all__ = ["MAX_POOL_TOP_K", "PoolHit", "PoolSource", "search_pool"]
+
+MAX_POOL_TOP_K = 50
+
+# (model id, text) -> unit query vector
+EmbedQuery = Callable[[str, str], np.ndarray]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PoolSource:
+    index: DocumentIndex
+    allowed: np.ndarray | None = None  # sorted chunk positions a filter allows (pages); None = all
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PoolHit:
+    source: int  # position of the document in the caller's list
+    hit: SearchHit
+    ranks: tuple[int | None, ...] = ()  # 1-based rank in each phrasing's ranking (None = not ranked)
+
+
+@dataclass(slots=True)
+class _Entry:
+    source: int
+    pos: int
+    dense: float = 0.0
+    bm25: float = 0.0
+    fused: float = 0.0
+    rerank: float | None = None
+
+
+@dataclass(slots=True)
+class _Ranking:
+    entries: list[_Entry] = field(default_factory=list)  # best first, after the diversity pass
+
+
+def search_pool(
+    sources: Sequence[PoolSource], queries: Sequence[str], embed: EmbedQuery, *, top_k: int,
+    per_document: int | None = None, reranker: Reranker | None = None,
+) -> list[PoolHit]:
+    """The best ``top_k`` chunks of all sources (at most ``per_document`` from each), best first."""
+    top_k = max(1, min(int(top_k), MAX_POOL_TOP_K))
+    per_doc = min(per_document, top_k) if per_document else top_k
+    n_each = max(3 * per_doc, MIN_CANDIDATES)
+    vectors: dict[tuple[str, str], np.ndarray] = {}
+
+    def vector(model_id: str, query: str) -> np.ndarray:
+        if (model_id, query) not in vectors:
+            vectors[model_id, query] = np.asarray(embed(model_id, query), dtype=np.float32).ravel()
+        return vectors[model_id, query]
+
+    tokens: dict[tuple[int, int], list[str]] = {}
+    rerank_n = max(3 * top_k, MIN_CANDIDATES)
+    rankings = [_rank_one(sources, q, vector, tokens, n_each, reranker, rerank_n) for q in queries]
+    if len(rankings) == 1:
+        order = rankings[0].entries
+        ranks: dict[tuple[int, int], list[int | None]] = {(e.source, e.pos): [i + 1] for i, e in enumerate(order)}
+    else:
+        fused, ranks = _fuse_rankings(rankings)
+        order = _diverse(sources, fused)  # phrasings may have found overlapping chunks
+    chosen = _select(order, top_k, per_doc)
+    return [_hit(sources, entry, tuple(ranks[entry.source, entry.pos])) for entry in chosen]
+
+
+# --- one query ---------------------------------------------------------------------------------
+def _rank_one(
+    sources: Sequence[PoolSource], query: str, vector: Callable[[str, str], np.ndarray],
+    tokens: dict[tuple[int, int], list[str]], n_each: int, reranker: Reranker | None, rerank_n: int,
+) -> _Ranking:
+    entries: list[_Entry] = []
+    for s, src in enumerate(sources):
+        index = src.index
+        if not index.chunks:
+            continue
+        vec = vector(index.model_id, query)
+        positions = index.candidate_positions(vec, query, min(n_each, len(index.chunks)), src.allowed)
+        sims = index.dense_scores(vec, positions)
+        entries += [_Entry(s, pos, dense=float(sim)) for pos, sim in zip(positions, sims, strict=True)]
+    if not entries:
+        return _Ranking()
+    dense = _comparable_dense(sources, entries)
+    bm25 = _pooled_bm25(sources, entries, query, tokens)
+    for rank, j in enumerate(np.argsort(-dense, kind="stable")):
+        entries[j].fused += DENSE_WEIGHT / (RRF_K + rank + 1)
+    for rank, j in enumerate(np.argsort(-bm25, kind="stable")):
+        if bm25[j] <= 0:  # no query term at all: not a BM25 candidate
+            break
+        entries[j].fused += BM25_WEIGHT / (RRF_K + rank + 1)
+    for entry, score in zip(entries, bm25, strict=True):
+        entry.bm25 = float(score)
+    ranked = sorted(entries, key=lambda e: (-e.fused, e.source, e.pos))
+    if reranker is not None:
+        head = ranked[:rerank_n]
+        for entry, score in zip(head, reranker.score(query, [_chunk(sources, e).text for e in head]), strict=True):
+            entry.rerank = float(score)
+        ranked = sorted(head, key=lambda e: -(e.rerank if e.rerank is not None else float("-inf"))) + ranked[len(head):]
+    return _Ranking(_diverse(sources, ranked))
+
+
+def _comparable_dense(sources: Sequence[PoolSource], entries: list[_Entry]) -> np.ndarray:
+    dense = np.array([e.dense for e in entries], dtype=np.float64)
+    models = np.array([sources[e.source].index.model_id for e in entries])
+    if len(set(models.tolist())) > 1:
+        for model in set(models.tolist()):
+            mask = models == model
+            spread = dense[mask].std()
+            dense[mask] = (dense[mask] - dense[mask].mean()) / (spread if spread > 0 else 1.0)
+    return dense
+
+
+def _pooled_bm25(
+    sources: Sequence[PoolSource], entries: list[_Entry], query: str, tokens: dict[tuple[int, int], list[str]],
+) -> np.ndarray:
+    missing = [(e.source, e.pos) for e in entries if (e.source, e.pos) not in tokens]
+    if missing:
+        texts = [sources[s].index.chunks[p].text for s, p in missing]
+        tokens.update(zip(missing, bm25_tokens(texts), strict=True))
+    corpus = [tokens[e.source, e.pos] for e in entries]
+    scores = np.zeros(len(entries), dtype=np.float64)
+    if not any(corpus):  # bm25s cannot index a corpus without a single token
+        return scores
+    index = bm25s.BM25()
+    index.index(corpus, show_progress=False)
+    wanted = [t for t in bm25_tokens([query])[0] if t in index.vocab_dict]
+    if wanted:
+        scores[:] = index.get_scores(wanted)
+    return scores
+
+
+# --- several phrasings ---------------------------------------------------------------------------
+def _fuse_rankings(rankings: list[_Ranking]) -> tuple[list[_Entry], dict[tuple[int, int], list[int | None]]]:
+    ranks: dict[tuple[int, int], list[int | None]] = {}
+    first: dict[tuple[int, int], _Entry] = {}  # the entry of the first phrasing that ranked it (its scores)
+    for q, ranking in enumerate(rankings):
+        for rank, entry in enumerate(ranking.entries, start=1):
+            key = (entry.source, entry.pos)
+            ranks.setdefault(key, [None] * len(rankings))[q] = rank
+            first.setdefault(key, entry)
+    fused = {key: sum(1.0 / (RRF_K + r) for r in rs if r is not None) for key, rs in ranks.items()}
+    # ties: the ranks of the phrasings in order (absent counts as last)
+    inf = float("inf")
+    order = sorted(ranks, key=lambda k: (-fused[k], *[r if r is not None else inf for r in ranks[k]]))
+    entries = []
+    for key in order:
+        entry = first[key]
+        entries.append(_Entry(entry.source, entry.pos, dense=entry.dense, bm25=entry.bm25, fused=fused[key],
+                              rerank=entry.rerank))
+    return entries, ranks
+
+
+# --- selection ---------------------------------------------------------------------------------
+def _chunk(sources: Sequence[PoolSource], entry: _Entry) -> Chunk:
+    return sources[entry.source].index.chunks[entry.pos]
+
+
+def _diverse(sources: Sequence[PoolSource], ranked: list[_Entry]) -> list[_Entry]:
+    """Drop chunks that repeat an earlier one: the same passage (one document at two URLs), the
+    same text in one document, or a span mostly shared with a better chunk of the same document.
+    Never re-sorts (as ``DocumentIndex._diverse``)."""
+    kept: list[_Entry] = []
+    seen_ids: set[str] = set()
+    seen_text: set[tuple[int, str]] = set()
+    by_source: dict[int, list[ChunkLocation]] = {}
+    for entry in ranked:
+        chunk = _chunk(sources, entry)
+        pid = f"{sources[entry.source].index.key}/{entry.pos}"
+        norm = (entry.source, re.sub(r"\s+", " ", chunk.text).strip().lower())
+        if pid in seen_ids or norm in seen_text:
+            continue
+        if any(_overlap_share(chunk.location, loc) > DUPLICATE_OVERLAP for loc in by_source.get(entry.source, ())):
+            continue
+        kept.append(entry)
+        seen_ids.add(pid)
+        seen_text.add(norm)
+        by_source.setdefault(entry.source, []).append(chunk.location)
+    return kept
+
+
+def _select(order: list[_Entry], top_k: int, per_doc: int) -> list[_Entry]:
+    chosen: list[_Entry] = []
+    taken: dict[int, int] = {}
+    for entry in order:
+        if taken.get(entry.source, 0) >= per_doc:
+            continue
+        chosen.append(entry)
+        taken[entry.source] = taken.get(entry.source, 0) + 1
+        if len(chosen) == top_k:
+            break
+    return chosen
+
+
+def _overlap_share(a: ChunkLocation, b: ChunkLocation) -> float:
+    inter = min(a.end_char, b.end_char) - max(a.start_char, b.start_char)
+    if inter <= 0:
+        return 0.0
+    shorter = min(a.end_char - a.start_char, b.end_char - b.start_char)
+    return inter / shorter if shorter > 0 else 0.0
+
+
+def _hit(sources: Sequence[PoolSource], entry: _Entry, ranks: tuple[int | None, ...]) -> PoolHit:
+    index = sources[entry.source].index
+    chunk = index.chunks[entry.pos]
+    score = entry.rerank if entry.rerank is not None and len(ranks) == 1 else entry.fused
+    hit = SearchHit(chunk=chunk, score=score, dense=entry.dense, bm25=entry.bm25, rerank=entry.rerank,
+                    passage_id=passage_id(index.key, entry.pos, chunk.text))
+    return PoolHit(source=entry.source, hit=hit, ranks=ranks)

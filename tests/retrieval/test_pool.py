@@ -1,0 +1,97 @@
+"""search_pool: one ranking over several documents' candidates, with scores that compare across them."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from mcp_server.retrieval import DocumentIndex, FakeReranker
+from mcp_server.retrieval.passages import passage_id
+from mcp_server.retrieval.pool import PoolSource, search_pool
+from tests.retrieval._chunks import make_chunks
+
+QUERY = np.array([1.0, 0.0, 0.0, 0.0], dtype=np.float32)
+
+
+def doc(key: str, cosines: Sequence[float], texts: Sequence[str] | None = None, *, model: str = "m") -> DocumentIndex:
+    """An index whose chunk i has cosine ``cosines[i]`` with QUERY (one vector per chunk)."""
+    texts = list(texts or [f"{key} filler text number {i}" for i in range(len(cosines))])
+    vectors = np.array([[c, math.sqrt(1 - c * c), 0.0, 0.0] for c in cosines], dtype=np.float32)
+    index = DocumentIndex.build(make_chunks(texts), vectors, model_id=model)
+    index.key = key * 16
+    return index
+
+
+def embed(model_id: str, text: str) -> np.ndarray:
+    return QUERY
+
+
+def run(indexes: Sequence[DocumentIndex], query: str = "unmatched", **kwargs: object) -> list[tuple[int, int]]:
+    hits = search_pool([PoolSource(index=i) for i in indexes], [query], embed, **kwargs)  # type: ignore[arg-type]
+    return [(h.source, h.hit.chunk.chunk_index) for h in hits]
+
+
+def test_a_relevant_documents_second_chunk_outranks_an_unrelated_documents_best() -> None:
+    relevant, unrelated = doc("a", [0.9, 0.8, 0.1]), doc("b", [0.3, 0.2, 0.1])
+    # per-document fused scores would put each document's first chunk level: a0, b0
+    assert run([relevant, unrelated], top_k=2) == [(0, 0), (0, 1)]
+    assert run([unrelated, relevant], top_k=3) == [(1, 0), (1, 1), (0, 0)]
+
+
+def test_per_document_caps_each_document_and_keeps_the_global_order() -> None:
+    first, second = doc("a", [0.9, 0.8, 0.7, 0.6]), doc("b", [0.5, 0.4, 0.3])
+    assert run([first, second], top_k=4, per_document=2) == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    assert run([first, second], top_k=3, per_document=1) == [(0, 0), (1, 0)]
+
+
+def test_bm25_scores_compare_across_documents() -> None:
+    shared = "apple pie recipe with cinnamon"
+    many_apples = doc("a", [0.5] * 4, [shared, "apple orchard", "apple juice press", "apple varieties list"])
+    few_apples = doc("b", [0.5] * 4, [shared, "river boats", "mountain weather", "city traffic"])
+    hits = search_pool([PoolSource(index=many_apples), PoolSource(index=few_apples)], ["apple pie"], embed, top_k=8)
+    same_text = [h.hit for h in hits if h.hit.chunk.text == shared]
+    assert len(same_text) == 2  # one per document: not a duplicate across documents
+    assert same_text[0].bm25 == same_text[1].bm25 > 0  # per document, IDF would differ (4 vs 1 "apple")
+
+
+def test_the_same_document_at_two_urls_answers_once() -> None:
+    index = doc("a", [0.9, 0.5, 0.1])
+    assert run([index, index], top_k=6) == [(0, 0), (0, 1), (0, 2)]
+
+
+def test_each_models_cosines_are_compared_on_that_models_scale() -> None:
+    generous = doc("a", [0.9, 0.85, 0.8], model="generous")  # a model whose cosines all run high
+    strict = doc("b", [0.5, 0.2, 0.1], model="strict")
+    assert set(run([generous, strict], top_k=2)) == {(0, 0), (1, 0)}
+
+
+def test_allowed_positions_restrict_the_candidates() -> None:
+    index = doc("a", [0.9, 0.8, 0.7, 0.6, 0.5])
+    hits = search_pool([PoolSource(index=index, allowed=np.array([1, 3]))], ["x"], embed, top_k=5)
+    assert [h.hit.chunk.chunk_index for h in hits] == [1, 3]
+
+
+def test_hits_carry_the_passage_id_and_the_dense_cosine() -> None:
+    index = doc("a", [0.9, 0.2])
+    [best] = search_pool([PoolSource(index=index)], ["x"], embed, top_k=1)
+    assert best.hit.passage_id == passage_id(index.key, 0, index.chunks[0].text)
+    assert best.hit.dense is not None and abs(best.hit.dense - 0.9) < 1e-5 and best.ranks == (1,)
+
+
+def test_a_reranker_orders_the_pool_by_its_absolute_scores() -> None:
+    first = doc("a", [0.9, 0.8], ["nothing relevant here", "cinnamon apple pie"])
+    second = doc("b", [0.3, 0.2], ["apple pie", "unrelated words"])
+    hits = search_pool([PoolSource(index=first), PoolSource(index=second)], ["apple pie"], embed, top_k=4,
+                       reranker=FakeReranker())
+    # both hold every query word (1.0) and rank first, whatever the dense cosine of their documents
+    assert {h.hit.chunk.text for h in hits[:2]} == {"cinnamon apple pie", "apple pie"}
+    assert all(h.hit.score == h.hit.rerank for h in hits)
+    assert [h.hit.score for h in hits] == sorted((h.hit.score for h in hits), reverse=True)
+
+
+def test_an_empty_document_contributes_nothing() -> None:
+    empty = DocumentIndex.build([], np.zeros((0, 4), dtype=np.float32), model_id="m")
+    empty.key = "e" * 32
+    assert run([empty, doc("a", [0.4])], top_k=3) == [(1, 0)]

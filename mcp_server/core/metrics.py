@@ -16,8 +16,8 @@ worker that was killed, so a scrape marks dead every process whose files remain 
 gone. With one in-process worker the instruments live in a private registry served directly.
 
 Labels are low-cardinality by construction: tool names, error codes, stages, layers, backends,
-document types and a few fixed words. ``_label()`` turns anything else into "other", so a URL,
-a query or a client key can never become a series.
+document types and a few fixed words; no hook passes a URL, a query or a client key, and
+``_label()`` turns any value that is not a plain name (a URL, a sentence) into "other".
 """
 
 from __future__ import annotations

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
+import threading
 from pathlib import Path
 
+import httpx
 import pytest
 
 from mcp_server.__main__ import metrics_processes
-from tests.mcp_harness import free_port, make_settings, payload, stdio_session
+from tests.mcp_harness import ROOT, free_port, make_settings, payload, stdio_session
 from tests.metrics._helpers import scrape, value
 
 pytestmark = pytest.mark.anyio
@@ -59,3 +64,42 @@ async def test_stdio_serves_metrics_on_the_metrics_port_and_keeps_stdout_clean()
     assert payload(first)["language_code"] == "it" and payload(second)["code"] == "VALIDATION_ERROR"
     assert value(samples, "rag_tool_calls_total", tool="detect_language", code="OK") == 1
     assert value(samples, "rag_tool_calls_total", tool="detect_language", code="VALIDATION_ERROR") == 1
+
+
+def test_with_a_metrics_port_stdout_still_carries_only_json_rpc(tmp_path: Path) -> None:
+    port = free_port()
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "get_system_health", "arguments": {}}},
+    ]
+    errlog = (tmp_path / "stderr.log").open("wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcp_server", "--transport", "stdio"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=errlog, cwd=ROOT, env={**os.environ, "MCP_LOG_DIR": "", "MCP_LOG_LEVEL": "DEBUG",
+                                      "MCP_LOAD_MODELS": "false", "MCP_METRICS_PORT": str(port)},
+    )
+    assert proc.stdin and proc.stdout
+    proc.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
+    proc.stdin.flush()
+    answered: set[int] = set()
+    killer = threading.Timer(240, proc.kill)  # bounds the reads below
+    killer.start()
+    try:
+        while answered < {1, 2}:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            answered.add(json.loads(line).get("id", 0))  # every stdout line is a JSON message
+        scraped = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
+    finally:
+        killer.cancel()
+        proc.stdin.close()
+        proc.stdout.read()
+        proc.stdout.close()
+        proc.wait(timeout=60)
+        errlog.close()
+    assert answered >= {1, 2}, (tmp_path / "stderr.log").read_text()[-2000:]
+    assert 'rag_tool_calls_total{code="OK",tool="get_system_health"} 1.0' in scraped
+    assert b"metrics.port" in (tmp_path / "stderr.log").read_bytes()  # the logs went to stderr

@@ -4,11 +4,10 @@
                                               [--cache /tmp/fb-processed]
 
 A big document's first retrieve_chunks searches a *partial* index: BM25 over every chunk, and
-sentence vectors only for the query's candidates (``partial_candidates``: its best BM25
-chunks, the first chunks when fewer match); the complete index has vectors for every chunk.
-Here every question is a first question: it gets a fresh partial index of its own (the server
-would carry the vectors of earlier questions along, which only helps), built by the server's
-code (``DocumentIndex.extended``), searched by the server's ``search``. Same chunks, same
+vectors only for the best-matching sentences of the query's candidates (``partial_view``: its
+best BM25 chunks, the first chunks when fewer match); the complete index has vectors for every
+sentence of every chunk. Each question gets the partial index the server would build for it
+(the server's ``partial_view``), searched by the server's ``search``. Same chunks, same
 embedder, same fusion for both rows.
 
 * SQuAD: hit / strict hit / MRR at k (``bench/squad.py``'s ``evaluate``).
@@ -43,7 +42,7 @@ from mcp_server.core.models import Chunk, FetchedDocument, ProcessedDocument  # 
 from mcp_server.core.settings import Settings  # noqa: E402
 from mcp_server.processors import ProcessOptions, document_input, process_document  # noqa: E402
 from mcp_server.retrieval.index import DocumentIndex  # noqa: E402
-from mcp_server.retrieval.manager import partial_candidates  # noqa: E402
+from mcp_server.retrieval.manager import SENTENCES_PER_CANDIDATE, partial_view  # noqa: E402
 from mcp_server.retrieval.models import ModelRegistry  # noqa: E402
 
 FINANCEBENCH = SQUAD.parent / "financebench-dev"
@@ -53,9 +52,9 @@ class Pair:
     """The complete and the BM25-only base index of one document; ``partial(q)`` extends the base
     with the question's candidates exactly as the server's first call does."""
 
-    def __init__(self, chunks: list[Chunk], models: ModelRegistry, candidates: int) -> None:
+    def __init__(self, chunks: list[Chunk], models: ModelRegistry, candidates: int, per_chunk: int) -> None:
         self.embedder = models.embedder_for(len(chunks))
-        self.models, self.candidates = models, candidates
+        self.models, self.candidates, self.per_chunk = models, candidates, per_chunk
         self.complete = DocumentIndex.embed(chunks, self.embedder)
         self.base = DocumentIndex.embed(chunks, self.embedder, only=())
         self.coverages: list[float] = []
@@ -63,20 +62,23 @@ class Pair:
     def search(self, question: str, k: int, partial: bool) -> list[Any]:
         index = self.complete
         if partial:  # the vectors come from the embedder's cache: quality is what is measured here
-            index = self.base.extended(partial_candidates(self.base, question, self.candidates), self.embedder)
+            index = partial_view(self.base, question, self.embedder, self.candidates, per_chunk=self.per_chunk)
             self.coverages.append(index.coverage)
         query_vec = self.embedder.embed_query(question)
         return index.search(query_vec, question, k, reranker=self.models.reranker)
 
 
-def squad_rows(models: ModelRegistry, candidates: int, k: int) -> list[tuple[str, dict[str, float], float]]:
+Row = tuple[str, dict[str, float], float]  # index kind, scores, mean dense coverage
+
+
+def squad_rows(models: ModelRegistry, candidates: int, per_chunk: int, k: int) -> list[Row]:
     questions = load_questions()
     pairs: dict[str, Pair] = {}
     for doc in sorted({q["doc"] for q in questions}):
         text = (SQUAD / doc).read_text(encoding="utf-8")
         params = chunk_params_for("txt", len(text), models.max_tokens)
         chunks = chunk_document(ProcessedDocument(content=text, doc_type="txt"), params, models.token_counter)
-        pairs[doc] = Pair(chunks, models, candidates)
+        pairs[doc] = Pair(chunks, models, candidates, per_chunk)
     rows = []
     for partial in (False, True):
         def retrieve(doc: str, question: str, n: int, partial: bool = partial) -> list[tuple[str, int, int]]:
@@ -107,8 +109,8 @@ def parsed(path: Path, settings: Settings, cache: Path | None) -> ProcessedDocum
     return document
 
 
-def financebench_rows(models: ModelRegistry, candidates: int, k: int, cache: Path | None
-                      ) -> list[tuple[str, dict[str, float], float]]:
+def financebench_rows(models: ModelRegistry, candidates: int, per_chunk: int, k: int, cache: Path | None
+                      ) -> list[Row]:
     settings = Settings(log_dir=None)
     with (FINANCEBENCH / "questions.jsonl").open(encoding="utf-8") as fh:
         questions = [json.loads(line) for line in fh if line.strip()]
@@ -117,7 +119,7 @@ def financebench_rows(models: ModelRegistry, candidates: int, k: int, cache: Pat
         document = parsed(FINANCEBENCH / doc, settings, cache)
         params = chunk_params_for(document.doc_type, len(document.content), models.max_tokens)
         started = time.perf_counter()
-        pairs[doc] = Pair(chunk_document(document, params, models.token_counter), models, candidates)
+        pairs[doc] = Pair(chunk_document(document, params, models.token_counter), models, candidates, per_chunk)
         print(f"  indexed {doc} ({len(pairs[doc].complete)} chunks) in {time.perf_counter() - started:.1f}s",
               flush=True)
     rows = []
@@ -140,6 +142,8 @@ def financebench_rows(models: ModelRegistry, candidates: int, k: int, cache: Pat
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--candidates", type=int, default=Settings(_env_file=None).progressive_candidates)
+    parser.add_argument("--per-chunk", type=int, default=SENTENCES_PER_CANDIDATE,
+                        help="sentences embedded per candidate (0 = all of them)")
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--only", choices=["squad", "financebench"])
     parser.add_argument("--cache", type=Path, help="folder keeping parsed FinanceBench documents between runs")
@@ -147,10 +151,12 @@ def main() -> None:
     models = ModelRegistry.load(Settings(log_dir=None))
     table: list[tuple[str, str, dict[str, float], float]] = []
     if args.only in (None, "squad"):
-        table += [("SQuAD-v2-small", *row) for row in squad_rows(models, args.candidates, args.k)]
+        table += [("SQuAD-v2-small", *row) for row in squad_rows(models, args.candidates, args.per_chunk, args.k)]
     if args.only in (None, "financebench"):
-        table += [("FinanceBench dev", *row) for row in financebench_rows(models, args.candidates, args.k, args.cache)]
-    print(f"\nfirst (partial) answers vs the complete index, k={args.k}, {args.candidates} candidates per query\n")
+        rows = financebench_rows(models, args.candidates, args.per_chunk, args.k, args.cache)
+        table += [("FinanceBench dev", *row) for row in rows]
+    print(f"\nfirst (partial) answers vs the complete index, k={args.k}, {args.candidates} candidates per query, "
+          f"{args.per_chunk or 'all'} sentences per candidate\n")
     print("| set | index | mean dense coverage | hit@k | strict | MRR |")
     print("|---|---|---:|---:|---:|---:|")
     for name, kind, scores, coverage in table:

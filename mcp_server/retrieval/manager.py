@@ -7,8 +7,8 @@ content key -> index on disk without parsing (the chunk parameters that depend o
 length are a function of the content key, so they need not be in the key).
 
 Big documents answer first from a *partial* index (``open``): BM25 over every chunk, and dense
-vectors only for the query's candidates (its best BM25 chunks), embedded on
-demand; the complete index builds in a background task owned by ``running()`` (the app's
+vectors only for the query's candidates (the best-matching sentences of its best BM25 chunks),
+embedded on demand; the complete index builds in a background task owned by ``running()`` (the app's
 lifespan), is persisted, and serves the later calls. A document whose complete build is
 estimated to take at most ``progressive_budget`` seconds is built in the call, as before.
 
@@ -56,6 +56,9 @@ Progress = Callable[[int, int, str], Any]
 
 PROGRESS_TIMEOUT = 5.0  # a progress notification that cannot be sent by then is dropped, with the rest
 PARTIAL_SHARE = 0.5  # when the candidates would cover this share of the chunks, build it all now
+# Sentences of a candidate chunk embedded for a partial answer: the ones sharing most query terms
+# (a 1,500-character chunk has ~15; three carry its match at a fifth of the cost).
+SENTENCES_PER_CANDIDATE = 3
 
 
 def make_index_key(content_sha256: str, model_id: str, chunker_version: str, params_key: str) -> str:
@@ -69,7 +72,21 @@ def partial_candidates(index: DocumentIndex, query: str, n: int) -> list[int]:
     chunks match, the first chunks fill up (a title or summary is the best guess without a
     match). Filling always would put unrelated first chunks into every query's dense ranking."""
     best = index.bm25_top(query, n)
-    return best + list(range(min(n - len(best), len(index))))
+    chosen = set(best)
+    fill = [pos for pos in range(min(n, len(index))) if pos not in chosen][: n - len(best)]
+    return best + fill
+
+
+def partial_view(
+    base: DocumentIndex, query: str, embedder: Embedder, candidates: int, *,
+    per_chunk: int = SENTENCES_PER_CANDIDATE, progress: Callable[[int, int, str], None] | None = None,
+) -> DocumentIndex:
+    """What one query on a partially indexed document searches: ``base`` (BM25 over every chunk)
+    plus vectors for the ``per_chunk`` sentences of each candidate that share the most query terms.
+    Built afresh per query from the vector-less base (repeated sentences come from the
+    embedder's cache), so every query's dense ranking holds its own candidates only."""
+    return base.extended(partial_candidates(base, query, candidates), embedder, progress=progress,
+                         query=query, per_chunk=per_chunk)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -92,11 +109,10 @@ class _Stopped(Exception):
 
 @dataclass(kw_only=True)
 class _Pending:
-    """A document answered from a partial index while its complete one builds."""
+    """A document answered from partial indexes while its complete one builds."""
 
-    index: DocumentIndex
+    base: DocumentIndex  # BM25 over every chunk, no vectors: each query adds its own
     embedder: Embedder
-    lock: anyio.Lock = field(default_factory=anyio.Lock)  # one extension of the partial index at a time
     done: anyio.Event = field(default_factory=anyio.Event)
     progress: Progress | None = None  # the starting call's, while it is connected
     embedded: tuple[int, int] = (0, 0)
@@ -195,7 +211,7 @@ class IndexManager:
                     return IndexView(index=fresh, complete=True, cached=not built)
                 # BM25 over every chunk, no vectors yet: a second or so for a 3 MB book, off the loop
                 base = await run_sync(lambda: DocumentIndex.embed(chunk_list, embedder, only=()))
-                pending = _Pending(index=base, embedder=embedder, progress=progress)
+                pending = _Pending(base=base, embedder=embedder, progress=progress)
                 view = await self._answer_partial(pending, query, progress)
                 self._pending[key] = pending
                 assert self._tasks is not None
@@ -215,16 +231,10 @@ class IndexManager:
     async def _answer_partial(self, pending: _Pending, query: str, progress: Progress | None) -> IndexView:
         self.counters["partial_answers"] += 1
         report = self._thread_progress(progress)
-
-        def extend(index: DocumentIndex) -> DocumentIndex:  # BM25 scoring too stays off the loop
-            return index.extended(partial_candidates(index, query, self.candidates), pending.embedder, progress=report)
-
-        async with pending.lock:
-            index = pending.index
-            async with self._gpu():
-                extended = await run_sync(extend, index)
-            pending.index = extended
-        return IndexView(index=extended, complete=False, cached=extended is index)
+        async with self._gpu():  # BM25 scoring and the embedding both stay off the loop
+            view = await run_sync(lambda: partial_view(pending.base, query, pending.embedder, self.candidates,
+                                                       progress=report))
+        return IndexView(index=view, complete=False, cached=False)
 
     async def _build_here(
         self, key: str, chunker_version: str, chunks: list[Chunk], progress: Progress | None,
@@ -352,8 +362,7 @@ class IndexManager:
             "max_entries": int(self._memory.maxsize),
             "ttl": self._memory.ttl,
             "building": [
-                {"key": key, "dense_coverage": round(state.index.coverage, 4), "embedded": state.embedded[0],
-                 "to_embed": state.embedded[1]}
+                {"key": key, "chunks": len(state.base), "embedded": state.embedded[0], "to_embed": state.embedded[1]}
                 for key, state in list(self._pending.items())
             ],
             "disk": self.store.stats(),

@@ -55,7 +55,6 @@ ChunkSource = Sequence[Chunk] | Callable[[], Awaitable[Sequence[Chunk]]]
 Progress = Callable[[int, int, str], Any]
 
 PROGRESS_TIMEOUT = 5.0  # a progress notification that cannot be sent by then is dropped, with the rest
-PARTIAL_SHARE = 0.5  # when the candidates would cover this share of the chunks, build it all now
 # Sentences of a candidate chunk embedded for a partial answer: the ones sharing most query terms
 # (a 1,500-character chunk has ~15; three carry its match at a fifth of the cost).
 SENTENCES_PER_CANDIDATE = 3
@@ -220,11 +219,10 @@ class IndexManager:
         return await self._answer_partial(pending, query or "", progress)
 
     def _build_now(self, chunks: list[Chunk], embedder: Embedder) -> bool:
-        """Build completely in the call: no background runner, a build estimated within the
-        budget, or candidates that would cover most of the document anyway."""
+        """Build completely in the call when there is no background runner or the build is
+        estimated within the budget. (A partial answer embeds a few sentences per candidate, so
+        it is the cheaper first answer for any document that misses the budget.)"""
         if self._tasks is None or not chunks:
-            return True
-        if self.candidates >= PARTIAL_SHARE * len(chunks) and self.budget > 0:
             return True
         return embedder.estimate_seconds(sum(len(chunk.text) for chunk in chunks)) <= self.budget
 

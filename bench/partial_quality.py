@@ -42,8 +42,8 @@ from mcp_server.core.models import Chunk, FetchedDocument, ProcessedDocument  # 
 from mcp_server.core.settings import Settings  # noqa: E402
 from mcp_server.processors import ProcessOptions, document_input, process_document  # noqa: E402
 from mcp_server.retrieval.index import DocumentIndex  # noqa: E402
-from mcp_server.retrieval.manager import SENTENCES_PER_CANDIDATE, partial_view  # noqa: E402
 from mcp_server.retrieval.models import ModelRegistry  # noqa: E402
+from mcp_server.retrieval.partial import SENTENCES_PER_CANDIDATE, partial_view  # noqa: E402
 
 FINANCEBENCH = SQUAD.parent / "financebench-dev"
 

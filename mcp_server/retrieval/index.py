@@ -34,7 +34,9 @@ from mcp_server.retrieval.embedders import Embedder, ProgressFn
 from mcp_server.retrieval.rerankers import Reranker
 from mcp_server.retrieval.sentences import sentence_units
 
-__all__ = ["MAX_NEIGHBORS", "MAX_TOP_K", "RRF_K", "DocumentIndex", "SearchMode", "clamp_top_k", "merge_texts"]
+__all__ = [
+    "MAX_NEIGHBORS", "MAX_TOP_K", "RRF_K", "DocumentIndex", "SearchMode", "UnitSelect", "clamp_top_k", "merge_texts",
+]
 
 # hybrid fuses both rankings; dense / bm25 use one (for benchmarks and ablations)
 SearchMode = Literal["hybrid", "dense", "bm25"]
@@ -55,6 +57,10 @@ try:  # stemming lifts BM25 recall (e.g. "located" ~ "location"); optional so bm
     _STEMMER = Stemmer.Stemmer("english").stemWords
 except ImportError:  # pragma: no cover - PyStemmer is a declared dependency
     _STEMMER = None
+
+
+# (unit texts, owning chunk of each) -> mask of the units to embed (``DocumentIndex.extended``)
+UnitSelect = Callable[[list[str], np.ndarray], np.ndarray]
 
 
 def clamp_top_k(top_k: int) -> int:
@@ -128,22 +134,17 @@ class DocumentIndex:
 
     def extended(
         self, positions: Sequence[int], embedder: Embedder, *, progress: ProgressFn | None = None,
-        query: str | None = None, per_chunk: int = 0,
+        select: UnitSelect | None = None,
     ) -> DocumentIndex:
         """A copy whose vectors also cover the chunks at ``positions`` (only the uncovered ones
-        are embedded); the BM25 index is shared, not rebuilt. ``self`` is left unchanged.
-
-        With ``query`` and ``per_chunk``, a chunk gets vectors only for its ``per_chunk`` sentences
-        sharing the most query terms (its first sentence if none does): a first answer's dense
-        scores at a fraction of the cost, lower bounds of the complete index's.
-        """
+        are embedded; ``select`` may keep only some of their units, see ``partial.py``); the
+        BM25 index is shared, not rebuilt. ``self`` is left unchanged."""
         wanted = np.unique(np.asarray(positions, dtype=np.int64))
         wanted = wanted[(wanted >= 0) & (wanted < len(self.chunks))]
         new = wanted[~self._covered[wanted]]
         if not len(new):
             return self
         added = faiss.IndexFlatIP(self.dimension)
-        select = _best_sentences(query, per_chunk) if query is not None and per_chunk > 0 else None
         owners = np.concatenate([self.owners, _embed_into(added, self.chunks, new, embedder, progress, select)])
         vectors = np.concatenate([self.faiss.reconstruct_n(0, self.faiss.ntotal), added.reconstruct_n(0, added.ntotal)])
         order = np.argsort(owners, kind="stable")  # owners must stay in chunk order
@@ -330,28 +331,9 @@ class DocumentIndex:
         return out
 
 
-# Given the units and their owners (indexes into the chunks embedded), the mask of units to keep.
-_Select = Callable[[list[str], np.ndarray], np.ndarray]
-
-
-def _best_sentences(query: str, per_chunk: int) -> _Select:
-    terms = set(_tokenize([query])[0])
-
-    def select(texts: list[str], owners: np.ndarray) -> np.ndarray:
-        shared = np.array([len(terms.intersection(tokens)) for tokens in _tokenize(texts)], dtype=np.int64)
-        keep = np.zeros(len(texts), dtype=np.bool_)
-        for owner in np.unique(owners):
-            units = np.nonzero(owners == owner)[0]
-            best = units[np.argsort(-shared[units], kind="stable")][:per_chunk]
-            keep[best[shared[best] > 0] if shared[best[0]] > 0 else best[:1]] = True
-        return keep
-
-    return select
-
-
 def _embed_into(
     index: faiss.Index, chunks: Sequence[Chunk], positions: np.ndarray, embedder: Embedder,
-    progress: ProgressFn | None, select: _Select | None = None,
+    progress: ProgressFn | None, select: UnitSelect | None = None,
 ) -> np.ndarray:
     """Embed the sentences of the chunks at ``positions`` (sorted) into ``index``, a slice at a
     time so that no second full-size copy of the vectors exists; returns each vector's chunk."""

@@ -27,8 +27,8 @@ import inspect
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, asynccontextmanager, contextmanager, nullcontext
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +36,7 @@ import anyio
 import anyio.from_thread
 from anyio.abc import TaskGroup
 from cachetools import TTLCache
+from filelock import BaseFileLock
 
 from mcp_server.core.concurrency import run_sync
 from mcp_server.core.models import Chunk, SearchHit
@@ -43,9 +44,10 @@ from mcp_server.core.settings import Settings
 from mcp_server.retrieval.embedders import Embedder
 from mcp_server.retrieval.index import DocumentIndex
 from mcp_server.retrieval.models import ModelRegistry
+from mcp_server.retrieval.partial import partial_view
 from mcp_server.retrieval.store import IndexStore, Manifest
 
-__all__ = ["ChunkSource", "IndexManager", "IndexView", "Progress", "make_index_key", "partial_candidates"]
+__all__ = ["ChunkSource", "IndexManager", "IndexView", "Progress", "make_index_key"]
 
 log = logging.getLogger(__name__)
 
@@ -54,38 +56,14 @@ ChunkSource = Sequence[Chunk] | Callable[[], Awaitable[Sequence[Chunk]]]
 # (done, total, message); may be sync or async (e.g. ``ctx.report_progress``-style).
 Progress = Callable[[int, int, str], Any]
 
+FILE_LOCK_POLL = 0.25  # seconds between tries of a file lock another worker holds (it builds for minutes)
 PROGRESS_TIMEOUT = 5.0  # a progress notification that cannot be sent by then is dropped, with the rest
-# Sentences of a candidate chunk embedded for a partial answer: the ones sharing most query terms
-# (a 1,500-character chunk has ~15; three carry its match at a fifth of the cost).
-SENTENCES_PER_CANDIDATE = 3
 
 
 def make_index_key(content_sha256: str, model_id: str, chunker_version: str, params_key: str) -> str:
     """The on-disk and in-memory name of an index (32 hex chars)."""
     material = "\x1f".join(("rag-index/1", content_sha256, model_id, chunker_version, params_key))
     return hashlib.sha256(material.encode()).hexdigest()[:32]
-
-
-def partial_candidates(index: DocumentIndex, query: str, n: int) -> list[int]:
-    """The chunks a partial answer embeds for ``query``: its ``n`` best BM25 matches; when fewer
-    chunks match, the first chunks fill up (a title or summary is the best guess without a
-    match). Filling always would put unrelated first chunks into every query's dense ranking."""
-    best = index.bm25_top(query, n)
-    chosen = set(best)
-    fill = [pos for pos in range(min(n, len(index))) if pos not in chosen][: n - len(best)]
-    return best + fill
-
-
-def partial_view(
-    base: DocumentIndex, query: str, embedder: Embedder, candidates: int, *,
-    per_chunk: int = SENTENCES_PER_CANDIDATE, progress: Callable[[int, int, str], None] | None = None,
-) -> DocumentIndex:
-    """What one query on a partially indexed document searches: ``base`` (BM25 over every chunk)
-    plus vectors for the ``per_chunk`` sentences of each candidate that share the most query terms.
-    Built afresh per query from the vector-less base (repeated sentences come from the
-    embedder's cache), so every query's dense ranking holds its own candidates only."""
-    return base.extended(partial_candidates(base, query, candidates), embedder, progress=progress,
-                         query=query, per_chunk=per_chunk)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -257,8 +235,7 @@ class IndexManager:
                 forward(done, total, message)
 
         try:
-            index, built = await run_sync(self._build, key, chunker_version, chunks, report, self._slot_from_thread)
-            self.counters["background_builds"] += built
+            index = await self._build_when_free(key, chunker_version, chunks, report)
             self._memory[key] = index
         except _Stopped:
             log.info("index.background_stopped key=%s", key)
@@ -268,6 +245,40 @@ class IndexManager:
             if self._pending.get(key) is pending:
                 del self._pending[key]
             pending.done.set()
+
+    async def _build_when_free(
+        self, key: str, chunker_version: str, chunks: list[Chunk], progress: Callable[[int, int, str], None],
+    ) -> DocumentIndex:
+        """The file lock first (another worker building this document holds it: then its index
+        is loaded, not built again), then a model slot only for the embedding. Every step is an
+        awaited one, so a shutdown leaves no thread waiting on the event loop."""
+        lock = await self._file_lock(key)
+        try:
+            existing = await run_sync(self.store.load, key, self._check(chunker_version))
+            if existing is not None:
+                return existing
+            embedder = self.models.embedder_for(len(chunks))
+            started = time.perf_counter()
+            async with self._background(), self._gpu():
+                index = await run_sync(lambda: DocumentIndex.embed(chunks, embedder, progress=progress))
+            with anyio.CancelScope(shield=True):  # a save that started completes (it is atomic anyway)
+                await run_sync(lambda: self.store.save(key, index, chunker_version=chunker_version))
+            self._built(key, index, embedder, started)
+            self.counters["background_builds"] += 1
+            return index
+        finally:
+            lock.release()
+
+    async def _file_lock(self, key: str) -> BaseFileLock:
+        """This key's file lock, polled from the loop: a thread blocked on it could not be
+        abandoned safely (it would take the lock after its caller had gone)."""
+        lock = self.store.file_lock(key)
+        while True:
+            with anyio.CancelScope(shield=True):  # a try that succeeds is never lost
+                taken = await run_sync(self.store.try_acquire, lock)
+            if taken:
+                return lock
+            await anyio.sleep(FILE_LOCK_POLL)
 
     @staticmethod
     def _live(pending: _Pending) -> Progress | None:
@@ -311,23 +322,23 @@ class IndexManager:
     def _build(
         self, key: str, chunker_version: str, chunks: list[Chunk],
         progress: Callable[[int, int, str], None] | None,
-        slot: Callable[[], AbstractContextManager[None]] = nullcontext,
     ) -> tuple[DocumentIndex, bool]:
-        """(index, built). Under the file lock another process may have finished it meanwhile;
-        ``slot`` is held only while embedding (not while waiting for that other process)."""
+        """(index, built). Under the file lock another process may have finished it meanwhile."""
         with self.store.lock(key):
             existing = self.store.load(key, self._check(chunker_version))
             if existing is not None:
                 return existing, False
             embedder = self.models.embedder_for(len(chunks))
             started = time.perf_counter()
-            with slot():
-                index = DocumentIndex.embed(chunks, embedder, progress=progress)
+            index = DocumentIndex.embed(chunks, embedder, progress=progress)
             self.store.save(key, index, chunker_version=chunker_version)
-            self.counters["builds"] += 1
-            log.info("index.built key=%s chunks=%d sentences=%d model=%s seconds=%.2f",
-                     key, len(chunks), index.faiss.ntotal, embedder.model_id, time.perf_counter() - started)
+            self._built(key, index, embedder, started)
             return index, True
+
+    def _built(self, key: str, index: DocumentIndex, embedder: Embedder, started: float) -> None:
+        self.counters["builds"] += 1
+        log.info("index.built key=%s chunks=%d sentences=%d model=%s seconds=%.2f",
+                 key, len(index), index.faiss.ntotal, embedder.model_id, time.perf_counter() - started)
 
     # --- search ---------------------------------------------------------------------------
     async def search(
@@ -389,31 +400,16 @@ class IndexManager:
             self._background_limiter = anyio.CapacityLimiter(max(1, self._concurrency - 1))
         return self._background_limiter
 
-    @contextmanager
-    def _slot_from_thread(self) -> Iterator[None]:
-        """A background build's model slot, taken from its worker thread: one of the background
-        slots, then one of the ``gpu_concurrency`` slots that searches use too."""
-        token = object()
-        limiters = (self._background(), self._gpu())
-        taken: list[anyio.CapacityLimiter] = []
-        try:
-            for limiter in limiters:
-                anyio.from_thread.run(limiter.acquire_on_behalf_of, token)
-                taken.append(limiter)
-            yield
-        finally:
-            for limiter in reversed(taken):
-                anyio.from_thread.run_sync(limiter.release_on_behalf_of, token)
-
     def _key_lock(self, key: str) -> _KeyLock:
         return _KeyLock(self, key)
 
-    @staticmethod
-    def _thread_progress(progress: Progress | None) -> Callable[[int, int, str], None] | None:
+    def _thread_progress(self, progress: Progress | None) -> Callable[[int, int, str], None] | None:
         """Adapt a sync or async callback so the embedding thread can call it; a failing
-        callback (client gone) never fails the build."""
+        callback (client gone) never fails the build, and none is called once the manager
+        stops (the loop may no longer run it)."""
         if progress is None:
             return None
+        stopping = self._stopping
 
         async def call(done: int, total: int, message: str) -> None:
             result = progress(done, total, message)
@@ -421,6 +417,8 @@ class IndexManager:
                 await result
 
         def report(done: int, total: int, message: str) -> None:
+            if stopping.is_set():
+                return
             try:
                 anyio.from_thread.run(call, done, total, message)
             except Exception as exc:  # noqa: BLE001 - progress is best effort

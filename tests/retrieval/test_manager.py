@@ -406,7 +406,7 @@ async def test_each_query_on_a_partial_index_gets_vectors_for_its_own_candidates
 
 def test_a_partial_answer_embeds_only_the_sentences_that_share_query_terms() -> None:
     from mcp_server.retrieval import DocumentIndex
-    from mcp_server.retrieval.manager import partial_view
+    from mcp_server.retrieval.partial import partial_view
     from mcp_server.retrieval.sentences import split_sentences
 
     chunks = make_chunks([

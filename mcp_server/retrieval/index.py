@@ -21,7 +21,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -34,7 +34,9 @@ from mcp_server.retrieval.embedders import Embedder, ProgressFn
 from mcp_server.retrieval.rerankers import Reranker
 from mcp_server.retrieval.sentences import sentence_units
 
-__all__ = ["MAX_NEIGHBORS", "MAX_TOP_K", "RRF_K", "DocumentIndex", "SearchMode", "clamp_top_k", "merge_texts"]
+__all__ = [
+    "MAX_NEIGHBORS", "MAX_TOP_K", "RRF_K", "DocumentIndex", "SearchMode", "UnitSelect", "clamp_top_k", "merge_texts",
+]
 
 # hybrid fuses both rankings; dense / bm25 use one (for benchmarks and ablations)
 SearchMode = Literal["hybrid", "dense", "bm25"]
@@ -55,6 +57,10 @@ try:  # stemming lifts BM25 recall (e.g. "located" ~ "location"); optional so bm
     _STEMMER = Stemmer.Stemmer("english").stemWords
 except ImportError:  # pragma: no cover - PyStemmer is a declared dependency
     _STEMMER = None
+
+
+# (unit texts, owning chunk of each) -> mask of the units to embed (``DocumentIndex.extended``)
+UnitSelect = Callable[[list[str], np.ndarray], np.ndarray]
 
 
 def clamp_top_k(top_k: int) -> int:
@@ -128,17 +134,20 @@ class DocumentIndex:
         owners = _embed_into(index, chunks, positions, embedder, progress)
         return cls(chunks, index, model_id=embedder.model_id, owners=owners)
 
-    def extended(self, positions: Sequence[int], embedder: Embedder, *, progress: ProgressFn | None = None
-                 ) -> DocumentIndex:
+    def extended(
+        self, positions: Sequence[int], embedder: Embedder, *, progress: ProgressFn | None = None,
+        select: UnitSelect | None = None,
+    ) -> DocumentIndex:
         """A copy whose vectors also cover the chunks at ``positions`` (only the uncovered ones
-        are embedded); the BM25 index is shared, not rebuilt. ``self`` is left unchanged."""
+        are embedded; ``select`` may keep only some of their units, see ``partial.py``); the
+        BM25 index is shared, not rebuilt. ``self`` is left unchanged."""
         wanted = np.unique(np.asarray(positions, dtype=np.int64))
         wanted = wanted[(wanted >= 0) & (wanted < len(self.chunks))]
         new = wanted[~self._covered[wanted]]
         if not len(new):
             return self
         added = faiss.IndexFlatIP(self.dimension)
-        owners = np.concatenate([self.owners, _embed_into(added, self.chunks, new, embedder, progress)])
+        owners = np.concatenate([self.owners, _embed_into(added, self.chunks, new, embedder, progress, select)])
         vectors = np.concatenate([self.faiss.reconstruct_n(0, self.faiss.ntotal), added.reconstruct_n(0, added.ntotal)])
         order = np.argsort(owners, kind="stable")  # owners must stay in chunk order
         index = faiss.IndexFlatIP(self.dimension)
@@ -360,11 +369,14 @@ class DocumentIndex:
 
 def _embed_into(
     index: faiss.Index, chunks: Sequence[Chunk], positions: np.ndarray, embedder: Embedder,
-    progress: ProgressFn | None,
+    progress: ProgressFn | None, select: UnitSelect | None = None,
 ) -> np.ndarray:
     """Embed the sentences of the chunks at ``positions`` (sorted) into ``index``, a slice at a
     time so that no second full-size copy of the vectors exists; returns each vector's chunk."""
     texts, owners = sentence_units([chunks[int(p)] for p in positions])
+    if select is not None:
+        keep = select(texts, owners)
+        texts, owners = [t for t, k in zip(texts, keep, strict=True) if k], owners[keep]
     done = 0  # texts sent to the model in earlier slices
     for start in range(0, len(texts), EMBED_SLICE):
         part = texts[start : start + EMBED_SLICE]

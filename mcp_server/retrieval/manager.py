@@ -7,8 +7,8 @@ content key -> index on disk without parsing (the chunk parameters that depend o
 length are a function of the content key, so they need not be in the key).
 
 Big documents answer first from a *partial* index (``open``): BM25 over every chunk, and dense
-vectors only for the query's candidates (its best BM25 chunks), embedded on
-demand; the complete index builds in a background task owned by ``running()`` (the app's
+vectors only for the query's candidates (the best-matching sentences of its best BM25 chunks),
+embedded on demand; the complete index builds in a background task owned by ``running()`` (the app's
 lifespan), is persisted, and serves the later calls. A document whose complete build is
 estimated to take at most ``progressive_budget`` seconds is built in the call, as before.
 
@@ -27,8 +27,8 @@ import inspect
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, asynccontextmanager, contextmanager, nullcontext
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -36,6 +36,7 @@ import anyio
 import anyio.from_thread
 from anyio.abc import TaskGroup
 from cachetools import TTLCache
+from filelock import BaseFileLock
 
 from mcp_server.core import metrics
 from mcp_server.core.concurrency import run_sync
@@ -44,9 +45,10 @@ from mcp_server.core.settings import Settings
 from mcp_server.retrieval.embedders import Embedder
 from mcp_server.retrieval.index import DocumentIndex
 from mcp_server.retrieval.models import ModelRegistry
+from mcp_server.retrieval.partial import partial_view
 from mcp_server.retrieval.store import IndexStore, Manifest
 
-__all__ = ["ChunkSource", "IndexManager", "IndexView", "Progress", "make_index_key", "partial_candidates"]
+__all__ = ["ChunkSource", "IndexManager", "IndexView", "Progress", "make_index_key"]
 
 log = logging.getLogger(__name__)
 
@@ -56,22 +58,14 @@ ChunkSource = Sequence[Chunk] | Callable[[], Awaitable[Sequence[Chunk]]]
 # (done, total, message); may be sync or async (e.g. ``ctx.report_progress``-style).
 Progress = Callable[[int, int, str], Any]
 
+FILE_LOCK_POLL = 0.25  # seconds between tries of a file lock another worker holds (it builds for minutes)
 PROGRESS_TIMEOUT = 5.0  # a progress notification that cannot be sent by then is dropped, with the rest
-PARTIAL_SHARE = 0.5  # when the candidates would cover this share of the chunks, build it all now
 
 
 def make_index_key(content_sha256: str, model_id: str, chunker_version: str, params_key: str) -> str:
     """The on-disk and in-memory name of an index (32 hex chars)."""
     material = "\x1f".join(("rag-index/1", content_sha256, model_id, chunker_version, params_key))
     return hashlib.sha256(material.encode()).hexdigest()[:32]
-
-
-def partial_candidates(index: DocumentIndex, query: str, n: int) -> list[int]:
-    """The chunks a partial answer embeds for ``query``: its ``n`` best BM25 matches; when fewer
-    chunks match, the first chunks fill up (a title or summary is the best guess without a
-    match). Filling always would put unrelated first chunks into every query's dense ranking."""
-    best = index.bm25_top(query, n)
-    return best + list(range(min(n - len(best), len(index))))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -95,12 +89,11 @@ class _Stopped(Exception):
 
 @dataclass(kw_only=True)
 class _Pending:
-    """A document answered from a partial index while its complete one builds."""
+    """A document answered from partial indexes while its complete one builds."""
 
     key: str
-    index: DocumentIndex
+    base: DocumentIndex  # BM25 over every chunk, no vectors: each query adds its own
     embedder: Embedder
-    lock: anyio.Lock = field(default_factory=anyio.Lock)  # one extension of the partial index at a time
     done: anyio.Event = field(default_factory=anyio.Event)
     progress: Progress | None = None  # the starting call's, while it is connected
     embedded: tuple[int, int] = (0, 0)
@@ -206,7 +199,7 @@ class IndexManager:
                     return IndexView(key=key, index=fresh, complete=True, cached=not built)
                 # BM25 over every chunk, no vectors yet: a second or so for a 3 MB book, off the loop
                 base = await run_sync(lambda: DocumentIndex.embed(chunk_list, embedder, only=()))
-                pending = _Pending(key=key, index=base, embedder=embedder, progress=progress)
+                pending = _Pending(key=key, base=base, embedder=embedder, progress=progress)
                 view = await self._answer_partial(pending, query, progress)
                 self._pending[key] = pending
                 assert self._tasks is not None
@@ -215,27 +208,20 @@ class IndexManager:
         return await self._answer_partial(pending, query or "", progress)
 
     def _build_now(self, chunks: list[Chunk], embedder: Embedder) -> bool:
-        """Build completely in the call: no background runner, a build estimated within the
-        budget, or candidates that would cover most of the document anyway."""
+        """Build completely in the call when there is no background runner or the build is
+        estimated within the budget. (A partial answer embeds a few sentences per candidate, so
+        it is the cheaper first answer for any document that misses the budget.)"""
         if self._tasks is None or not chunks:
-            return True
-        if self.candidates >= PARTIAL_SHARE * len(chunks) and self.budget > 0:
             return True
         return embedder.estimate_seconds(sum(len(chunk.text) for chunk in chunks)) <= self.budget
 
     async def _answer_partial(self, pending: _Pending, query: str, progress: Progress | None) -> IndexView:
         self.counters["partial_answers"] += 1
         report = self._thread_progress(progress)
-
-        def extend(index: DocumentIndex) -> DocumentIndex:  # BM25 scoring too stays off the loop
-            return index.extended(partial_candidates(index, query, self.candidates), pending.embedder, progress=report)
-
-        async with pending.lock:
-            index = pending.index
-            async with self._gpu():
-                extended = await run_sync(extend, index)
-            pending.index = extended
-        return IndexView(key=pending.key, index=extended, complete=False, cached=extended is index)
+        async with self._gpu():  # BM25 scoring and the embedding both stay off the loop
+            view = await run_sync(lambda: partial_view(pending.base, query, pending.embedder, self.candidates,
+                                                       progress=report))
+        return IndexView(key=pending.key, index=view, complete=False, cached=False)
 
     async def _build_here(
         self, key: str, chunker_version: str, chunks: list[Chunk], progress: Progress | None,
@@ -260,8 +246,7 @@ class IndexManager:
                 forward(done, total, message)
 
         try:
-            index, built = await run_sync(self._build, key, chunker_version, chunks, report, self._slot_from_thread)
-            self.counters["background_builds"] += built
+            index = await self._build_when_free(key, chunker_version, chunks, report)
             metrics.cache_insert("index", self._memory, key)
             self._memory[key] = index
         except _Stopped:
@@ -273,6 +258,42 @@ class IndexManager:
             if self._pending.get(key) is pending:
                 del self._pending[key]
             pending.done.set()
+
+    async def _build_when_free(
+        self, key: str, chunker_version: str, chunks: list[Chunk], progress: Callable[[int, int, str], None],
+    ) -> DocumentIndex:
+        """The file lock first (another worker building this document holds it: then its index
+        is loaded, not built again), then a model slot only for the embedding. Every step is an
+        awaited one, so a shutdown leaves no thread waiting on the event loop."""
+        lock = await self._file_lock(key)
+        try:
+            existing = await run_sync(self.store.load, key, self._check(chunker_version))
+            if existing is not None:
+                metrics.index_build("coalesced")  # another worker built it while we waited for the lock
+                return existing
+            embedder = self.models.embedder_for(len(chunks))
+            metrics.index_build("started")
+            started = time.perf_counter()
+            async with self._background(), self._gpu():
+                index = await run_sync(lambda: DocumentIndex.embed(chunks, embedder, progress=progress))
+            with anyio.CancelScope(shield=True):  # a save that started completes (it is atomic anyway)
+                await run_sync(lambda: self.store.save(key, index, chunker_version=chunker_version))
+            self._built(key, index, embedder, started)
+            self.counters["background_builds"] += 1
+            return index
+        finally:
+            lock.release()
+
+    async def _file_lock(self, key: str) -> BaseFileLock:
+        """This key's file lock, polled from the loop: a thread blocked on it could not be
+        abandoned safely (it would take the lock after its caller had gone)."""
+        lock = self.store.file_lock(key)
+        while True:
+            with anyio.CancelScope(shield=True):  # a try that succeeds is never lost
+                taken = await run_sync(self.store.try_acquire, lock)
+            if taken:
+                return lock
+            await anyio.sleep(FILE_LOCK_POLL)
 
     @staticmethod
     def _live(pending: _Pending) -> Progress | None:
@@ -301,8 +322,8 @@ class IndexManager:
         if index is not None:
             return index
         pending = self._pending.get(key)
-        if pending is not None:  # being built: the partial index holds every chunk already
-            return pending.index
+        if pending is not None:  # being built: the partial base holds every chunk already
+            return pending.base
         index = await run_sync(self._find_on_disk, key)
         if index is not None:
             self._memory[key] = index
@@ -336,10 +357,8 @@ class IndexManager:
     def _build(
         self, key: str, chunker_version: str, chunks: list[Chunk],
         progress: Callable[[int, int, str], None] | None,
-        slot: Callable[[], AbstractContextManager[None]] = nullcontext,
     ) -> tuple[DocumentIndex, bool]:
-        """(index, built). Under the file lock another process may have finished it meanwhile;
-        ``slot`` is held only while embedding (not while waiting for that other process)."""
+        """(index, built). Under the file lock another process may have finished it meanwhile."""
         with self.store.lock(key):
             existing = self.store.load(key, self._check(chunker_version))
             if existing is not None:
@@ -348,16 +367,18 @@ class IndexManager:
             embedder = self.models.embedder_for(len(chunks))
             metrics.index_build("started")
             started = time.perf_counter()
-            with slot():
-                index = DocumentIndex.embed(chunks, embedder, progress=progress)
-            metrics.index_embedded(len(chunks), time.perf_counter() - started)
-            index.key = key
+            index = DocumentIndex.embed(chunks, embedder, progress=progress)
             self.store.save(key, index, chunker_version=chunker_version)
-            self.counters["builds"] += 1
-            metrics.observe_stage("index_build", time.perf_counter() - started)
-            log.info("index.built key=%s chunks=%d sentences=%d model=%s seconds=%.2f",
-                     key, len(chunks), index.faiss.ntotal, embedder.model_id, time.perf_counter() - started)
+            self._built(key, index, embedder, started)
             return index, True
+
+    def _built(self, key: str, index: DocumentIndex, embedder: Embedder, started: float) -> None:
+        index.key = key
+        self.counters["builds"] += 1
+        metrics.index_embedded(len(index), time.perf_counter() - started)
+        metrics.observe_stage("index_build", time.perf_counter() - started)
+        log.info("index.built key=%s chunks=%d sentences=%d model=%s seconds=%.2f",
+                 key, len(index), index.faiss.ntotal, embedder.model_id, time.perf_counter() - started)
 
     # --- search ---------------------------------------------------------------------------
     async def search(
@@ -397,8 +418,7 @@ class IndexManager:
             "max_entries": int(self._memory.maxsize),
             "ttl": self._memory.ttl,
             "building": [
-                {"key": key, "dense_coverage": round(state.index.coverage, 4), "embedded": state.embedded[0],
-                 "to_embed": state.embedded[1]}
+                {"key": key, "chunks": len(state.base), "embedded": state.embedded[0], "to_embed": state.embedded[1]}
                 for key, state in list(self._pending.items())
             ],
             "disk": self.store.stats(),
@@ -427,31 +447,16 @@ class IndexManager:
             self._background_limiter = anyio.CapacityLimiter(max(1, self._concurrency - 1))
         return self._background_limiter
 
-    @contextmanager
-    def _slot_from_thread(self) -> Iterator[None]:
-        """A background build's model slot, taken from its worker thread: one of the background
-        slots, then one of the ``gpu_concurrency`` slots that searches use too."""
-        token = object()
-        limiters = (self._background(), self._gpu())
-        taken: list[anyio.CapacityLimiter] = []
-        try:
-            for limiter in limiters:
-                anyio.from_thread.run(limiter.acquire_on_behalf_of, token)
-                taken.append(limiter)
-            yield
-        finally:
-            for limiter in reversed(taken):
-                anyio.from_thread.run_sync(limiter.release_on_behalf_of, token)
-
     def _key_lock(self, key: str) -> _KeyLock:
         return _KeyLock(self, key)
 
-    @staticmethod
-    def _thread_progress(progress: Progress | None) -> Callable[[int, int, str], None] | None:
+    def _thread_progress(self, progress: Progress | None) -> Callable[[int, int, str], None] | None:
         """Adapt a sync or async callback so the embedding thread can call it; a failing
-        callback (client gone) never fails the build."""
+        callback (client gone) never fails the build, and none is called once the manager
+        stops (the loop may no longer run it)."""
         if progress is None:
             return None
+        stopping = self._stopping
 
         async def call(done: int, total: int, message: str) -> None:
             result = progress(done, total, message)
@@ -459,6 +464,8 @@ class IndexManager:
                 await result
 
         def report(done: int, total: int, message: str) -> None:
+            if stopping.is_set():
+                return
             try:
                 anyio.from_thread.run(call, done, total, message)
             except Exception as exc:  # noqa: BLE001 - progress is best effort

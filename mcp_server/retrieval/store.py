@@ -26,7 +26,7 @@ from typing import Any
 
 import faiss
 import numpy as np
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
 from mcp_server.core.models import Chunk, ChunkLocation
 from mcp_server.retrieval.index import DocumentIndex
@@ -117,10 +117,23 @@ class IndexStore:
     @contextlib.contextmanager
     def lock(self, key: str, timeout: float = -1) -> Iterator[None]:
         """Exclusive per-key lock shared by every process using this folder."""
+        with self.file_lock(key, timeout=timeout):
+            yield
+
+    def file_lock(self, key: str, timeout: float = -1) -> FileLock:
+        """The per-key lock as an object; not tied to a thread, so an async caller may take it
+        in one worker thread (``try_acquire``) and release it from another or from the loop."""
         locks = self.root / ".locks"
         locks.mkdir(parents=True, exist_ok=True)
-        with FileLock(str(locks / f"{key}.lock"), timeout=timeout):
-            yield
+        return FileLock(str(locks / f"{self.path(key).name}.lock"), timeout=timeout, thread_local=False)
+
+    @staticmethod
+    def try_acquire(lock: FileLock) -> bool:
+        try:
+            lock.acquire(blocking=False)
+        except Timeout:
+            return False
+        return True
 
     # --- write ----------------------------------------------------------------------------
     def save(

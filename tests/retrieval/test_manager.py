@@ -391,17 +391,39 @@ async def test_a_big_document_answers_first_from_a_partial_index_then_from_the_c
     assert m.store.stats()["count"] == 1
 
 
-async def test_each_query_on_a_partial_index_embeds_its_own_candidates(tmp_path: Path) -> None:
+async def test_each_query_on_a_partial_index_gets_vectors_for_its_own_candidates(tmp_path: Path) -> None:
     m, embedder = gated_manager(progressive(tmp_path))
     async with m.running():
         first = await m.open(SHA, "1", "p", make_chunks([*BOOK, SLOW]), query="volcanoes")
         second = await m.open(SHA, "1", "p", make_chunks([*BOOK, SLOW]), query="glaciers")
-        again = await m.open(SHA, "1", "p", make_chunks([*BOOK, SLOW]), query="glaciers")
         hits, _ = await m.search(second.index, "glaciers", top_k=1)
         embedder.gate.set()
-    assert not second.complete and second.dense_coverage > first.dense_coverage
-    assert "glaciers" in hits[0].chunk.text and hits[0].dense is not None
-    assert again.cached and again.index is second.index  # nothing new to embed
+    volcanoes, glaciers = 4, 6
+    assert volcanoes in first.index.owners and glaciers not in first.index.owners
+    assert glaciers in second.index.owners and volcanoes not in second.index.owners
+    assert not second.complete and "glaciers" in hits[0].chunk.text and hits[0].dense is not None
+
+
+def test_a_partial_answer_embeds_only_the_sentences_that_share_query_terms() -> None:
+    from mcp_server.retrieval import DocumentIndex
+    from mcp_server.retrieval.partial import partial_view
+    from mcp_server.retrieval.sentences import split_sentences
+
+    chunks = make_chunks([
+        "Rivers flood in spring. Engines stall in the cold. Tigers hunt at night. Poetry rhymes.",
+        "Apples fall from trees. Comets cross the sky. Deserts are dry in summer.",
+    ])
+    embedder = FakeEmbedder()
+    base = DocumentIndex.embed(chunks, embedder, only=())
+    view = partial_view(base, "when do tigers hunt and engines stall?", embedder, 2, per_chunk=3)
+    units = [(int(o), v) for o, v in zip(view.owners, view.faiss.reconstruct_n(0, view.faiss.ntotal), strict=True)]
+    first, second = split_sentences(chunks[0].text), split_sentences(chunks[1].text)
+    # the query's sentences of the matching chunk; the first sentence of the filler chunk
+    wanted = [(0, t) for t in first if "Tigers" in t or "Engines" in t] + [(1, second[0])]
+    assert len(first) == 3 and len(units) == len(wanted) == 3
+    assert all(any(o == owner and np.allclose(v, embedder.embed([text])[0]) for o, v in units)
+               for owner, text in wanted)
+    assert base.faiss.ntotal == 0 and view.coverage == 1.0  # the base is never changed
 
 
 async def test_a_chunk_without_vectors_has_no_dense_score(tmp_path: Path) -> None:

@@ -34,9 +34,14 @@ def index_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("indexes")
 
 
+# These tests are about complete indexes (tests/tools/test_cold_path.py covers partial ones): a
+# budget no build misses keeps every first call complete whatever the machine's speed.
+COMPLETE = {"progressive_budget": 1e6}
+
+
 @pytest.fixture(scope="module")
 def mcp(index_dir: Path) -> Iterator[ThreadedServer]:
-    with ThreadedServer(make_settings(index_dir=index_dir, rate_limit_rpm=100_000)) as server:
+    with ThreadedServer(make_settings(index_dir=index_dir, rate_limit_rpm=100_000, **COMPLETE)) as server:
         yield server
 
 
@@ -59,6 +64,7 @@ async def test_results_carry_text_scores_locations_and_timings(mcp: ThreadedServ
     assert best["scores"]["dense"] is not None and best["scores"]["bm25"] is not None
     assert [r["score"] for r in body["results"]] == sorted((r["score"] for r in body["results"]), reverse=True)
     assert {"download", "process", "index"} <= set(body["timings_ms"])
+    assert body["index"] == {"status": "complete", "dense_coverage": 1.0}
 
 
 async def test_the_same_bytes_at_two_urls_are_embedded_once(mcp: ThreadedServer, files: FileServer) -> None:
@@ -111,9 +117,9 @@ async def test_ten_concurrent_identical_requests_build_the_index_once(mcp: Threa
 
 async def test_a_restarted_server_answers_from_the_disk_index(index_dir: Path, files: FileServer) -> None:
     url = files.url("powerpoint_sample.pptx")
-    with ThreadedServer(make_settings(index_dir=index_dir)) as first:
+    with ThreadedServer(make_settings(index_dir=index_dir, **COMPLETE)) as first:
         _, cold = await call(first, "retrieve_chunks", document_url=url, query="notes")
-    with ThreadedServer(make_settings(index_dir=index_dir)) as second:
+    with ThreadedServer(make_settings(index_dir=index_dir, **COMPLETE)) as second:
         _, warm = await call(second, "retrieve_chunks", document_url=url, query="notes")
         _, stats = await call(second, "manage_cache", action="stats")
     assert warm["cached"] is True and stats["layers"]["retriever"]["builds"] == 0
@@ -147,7 +153,7 @@ async def test_long_builds_send_progress_notifications(files: FileServer, tmp_pa
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         seen.append((progress, total, message))
 
-    with ThreadedServer(make_settings(index_dir=tmp_path)) as server:
+    with ThreadedServer(make_settings(index_dir=tmp_path, **COMPLETE)) as server:
         async with http_client(server.mcp_url) as client:
             result = await client.call_tool("retrieve_chunks", {"document_url": files.url("redp5110_sampled.pdf"),
                                                                 "query": "security"}, progress_callback=on_progress)

@@ -1,0 +1,73 @@
+"""What a query on a partially indexed document searches (the first answers on a big document).
+
+The document's base index has BM25 over every chunk and no vectors. A query adds vectors for its
+candidates — its best BM25 chunks, the first chunks when fewer match — and, of each candidate,
+only the few sentences that share the most query terms: a chunk's dense score is then the best
+cosine among those, a lower bound of what the complete index gives, at about a fifth of the
+cost of embedding whole candidates (SQuAD and FinanceBench figures: bench/partial_quality.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import bm25s
+import numpy as np
+
+from mcp_server.retrieval.embedders import Embedder
+from mcp_server.retrieval.index import DocumentIndex, UnitSelect
+
+__all__ = ["SENTENCES_PER_CANDIDATE", "best_sentences", "partial_candidates", "partial_view"]
+
+# A 1,500-character chunk has ~15 sentences; the three sharing most query terms carry its match.
+SENTENCES_PER_CANDIDATE = 3
+
+try:  # the same stemming as the BM25 index, so "located" selects a sentence with "location"
+    import Stemmer
+
+    _STEM = Stemmer.Stemmer("english").stemWords
+except ImportError:  # pragma: no cover - PyStemmer is a declared dependency
+    _STEM = None
+
+
+def _terms(texts: list[str]) -> list[set[str]]:
+    tokens = bm25s.tokenize(texts, stopwords="en", stemmer=_STEM, return_ids=False, show_progress=False)
+    return [set(t) for t in tokens]
+
+
+def partial_candidates(index: DocumentIndex, query: str, n: int) -> list[int]:
+    """The chunks a partial answer embeds for ``query``: its ``n`` best BM25 matches; when fewer
+    chunks match, the first chunks fill up (a title or summary is the best guess without a
+    match). Filling always would put unrelated first chunks into every query's dense ranking."""
+    best = index.bm25_top(query, n)
+    chosen = set(best)
+    fill = [pos for pos in range(min(n, len(index))) if pos not in chosen][: n - len(best)]
+    return best + fill
+
+
+def best_sentences(query: str, per_chunk: int) -> UnitSelect:
+    """Keep, of each chunk, the ``per_chunk`` units sharing the most query terms (ties: the
+    earlier one), or its first unit when none shares a term."""
+    terms = _terms([query])[0]
+
+    def select(texts: list[str], owners: np.ndarray) -> np.ndarray:
+        shared = np.array([len(terms & unit) for unit in _terms(texts)], dtype=np.int64)
+        keep = np.zeros(len(texts), dtype=np.bool_)
+        for owner in np.unique(owners):
+            units = np.nonzero(owners == owner)[0]
+            best = units[np.argsort(-shared[units], kind="stable")][:per_chunk]
+            keep[best[shared[best] > 0] if shared[best[0]] > 0 else best[:1]] = True
+        return keep
+
+    return select
+
+
+def partial_view(
+    base: DocumentIndex, query: str, embedder: Embedder, candidates: int, *,
+    per_chunk: int = SENTENCES_PER_CANDIDATE, progress: Callable[[int, int, str], None] | None = None,
+) -> DocumentIndex:
+    """``base`` plus vectors for this query's candidates (``per_chunk`` 0: all their sentences).
+    Built afresh per query from the vector-less base (repeated sentences come from the
+    embedder's cache), so every query's dense ranking holds its own candidates only."""
+    select = best_sentences(query, per_chunk) if per_chunk > 0 else None
+    return base.extended(partial_candidates(base, query, candidates), embedder, progress=progress, select=select)

@@ -155,6 +155,7 @@ def _scan_headers(rows: list[Row], kinds: list[str], start: int, taken: int, bod
     value0 = min(cell.x0 for cell in values)
     value1 = max(cell.x1 for cell in values)
     table0 = min(rows[index].cells[0].x0 for index in body)
+    spans = [(cell.x0, cell.x1) for index in body for cell in rows[index].cells[1:]]
     headers: list[int] = []
     pending: list[int] = []  # label-column lines: section labels, or a title when no header follows
     lead: list[int] = []
@@ -163,7 +164,7 @@ def _scan_headers(rows: list[Row], kinds: list[str], start: int, taken: int, bod
         row, kind = rows[index], kinds[index]
         if below.y0 - row.y1 > _HEADER_GAP * lh or len(headers) + len(pending) >= _MAX_HEADER_ROWS:
             break
-        if (kind in "MY" and all(cell.x1 > value0 - lh for cell in row.cells[1:])) or (
+        if (kind in "MY" and all(_over(cell, spans, lh) for cell in row.cells[1:])) or (
                 kind == "S" and _caption_over_values(row.cells[0], value0, value1, table0, lh)):
             if headers:
                 headers[:0] = pending
@@ -177,6 +178,11 @@ def _scan_headers(rows: list[Row], kinds: list[str], start: int, taken: int, bod
             break
         below = row
     return headers, lead
+
+
+def _over(cell: Cell, spans: list[tuple[float, float]], lh: float) -> bool:
+    """Whether a header cell stands over some cell of the body (not over empty space)."""
+    return any(min(cell.x1, x1) - max(cell.x0, x0) > -lh for x0, x1 in spans)
 
 
 def _caption_over_values(cell: Cell, value0: float, value1: float, table0: float, lh: float) -> bool:

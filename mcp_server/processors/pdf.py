@@ -150,10 +150,10 @@ def _assemble(pages: list[_Page], furniture: Furniture, skipped: list[int],
             titles = title_rows(words, page.tables, dropped) if dropped != page.numbers else page.titles
             head = _opening_table(page, titles, dropped)
             if head is not None and tail is not None:
-                inherit_header(tail, head)
+                inherit_header(tail, head, words.line_height)
             for before, table in zip(page.tables, page.tables[1:], strict=False):
                 if table.rows[0].index - before.rows[-1].index <= _NEAR_ROWS:
-                    inherit_header(before, table)
+                    inherit_header(before, table, words.line_height)
             text = render_page(words, page.tables, titles, dropped)
             tail = _closing_table(page, dropped)
             tables.extend(

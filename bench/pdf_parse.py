@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -47,6 +48,7 @@ def _load(path: str) -> ModuleType:
     if spec is None or spec.loader is None:
         raise SystemExit(f"cannot load {path}")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
     spec.loader.exec_module(module)
     return module
 

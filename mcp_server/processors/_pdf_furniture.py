@@ -21,6 +21,7 @@ __all__ = ["Furniture", "find_running_lines", "page_number_rows"]
 _ZONE_ROWS = 3  # rows from the top and from the bottom that may be furniture
 _MIN_PAGES = 4
 _MIN_SHARE = 0.15  # of the pages
+_NEAR_SHARE = 0.5  # of the pages, for a line standing right above a table
 _MAX_CHARS = 80  # a longer repeated line is boilerplate content (a note), not furniture
 _LARGER = 1.25  # a repeated line in type this much larger than usual is a title, not furniture
 _PAGE_NUMBER = re.compile(
@@ -45,8 +46,11 @@ def page_number_rows(page: PageWords) -> set[int]:
     return {row.index for row in zone if len(row.cells) == 1 and _PAGE_NUMBER.match(row.text.strip())}
 
 
-def find_running_lines(pages: Sequence[PageWords | None], protected: Sequence[set[int]]) -> Furniture:
-    """Rows repeated at the top (or bottom) of many pages; ``protected`` rows (tables, titles) never are."""
+def find_running_lines(pages: Sequence[PageWords | None], protected: Sequence[set[int]],
+                       near: Sequence[set[int]]) -> Furniture:
+    """Rows repeated at the top (or bottom) of many pages. ``protected`` rows (table bodies) never
+    are; ``near`` rows (table headers and titles) only when repeated on most pages, since the
+    same caption may head the statements of several pages."""
     top: list[list[tuple[str, Row]]] = []
     bottom: list[list[tuple[str, Row]]] = []
     for page, keep in zip(pages, protected, strict=True):
@@ -63,9 +67,12 @@ def find_running_lines(pages: Sequence[PageWords | None], protected: Sequence[se
             for key, height in {key: row.height for key, row in candidates}.items():
                 heights.setdefault(key, []).append(height)
         usual = {key: statistics.median(hs) for key, hs in heights.items() if key and len(hs) >= threshold}
+        common = {key for key, hs in heights.items() if len(hs) >= _NEAR_SHARE * counted}
         seen: set[str] = set()
         for position, candidates in enumerate(zone):
             for key, row in candidates:
+                if row.index in near[position] and key not in common:
+                    continue
                 # The same words in a larger type are content: a paper's title on its first
                 # page, repeated as the running head of the others. (Not position: footers of
                 # documents printed from HTML float up to where each page's text ends.)

@@ -21,8 +21,13 @@ __all__ = ["Cell", "PageWords", "Row", "Word", "build_rows", "is_numeric", "is_y
 Word = tuple[float, float, float, float, str, int, int, int]
 
 _ROW_TOLERANCE = 0.45  # words whose centres differ by less than this share of the height share a row
-_CELL_GAP = 0.9  # a gap wider than this share of the word height starts a cell
-_LINE_GAP = 0.3  # ... or this share when MuPDF itself split the line there
+_CELL_GAP = 0.9  # a gap wider than this share of the word height starts a cell ...
+_SPREAD = 2.5  # ... when it is also this many times the line's narrowest space (justified text stays whole)
+_WIDE_GAP = 1.5  # ... and always beyond this share
+_LINE_GAP = 0.3  # where MuPDF itself split the line, a gap wider than this share starts a cell
+_PROSE_WORDS = 4  # a cell of this many words is running text
+_GUTTER_ROWS = 4  # rows with running text on both sides of one gap make a multi-column page
+_GUTTER_SHARE = 0.15  # ... when they are also this share of the page's rows
 
 _NUMBER = re.compile(
     r"^\(?[-+−–]?\(?(?:\d{1,3}(?:[,.' \u00a0\u202f]\d{3})+|\d+)(?:[.,]\d+)?\)?\s?[%x×]?\)?"
@@ -30,6 +35,7 @@ _NUMBER = re.compile(
 )
 _DASHES = re.compile(r"^[-–—−]{1,3}\s?%?$")  # "—" stands for zero or "not applicable"
 _YEAR = re.compile(r"^(?:19|20)\d\d$")
+_LONGEST_NUMBER = 32  # characters; anything longer is words
 _SUFFIXES = frozenset({"%", ")", "%)"})  # printed apart from their number
 
 
@@ -40,16 +46,18 @@ def _is_currency(text: str) -> bool:
 def is_numeric(text: str) -> bool:
     """A number as tables print it: "1,234", "(56.7)", "-3 %", "$12", "—", "4.5x", "12 (a)"."""
     text = text.strip()
-    if not text:
+    if not text or len(text) > _LONGEST_NUMBER:
         return False
-    if _DASHES.match(text):
-        return True
     start = 0
     while start < len(text) and (_is_currency(text[start]) or text[start] in " ("):
         start += 1
     body = text[start:]
-    if text[:start].count("(") and not body.startswith("("):
+    if _DASHES.match(body):  # "—" or "$—": zero, or not applicable
+        return True
+    if "(" in text[:start] and not body.startswith("("):
         body = "(" + body
+    if not any(ch.isdigit() for ch in body[:4]):  # a number starts within its sign and parenthesis
+        return False
     return bool(_NUMBER.match(body))
 
 
@@ -83,9 +91,11 @@ class Row:
     def __init__(self, index: int, words: list[Word]) -> None:
         self.index = index
         self.words = words
-        self.y0 = min(w[1] for w in words)
-        self.y1 = max(w[3] for w in words)
-        self.height = statistics.median(w[3] - w[1] for w in words)
+        tops = [w[1] for w in words]
+        bottoms = [w[3] for w in words]
+        self.y0, self.y1 = min(tops), max(bottoms)
+        heights = sorted(b - t for t, b in zip(tops, bottoms, strict=True))
+        self.height = heights[len(heights) // 2]
         self.cells = _cells(words, self.height)
 
     @property
@@ -112,9 +122,53 @@ class PageWords:
     def __init__(self, words: Sequence[Word], width: float, height: float) -> None:
         self.words = [w for w in words if w[4].strip()]
         self.width, self.height = width, height
-        self.rows = build_rows(self.words)
-        heights = [row.height for row in self.rows]
+        rows = build_rows(self.words)
+        heights = [row.height for row in rows]
         self.line_height = statistics.median(heights) if heights else 10.0
+        gutters = _gutters(rows, self.line_height)
+        self.rows = _by_column(rows, gutters) if gutters else rows
+
+
+def _gutters(rows: list[Row], lh: float) -> list[float]:
+    """x of the gaps between columns of running text, read from rows holding prose on both
+    sides of a gap (a table row has one such cell at most: its label)."""
+    centres: list[float] = []
+    for row in rows:
+        prose = [cell for cell in row.cells if cell.text.count(" ") >= _PROSE_WORDS - 1]
+        centres.extend((a.x1 + b.x0) / 2 for a, b in zip(prose, prose[1:], strict=False))
+    if len(centres) < max(_GUTTER_ROWS, _GUTTER_SHARE * len(rows)):
+        return []
+    centres.sort()
+    clusters: list[list[float]] = []
+    for x in centres:
+        if clusters and x - clusters[-1][-1] <= 2 * lh:
+            clusters[-1].append(x)
+        else:
+            clusters.append([x])
+    needed = max(_GUTTER_ROWS, _GUTTER_SHARE * len(rows))
+    return [statistics.median(xs) for xs in clusters if len(xs) >= needed]
+
+
+def _by_column(rows: list[Row], gutters: list[float]) -> list[Row]:
+    """Rows re-cut at the gutters and ordered column by column within each band of the page
+    between full-width lines (a heading, a figure caption spanning the columns)."""
+    out: list[list[Word]] = []
+    band: list[list[Word]] = [[] for _ in range(len(gutters) + 1)]
+
+    def flush() -> None:
+        for words in band:
+            out.extend(row.words for row in build_rows(words))
+            words.clear()
+
+    for row in rows:
+        if any(w[0] < g < w[2] for w in row.words for g in gutters):
+            flush()
+            out.append(row.words)
+            continue
+        for word in row.words:
+            band[sum(1 for g in gutters if word[0] >= g)].append(word)
+    flush()
+    return [Row(index, words) for index, words in enumerate(out)]
 
 
 def build_rows(words: Sequence[Word]) -> list[Row]:
@@ -136,17 +190,34 @@ def build_rows(words: Sequence[Word]) -> list[Row]:
     return rows
 
 
-def _cells(words: list[Word], height: float) -> list[Cell]:
+def _runs(words: list[Word], height: float) -> list[list[Word]]:
+    """Words split where a gap is wide for its line."""
+    # The usual space of each MuPDF line: justified text spreads all its words evenly, while
+    # a line that runs across table columns has tight words and a few wide gaps.
+    space: dict[tuple[int, int], float] = {}
+    for left, right in zip(words, words[1:], strict=False):
+        if (left[5], left[6]) == (right[5], right[6]):
+            key = (left[5], left[6])
+            space[key] = min(space.get(key, right[0] - left[2]), right[0] - left[2])
     runs: list[list[Word]] = []
     for word in words:
         if runs:
             last = runs[-1][-1]
             gap = word[0] - last[2]
-            same_line = (word[5], word[6]) == (last[5], last[6])
-            if gap <= _CELL_GAP * height and (same_line or gap <= _LINE_GAP * height):
+            if (word[5], word[6]) == (last[5], last[6]):
+                joined = gap <= _WIDE_GAP * height and (
+                    gap <= _CELL_GAP * height or gap <= _SPREAD * space[word[5], word[6]])
+            else:
+                joined = gap <= _LINE_GAP * height
+            if joined:
                 runs[-1].append(word)
                 continue
         runs.append([word])
+    return runs
+
+
+def _cells(words: list[Word], height: float) -> list[Cell]:
+    runs = _runs(words, height)
     _move_trailing_currency(runs)
     cells: list[Cell] = []
     prefix: list[Word] = []
@@ -160,8 +231,8 @@ def _cells(words: list[Word], height: float) -> list[Cell]:
             continue
         text = " ".join(w[4] for w in body)
         if cells and not prefix and text in _SUFFIXES and cells[-1].numeric:
-            joined = cells[-1]
-            cells[-1] = Cell(joined.x0, body[-1][2], joined.core0, body[-1][2], joined.text + text)
+            number = cells[-1]
+            cells[-1] = Cell(number.x0, body[-1][2], number.core0, body[-1][2], number.text + text)
             continue
         core0, core1 = body[0][0], body[-1][2]
         if prefix and is_numeric(text):

@@ -140,8 +140,8 @@ def _label_row(row: Row, left: float, value0: float, lh: float) -> bool:
     first = row.cells[0]
     if first.numeric:
         return False
-    if len(row.cells) == 1:
-        return first.x0 <= left + _INDENT * lh or first.x1 < value0
+    if len(row.cells) == 1:  # a label stays left of the numbers; running text crosses them
+        return first.x1 < value0 + lh and (first.x0 <= left + _INDENT * lh or first.x1 < value0)
     return len(row.cells) == 2 and first.x0 <= left + _INDENT * lh
 
 
@@ -155,6 +155,7 @@ def _scan_headers(rows: list[Row], kinds: list[str], start: int, taken: int, bod
     value0 = min(cell.x0 for cell in values)
     value1 = max(cell.x1 for cell in values)
     table0 = min(rows[index].cells[0].x0 for index in body)
+    spans = [(cell.x0, cell.x1) for index in body for cell in rows[index].cells[1:]]
     headers: list[int] = []
     pending: list[int] = []  # label-column lines: section labels, or a title when no header follows
     lead: list[int] = []
@@ -163,7 +164,7 @@ def _scan_headers(rows: list[Row], kinds: list[str], start: int, taken: int, bod
         row, kind = rows[index], kinds[index]
         if below.y0 - row.y1 > _HEADER_GAP * lh or len(headers) + len(pending) >= _MAX_HEADER_ROWS:
             break
-        if (kind in "MY" and all(cell.x1 > value0 - lh for cell in row.cells[1:])) or (
+        if (kind in "MY" and all(_over(cell, spans, lh) for cell in row.cells[1:])) or (
                 kind == "S" and _caption_over_values(row.cells[0], value0, value1, table0, lh)):
             if headers:
                 headers[:0] = pending
@@ -177,6 +178,11 @@ def _scan_headers(rows: list[Row], kinds: list[str], start: int, taken: int, bod
             break
         below = row
     return headers, lead
+
+
+def _over(cell: Cell, spans: list[tuple[float, float]], lh: float) -> bool:
+    """Whether a header cell stands over some cell of the body (not over empty space)."""
+    return any(min(cell.x1, x1) - max(cell.x0, x0) > -lh for x0, x1 in spans)
 
 
 def _caption_over_values(cell: Cell, value0: float, value1: float, table0: float, lh: float) -> bool:
@@ -334,12 +340,15 @@ def _spanned(cell: Cell, row: Row, columns: list[tuple[float, float]], label_rig
     return _overlapped(x0, x1, columns) or [_column_of(x0, x1, columns)]
 
 
-def inherit_header(previous: Table, table: Table) -> None:
-    """A table continued (on the next page, or below a footnote mark) without its header gets
-    the header of the table it continues, when their columns line up."""
-    if table.has_header or not previous.has_header or table.width != len(previous.header):
+def inherit_header(previous: Table, table: Table, lh: float) -> None:
+    """A table continued (on the next page, or below a line of text) without its header takes
+    the header and the columns of the table it continues, when its numbers stand in them."""
+    if table.has_header or not previous.has_header or table.has_labels != previous.has_labels:
         return
-    if table.has_labels != (len(previous.header) > len(previous.columns)):
+    labels = _label_cells(table.body_rows, lh)
+    cells = [cell for row in table.body_rows for cell in row.cells if id(cell) not in labels]
+    if not all(any(c0 - lh < cell.core1 and cell.core0 < c1 + lh for c0, c1 in previous.columns) for cell in cells):
         return
-    if all(min(a1, b1) > max(a0, b0) for (a0, a1), (b0, b1) in zip(previous.columns, table.columns, strict=True)):
-        table.header = list(previous.header)
+    table.columns = previous.columns
+    table.grid = _grid(table.body_rows, previous.columns, labels, table.has_labels)
+    table.header = list(previous.header)

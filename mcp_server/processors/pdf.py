@@ -14,12 +14,13 @@ which imports this module for the class attributes, never loads it (see ``_pdf_r
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from mcp_server.core.errors import ProcessingError
 from mcp_server.core.models import ExtractedImage, ExtractedTable, Location, ProcessedDocument
-from mcp_server.processors._pdf_furniture import find_running_lines, page_number_rows
+from mcp_server.processors._pdf_furniture import Furniture, find_running_lines, page_number_rows
 from mcp_server.processors._pdf_layout import Row
 from mcp_server.processors._pdf_render import render_page, title_rows
 from mcp_server.processors._pdf_tables import Rules, Table, detect_tables, inherit_header
@@ -39,6 +40,7 @@ _NEAR_ROWS = 3  # a headerless table this few rows below another one continues i
 class _Page:
     number: int
     read: PageRead
+    rules: Callable[[], Rules]
     numbers: set[int] = field(default_factory=set)  # rows holding a bare page number
     tables: list[Table] = field(default_factory=list)
     titles: list[list[Row]] = field(default_factory=list)
@@ -68,10 +70,10 @@ class PdfProcessor:
                     skipped.append(number)
                 else:
                     pages.append(page)
-            metadata = _pdf_read.pdf_metadata(pdf)
-        if skipped and not pages:
-            raise ProcessingError("no page of the PDF could be read", skipped_pages=skipped)
-        return _assemble(pages, skipped, metadata)
+            if skipped and not pages:
+                raise ProcessingError("no page of the PDF could be read", skipped_pages=skipped)
+            furniture = _drop_furniture(pages)  # may read a page's rules again: the PDF stays open
+            return _assemble(pages, furniture, skipped, _pdf_read.pdf_metadata(pdf))
 
 
 def _read(pdf: pymupdf.Document, number: int, options: ProcessOptions) -> _Page | None:
@@ -85,34 +87,54 @@ def _read(pdf: pymupdf.Document, number: int, options: ProcessOptions) -> _Page 
     read = _pdf_read.read_page(page, options)
     if read is None:
         return None
-    result = _Page(number=number, read=read)
+    result = _Page(number=number, read=read, rules=_rules_of(pdf, number))
     words = read.words
-    if words is None:
-        return result
-    rules: list[Rules] = []
-
-    def page_rules() -> Rules:
-        if not rules:
-            rules.append(_pdf_read.horizontal_rules(page))
-        return rules[0]
-
-    result.numbers = page_number_rows(words)
-    try:
-        result.tables = detect_tables(words, result.numbers, page_rules)
-    except Exception:  # tables are a bonus: the page's text is still read
-        result.tables = []
-    result.titles = title_rows(words, result.tables, result.numbers)
+    if words is not None:
+        result.numbers = page_number_rows(words)
+        _find_tables(result, result.numbers)
     return result
 
 
-def _assemble(pages: list[_Page], skipped: list[int], metadata: dict[str, Any]) -> ProcessedDocument:
-    protected = [
-        {row.index for table in page.tables for row in table.rows}
-        | {row.index for title in page.titles for row in title}
-        | page.numbers
-        for page in pages
-    ]
-    furniture = find_running_lines([page.read.words for page in pages], protected)
+def _rules_of(pdf: pymupdf.Document, number: int) -> Callable[[], Rules]:
+    """The page's rules, read once and only if a table header asks (drawings cost ~1-30 ms)."""
+    from mcp_server.processors import _pdf_read
+
+    found: list[Rules] = []
+
+    def rules() -> Rules:
+        if not found:
+            found.append(_pdf_read.horizontal_rules(pdf.load_page(number - 1)))
+        return found[0]
+
+    return rules
+
+
+def _find_tables(page: _Page, skip: set[int]) -> None:
+    words = page.read.words
+    assert words is not None
+    try:
+        page.tables = detect_tables(words, skip, page.rules)
+    except Exception:  # tables are a bonus: the page's text is still read
+        page.tables = []
+    page.titles = title_rows(words, page.tables, skip)
+
+
+def _drop_furniture(pages: list[_Page]) -> Furniture:
+    """Running lines never come from a table's body; one that stood in a table's header or
+    title (a running head right above a statement) leaves it, and the page is read again."""
+    body = [{row.index for table in page.tables for row in table.body_rows} | page.numbers for page in pages]
+    near = [{row.index for table in page.tables for row in table.header_rows}
+            | {row.index for title in page.titles for row in title} for page in pages]
+    furniture = find_running_lines([page.read.words for page in pages], body, near)
+    for position, page in enumerate(pages):
+        dropped = furniture.rows.get(position, set())
+        if dropped & {row.index for table in page.tables for row in table.header_rows}:
+            _find_tables(page, page.numbers | dropped)
+    return furniture
+
+
+def _assemble(pages: list[_Page], furniture: Furniture, skipped: list[int],
+              metadata: dict[str, Any]) -> ProcessedDocument:
     pieces: list[str] = []
     locations: list[Location] = []
     tables: list[ExtractedTable] = []
@@ -128,10 +150,10 @@ def _assemble(pages: list[_Page], skipped: list[int], metadata: dict[str, Any]) 
             titles = title_rows(words, page.tables, dropped) if dropped != page.numbers else page.titles
             head = _opening_table(page, titles, dropped)
             if head is not None and tail is not None:
-                inherit_header(tail, head)
+                inherit_header(tail, head, words.line_height)
             for before, table in zip(page.tables, page.tables[1:], strict=False):
                 if table.rows[0].index - before.rows[-1].index <= _NEAR_ROWS:
-                    inherit_header(before, table)
+                    inherit_header(before, table, words.line_height)
             text = render_page(words, page.tables, titles, dropped)
             tail = _closing_table(page, dropped)
             tables.extend(

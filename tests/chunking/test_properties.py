@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mcp_server.chunking import ChunkParams, HFTokenCounter, TokenCounter, chunk_document
+from mcp_server.chunking._locations import HEADING_LINE, MARKER_LINE
 from mcp_server.chunking._params import TEXT_SEPARATORS
 from mcp_server.core.models import Chunk, ProcessedDocument
 
@@ -155,4 +156,7 @@ def test_a_paragraph_that_fits_a_chunk_is_never_cut(
         text = content[start:end]
         if not text or len(text) > params.chunk_size or counter.count_tokens([text])[0] > params.max_tokens:
             continue
+        last_line = text.rsplit("\n", 1)[-1]
+        if HEADING_LINE.fullmatch(last_line) or MARKER_LINE.fullmatch(last_line):
+            continue  # a heading or marker never ends a chunk: it goes with what follows it
         assert any(c.location.start_char <= start and end <= c.location.end_char for c in chunks)

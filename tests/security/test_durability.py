@@ -46,6 +46,12 @@ def test_sigkill_at_50_random_points_never_leaves_a_partial_index_loadable(tmp_p
     versions = {expected(0), expected(1)}
     rng = random.Random(20240611)
     outcomes = {"complete": 0, "quarantined": 0, "absent": 0}
+    # Kill points spread over about two whole saves as timed on this machine now (a busy machine
+    # saves slower), so some kills follow a complete save and some land between two files.
+    scratch, made = IndexStore(tmp_path / "timing"), worker.index(1)
+    started = time.perf_counter()
+    scratch.save(KEY, made, chunker_version=worker.CHUNKER)
+    window = max(0.08, 2 * (time.perf_counter() - started))
     proc = subprocess.Popen([sys.executable, "-m", "tests.security._index_worker", "fork-writer", str(tmp_path), KEY],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT, text=True)
     assert proc.stdin is not None and proc.stdout is not None
@@ -58,7 +64,7 @@ def test_sigkill_at_50_random_points_never_leaves_a_partial_index_loadable(tmp_p
             proc.stdin.write(f"go {rng.randrange(2)}\n")
             proc.stdin.flush()
             pid = int(proc.stdout.readline())
-            time.sleep(rng.uniform(0.0, 0.08))  # the random kill point (not synchronisation)
+            time.sleep(rng.uniform(0.0, window))  # the random kill point (not synchronisation)
             subprocess.run(["kill", "-KILL", str(pid)], check=True)
             proc.stdin.write(f"reap {pid}\n")
             proc.stdin.flush()

@@ -244,6 +244,7 @@ class DocumentService:
         finally:
             connected = False  # MCP allows progress only while the request runs
         timings["index"] = _ms(started)
+        timings.update(view.timings_ms)
         hits, search_timings = await self.indexes.search(view.index, query, top_k, neighbors=neighbors)
         timings.update({name.removesuffix("_ms"): value for name, value in search_timings.items()})
         chunks = view.index.chunks

@@ -277,6 +277,7 @@ class DocumentService:
         finally:
             connected = False  # MCP allows progress only while the request runs
         timings["index"] = _ms(started)
+        timings.update(view.timings_ms)
         chunks = view.index.chunks
         doc_type = chunks[0].doc_type if chunks else processed.doc_type  # the processor's, as before
         return Indexed(index=view.index, key=view.key, doc_type=doc_type, cached=view.cached, timings_ms=timings,

@@ -77,6 +77,7 @@ class IndexView:
     key: str  # what the index is stored under
     complete: bool
     cached: bool
+    timings_ms: dict[str, float] = field(default_factory=dict)  # the partial path's stages
 
     @property
     def dense_coverage(self) -> float:
@@ -198,9 +199,12 @@ class IndexManager:
                     self._memory[key] = fresh
                     return IndexView(key=key, index=fresh, complete=True, cached=not built)
                 # BM25 over every chunk, no vectors yet: a second or so for a 3 MB book, off the loop
+                started = time.perf_counter()
                 base = await run_sync(lambda: DocumentIndex.embed(chunk_list, embedder, only=()))
+                lexical = round((time.perf_counter() - started) * 1000, 2)
                 pending = _Pending(key=key, base=base, embedder=embedder, progress=progress)
                 view = await self._answer_partial(pending, query, progress)
+                view.timings_ms["bm25_index"] = lexical
                 self._pending[key] = pending
                 assert self._tasks is not None
                 self._tasks.start_soon(self._build_in_background, key, chunker_version, chunk_list, pending)
@@ -218,10 +222,12 @@ class IndexManager:
     async def _answer_partial(self, pending: _Pending, query: str, progress: Progress | None) -> IndexView:
         self.counters["partial_answers"] += 1
         report = self._thread_progress(progress)
+        started = time.perf_counter()
         async with self._gpu():  # BM25 scoring and the embedding both stay off the loop
             view = await run_sync(lambda: partial_view(pending.base, query, pending.embedder, self.candidates,
                                                        progress=report))
-        return IndexView(key=pending.key, index=view, complete=False, cached=False)
+        return IndexView(key=pending.key, index=view, complete=False, cached=False,
+                         timings_ms={"partial_embed": round((time.perf_counter() - started) * 1000, 2)})
 
     async def _build_here(
         self, key: str, chunker_version: str, chunks: list[Chunk], progress: Progress | None,

@@ -305,17 +305,26 @@ def table(rows: Sequence[Row], questions: Sequence[dict[str, Any]]) -> str:
 
 
 def per_doc_table(rows: Sequence[Row], grouped: dict[str, list[dict[str, Any]]]) -> str:
-    head = "| document | q | " + " | ".join(f"{r.name} hits / cold s" for r in rows) + " |"
-    lines = [head, "| --- | ---: |" + " ---: |" * len(rows)]
+    import pymupdf
+
+    head = "| document | pages | q | " + " | ".join(f"{r.name} hits / cold s" for r in rows) + " |"
+    lines = [head, "| --- | ---: | ---: |" + " ---: |" * len(rows)]
     for name, questions in grouped.items():
+        with pymupdf.open(FINANCEBENCH / questions[0]["doc"]) as pdf:
+            pages = pdf.page_count
         cells = []
         for row in rows:
             hits = sum(row.ranks.get(q["id"]) is not None for q in questions)
             seconds = row.doc_seconds.get(name)
             cell = f"{hits} / {seconds:.1f}" if seconds is not None else f"{hits} / –"
             cells.append(cell + (" (error)" if row.notes.get(name, "").startswith("error") else ""))
-        lines.append(f"| {name} | {len(questions)} | " + " | ".join(cells) + " |")
+        lines.append(f"| {name} | {pages} | {len(questions)} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def _percentile(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
 def save(rows: Sequence[Row], questions: Sequence[dict[str, Any]], args: argparse.Namespace,
@@ -327,7 +336,8 @@ def save(rows: Sequence[Row], questions: Sequence[dict[str, Any]], args: argpars
         "when": stamp, "split": args.split, "docs": args.docs, "k": K, "seconds": round(seconds, 1),
         "rows": [{"name": r.name, **r.metrics(questions), "ranks": r.ranks, "pages": r.pages,
                   "doc_seconds": r.doc_seconds, "notes": r.notes,
-                  "latency_ms_median": statistics.median(r.latencies_ms) if r.latencies_ms else None}
+                  "latency_ms_median": statistics.median(r.latencies_ms) if r.latencies_ms else None,
+                  "latency_ms_p95": _percentile(r.latencies_ms, 95) if r.latencies_ms else None}
                  for r in rows],
     }
     path.write_text(json.dumps(body, indent=1))
@@ -381,6 +391,12 @@ def main() -> None:
     print(f"\nFinanceBench dev, split {args.split}: {len(questions)} questions over {len(grouped)} PDFs, k={K}; "
           f"reported reference {REPORTED_REFERENCE[0]} / {REPORTED_REFERENCE[1]}, goal {GOAL[0]} / {GOAL[1]}\n")
     print(table(rows, questions))
+    for row in rows:
+        if row.name.startswith("MCP") and row.latencies_ms:
+            print(f"\n{row.name}: warm calls p50 {statistics.median(row.latencies_ms):.0f} ms, "
+                  f"p95 {_percentile(row.latencies_ms, 95):.0f} ms over {len(row.latencies_ms)} questions; "
+                  f"cold seconds per document: median {statistics.median(row.doc_seconds.values()):.1f}, "
+                  f"max {max(row.doc_seconds.values()):.1f}")
     if args.per_doc:
         print()
         print(per_doc_table(rows, grouped))

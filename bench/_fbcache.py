@@ -4,6 +4,8 @@
   source of every module under ``mcp_server/processors`` and ``core/models.py``, the service's
   ``PROCESSING_VERSION``, the processing options and the PyMuPDF version, so any change to
   parsing re-parses and nothing else does;
+* chunks per (document, processing fingerprint, source of ``chunking/`` and ``core/``, chunk
+  parameters, models): a change to ranking alone re-chunks nothing;
 * embeddings per (model id, sha256 of the text) in SQLite: ``CachedEmbedder`` wraps the
   server's embedder at ``embed_batch``, below the server's own batching and caching logic,
   so a ranking or chunking change re-embeds only texts the model has never seen.
@@ -14,6 +16,7 @@ Nothing here re-implements the pipeline; it only remembers the results of its sl
 from __future__ import annotations
 
 import hashlib
+import os
 import pickle
 import sqlite3
 import threading
@@ -25,46 +28,60 @@ import numpy as np
 
 from mcp_server.retrieval.embedders import Embedder
 
-__all__ = ["CachedEmbedder", "EmbeddingStore", "ProcessedCache", "processing_fingerprint"]
+__all__ = ["CachedEmbedder", "EmbeddingStore", "PickleCache", "chunking_fingerprint", "processing_fingerprint"]
+
+
+def source_fingerprint(*parts: str, extra: str = "") -> str:
+    """Hash of the source of the imported ``mcp_server`` below ``parts`` (folders or files)."""
+    import mcp_server
+
+    package = Path(mcp_server.__file__).parent  # the code actually imported (see --code)
+    digest = hashlib.sha256()
+    for part in parts:
+        root = package / part
+        for path in sorted(root.rglob("*.py")) if root.is_dir() else [root]:
+            digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes() + b"\0")
+    digest.update(extra.encode())
+    return digest.hexdigest()[:16]
 
 
 def processing_fingerprint(options: Any) -> str:
     import pymupdf
 
-    import mcp_server
     from mcp_server.service import PROCESSING_VERSION
 
-    digest = hashlib.sha256()
-    package = Path(mcp_server.__file__).parent  # the code actually imported (see --code)
-    for path in [*sorted((package / "processors").rglob("*.py")), package / "core" / "models.py"]:
-        digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes() + b"\0")
-    digest.update(f"{PROCESSING_VERSION}|{options!r}|{pymupdf.VersionBind}".encode())
-    return digest.hexdigest()[:16]
+    return source_fingerprint("processors", "core/models.py",
+                              extra=f"{PROCESSING_VERSION}|{options!r}|{pymupdf.VersionBind}")
 
 
-class ProcessedCache:
-    """Pickled ``(ProcessedDocument, seconds it took)`` per (bytes sha256, fingerprint)."""
+def chunking_fingerprint(processing: str, params: Any, model_key: str) -> str:
+    """Chunks depend on the processed document, the chunker (and core) source, the parameters
+    and the tokenizer (the models' ids)."""
+    return source_fingerprint("chunking", "core", extra=f"{processing}|{params!r}|{model_key}")
 
-    def __init__(self, root: Path, fingerprint: str) -> None:
-        self.root = root / "processed"
-        self.fingerprint = fingerprint
 
-    def _path(self, sha256: str) -> Path:
-        return self.root / f"{sha256[:24]}-{self.fingerprint}.pkl"
+class PickleCache:
+    """One pickle per key under ``root/name``; written atomically (parallel runs share it)."""
 
-    def get(self, sha256: str) -> tuple[Any, float] | None:
-        path = self._path(sha256)
+    def __init__(self, root: Path, name: str) -> None:
+        self.root = root / name
+
+    def _path(self, key: str) -> Path:
+        return self.root / f"{key}.pkl"
+
+    def get(self, key: str) -> Any | None:
+        path = self._path(key)
         if not path.exists():
             return None
         with path.open("rb") as fh:
-            return pickle.load(fh)  # noqa: S301 - our own file, keyed by content and code hash
+            return pickle.load(fh)  # noqa: S301 - our own file, keyed by content and code hashes
 
-    def put(self, sha256: str, document: Any, seconds: float) -> None:
+    def put(self, key: str, value: Any) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
-        path = self._path(sha256)
-        tmp = path.with_suffix(f".tmp{threading.get_ident()}")
+        path = self._path(key)
+        tmp = path.with_suffix(f".tmp{os.getpid()}-{threading.get_ident()}")
         with tmp.open("wb") as fh:
-            pickle.dump((document, seconds), fh, protocol=pickle.HIGHEST_PROTOCOL)
+            pickle.dump(value, fh, protocol=pickle.HIGHEST_PROTOCOL)
         tmp.replace(path)  # atomic: a parallel run never reads half a file
 
 
@@ -123,15 +140,39 @@ class CachedEmbedder(Embedder):
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         return self.inner.count_tokens(texts)
 
-    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
-        keys = [hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest() for text in texts]
-        found = self.store.get_many(self.model_id, keys)
+    def embed(self, texts: Sequence[str], **kwargs: Any) -> np.ndarray:
+        """Known texts come from the store in one query; only the rest go through the server's
+        ``embed`` (which would otherwise tokenize every text just to sort the batches)."""
+        keys = [_digest(text) for text in texts]
+        found = self.store.get_many(self.model_id, list(dict.fromkeys(keys)))
+        self.disk_hits += sum(key in found for key in keys)
         todo = [i for i, key in enumerate(keys) if key not in found]
-        self.disk_hits += len(keys) - len(todo)
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        for i, key in enumerate(keys):
+            if key in found:
+                out[i] = found[key]
         if todo:
-            vectors = np.asarray(self.inner.embed_batch([texts[i] for i in todo]), dtype=np.float32)
+            out[todo] = super().embed([texts[i] for i in todo], **kwargs)
+        return out
+
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        keys = [_digest(text) for text in texts]
+        found = self.store.get_many(self.model_id, keys)  # query vectors arrive here (embed_query)
+        todo = [i for i, key in enumerate(keys) if key not in found]
+        if todo:
+            vectors = _unit(np.asarray(self.inner.embed_batch([texts[i] for i in todo]), dtype=np.float32))
             self.model_calls += len(todo)
             fresh = [(keys[i], vec) for i, vec in zip(todo, vectors, strict=True)]
             self.store.put_many(self.model_id, fresh)
             found.update(fresh)
         return np.stack([found[key] for key in keys]) if keys else np.zeros((0, self.dimension), np.float32)
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+
+
+def _unit(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return vectors / norms

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -84,11 +84,3 @@ async def mcp_results(
     finally:
         files.close()
     return out
-
-
-def latency_summary(values: Sequence[float]) -> str:
-    if not values:
-        return "–"
-    ordered = sorted(values)
-    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
-    return f"p50 {ordered[len(ordered) // 2]:.0f} ms, p95 {p95:.0f} ms"

@@ -133,20 +133,36 @@ def search_modes() -> list[str]:
 
 # --- the LangChain reference ----------------------------------------------------------------
 def reference_rows(grouped: dict[str, list[dict[str, Any]]], use_cache: bool) -> list[Row]:
-    from bench._langchain_ref import build_reference
+    """The reference's inputs never change: with the cache, its results per question are saved
+    beside its index and a re-run loads neither the index nor the model."""
+    from bench._langchain_ref import build_reference, cache_folder, saved_timings
 
     faiss_row, bm25_row = Row(name="LangChain FAISS (reference)"), Row(name="LangChain BM25 (bm25s)")
     for name, questions in grouped.items():
-        ref = build_reference(FINANCEBENCH / questions[0]["doc"], cache_dir=CACHE / "langchain" if use_cache else None)
-        for row in (faiss_row, bm25_row):
-            row.doc_seconds[name] = ref.timings.total_s
-            row.notes[name] = f"{ref.timings.pages} pages, {ref.timings.splits} splits" + (
-                " (cached build)" if ref.cached else "")
-        for q in questions:
-            started = time.perf_counter()
-            faiss_row.record(q, [Result(text=h.text, pages=h.pages) for h in ref.search(q["question"], K)])
-            faiss_row.latencies_ms.append((time.perf_counter() - started) * 1000)
-            bm25_row.record(q, [Result(text=h.text, pages=h.pages) for h in ref.search_bm25(q["question"], K)])
+        path = FINANCEBENCH / questions[0]["doc"]
+        folder = cache_folder(CACHE / "langchain", path) if use_cache else None
+        saved_file = folder / f"results-k{K}.json" if folder is not None else None
+        saved = json.loads(saved_file.read_text()) if saved_file is not None and saved_file.exists() else {}
+        keys = {q["id"]: hashlib.sha256(q["question"].encode()).hexdigest()[:16] for q in questions}
+        timings = saved_timings(folder) if folder is not None else None
+        cached = timings is not None and all(key in saved for key in keys.values())
+        if not cached:
+            ref = build_reference(path, cache_dir=CACHE / "langchain" if use_cache else None)
+            timings = ref.timings
+            for q in questions:
+                started = time.perf_counter()
+                found = ref.search(q["question"], K)
+                faiss_row.latencies_ms.append((time.perf_counter() - started) * 1000)
+                saved[keys[q["id"]]] = {"faiss": [[h.text, list(h.pages)] for h in found],
+                                        "bm25": [[h.text, list(h.pages)] for h in ref.search_bm25(q["question"], K)]}
+            if saved_file is not None:
+                saved_file.write_text(json.dumps(saved))
+        assert timings is not None
+        for row, kind in ((faiss_row, "faiss"), (bm25_row, "bm25")):
+            row.doc_seconds[name] = timings.total_s
+            row.notes[name] = f"{timings.pages} pages, {timings.splits} splits" + (" (cached)" if cached else "")
+            for q in questions:
+                row.record(q, [Result(text=text, pages=tuple(pages)) for text, pages in saved[keys[q["id"]]][kind]])
     return [faiss_row, bm25_row]
 
 
@@ -155,7 +171,7 @@ class ServerPipeline:
     """The server's stages, called as ``DocumentService`` calls them (see mcp_server/service.py)."""
 
     def __init__(self, use_cache: bool) -> None:
-        from bench._fbcache import EmbeddingStore, ProcessedCache, processing_fingerprint
+        from bench._fbcache import EmbeddingStore, PickleCache, processing_fingerprint
         from mcp_server.core.settings import Settings
         from mcp_server.processors import ProcessOptions
         from mcp_server.retrieval.models import ModelRegistry
@@ -165,7 +181,9 @@ class ServerPipeline:
         started = time.perf_counter()
         self.models = ModelRegistry.load(self.settings)
         self.models_seconds = time.perf_counter() - started
-        self.processed = ProcessedCache(CACHE, processing_fingerprint(self.options)) if use_cache else None
+        self.fingerprint = processing_fingerprint(self.options)
+        self.processed = PickleCache(CACHE, "processed") if use_cache else None
+        self.chunked = PickleCache(CACHE, "chunks") if use_cache else None
         self.store = EmbeddingStore(CACHE / "embeddings.sqlite") if use_cache else None
         self._wrapped: dict[int, Any] = {}
 
@@ -176,40 +194,51 @@ class ServerPipeline:
             return inner
         return self._wrapped.setdefault(id(inner), CachedEmbedder(inner, self.store))
 
-    def process(self, path: Path) -> tuple[Any, float, bool]:
-        """(ProcessedDocument, parse seconds, from cache)."""
+    def process(self, path: Path) -> tuple[Any, str, float, bool]:
+        """(ProcessedDocument, its cache key, parse seconds, from cache)."""
         from mcp_server.core.models import FetchedDocument
         from mcp_server.processors import document_input, process_document
 
         data = path.read_bytes()
-        sha = hashlib.sha256(data).hexdigest()
-        if self.processed is not None and (hit := self.processed.get(sha)) is not None:
-            return hit[0], hit[1], True
+        key = f"{hashlib.sha256(data).hexdigest()[:24]}-{self.fingerprint}"
+        if self.processed is not None and (hit := self.processed.get(key)) is not None:
+            return hit[0], key, hit[1], True
         fetched = FetchedDocument(data=data, url=path.as_uri(), final_url=path.as_uri(), filename=path.name)
         started = time.perf_counter()
         document = process_document(document_input(fetched), self.options)
         seconds = time.perf_counter() - started
         if self.processed is not None:
-            self.processed.put(sha, document, seconds)
-        return document, seconds, False
+            self.processed.put(key, (document, seconds))
+        return document, key, seconds, False
 
-    def index(self, document: Any) -> tuple[Any, dict[str, float]]:
+    def chunks(self, document: Any, document_key: str) -> tuple[list[Any], bool]:
+        from bench._fbcache import chunking_fingerprint
         from mcp_server.chunking import chunk_document
-        from mcp_server.retrieval.index import DocumentIndex
         from mcp_server.service import DocumentService
 
         # The service's own method, so a change to how it picks parameters is followed here.
         view = SimpleNamespace(models=self.models, settings=self.settings, options=self.options)
         params = DocumentService.chunk_params(view, document)  # type: ignore[arg-type]
-        t0 = time.perf_counter()
+        key = f"{document_key}-{chunking_fingerprint(document_key, params, self.models.index_model_id)}"
+        if self.chunked is not None and (hit := self.chunked.get(key)) is not None:
+            return hit, True
         chunks = chunk_document(document, params, self.models.token_counter)
+        if self.chunked is not None:
+            self.chunked.put(key, chunks)
+        return chunks, False
+
+    def index(self, document: Any, document_key: str) -> tuple[Any, dict[str, Any]]:
+        from mcp_server.retrieval.index import DocumentIndex
+
+        t0 = time.perf_counter()
+        chunks, chunks_cached = self.chunks(document, document_key)
         t1 = time.perf_counter()
         embedder = self.embedder(self.models.embedder_for(len(chunks)))
         calls, hits = getattr(embedder, "model_calls", 0), getattr(embedder, "disk_hits", 0)
         index = DocumentIndex.embed(chunks, embedder)
         t2 = time.perf_counter()
         return index, {"chunk_s": t1 - t0, "index_s": t2 - t1, "chunks": len(chunks),
-                       "vectors": int(index.faiss.ntotal),
+                       "chunks_cached": chunks_cached, "vectors": int(index.faiss.ntotal),
                        "embedded": getattr(embedder, "model_calls", index.faiss.ntotal) - calls,
                        "disk_hits": getattr(embedder, "disk_hits", 0) - hits}
 
@@ -225,14 +254,16 @@ def server_rows(grouped: dict[str, list[dict[str, Any]]], modes: Sequence[str], 
     log(f"server models loaded in {pipeline.models_seconds:.1f}s")
     rows = {mode: Row(name=f"server {mode} (in process)") for mode in modes}
     for name, questions in grouped.items():
-        document, parse_s, cached = pipeline.process(FINANCEBENCH / questions[0]["doc"])
-        index, stats = pipeline.index(document)
-        note = (f"parse {parse_s:.1f}s{' (cached)' if cached else ''}, chunk {stats['chunk_s']:.1f}s, "
+        document, key, parse_s, cached = pipeline.process(FINANCEBENCH / questions[0]["doc"])
+        index, stats = pipeline.index(document, key)
+        note = (f"parse {parse_s:.1f}s{' (cached)' if cached else ''}, "
+                f"chunk {stats['chunk_s']:.1f}s{' (cached)' if stats['chunks_cached'] else ''}, "
                 f"index {stats['index_s']:.1f}s, {stats['chunks']} chunks, {stats['vectors']} vectors, "
                 f"{stats['embedded']} embedded now")
         log(f"  {name}: {note}")
         for mode, row in rows.items():
-            if not cached and not stats["disk_hits"]:  # cold only when nothing came from the bench's caches
+            # cold only when nothing came from the bench's caches
+            if not cached and not stats["chunks_cached"] and not stats["disk_hits"]:
                 row.doc_seconds[name] = parse_s + stats["chunk_s"] + stats["index_s"]
             row.notes[name] = note
             for q in questions:
@@ -274,17 +305,26 @@ def table(rows: Sequence[Row], questions: Sequence[dict[str, Any]]) -> str:
 
 
 def per_doc_table(rows: Sequence[Row], grouped: dict[str, list[dict[str, Any]]]) -> str:
-    head = "| document | q | " + " | ".join(f"{r.name} hits / cold s" for r in rows) + " |"
-    lines = [head, "| --- | ---: |" + " ---: |" * len(rows)]
+    import pymupdf
+
+    head = "| document | pages | q | " + " | ".join(f"{r.name} hits / cold s" for r in rows) + " |"
+    lines = [head, "| --- | ---: | ---: |" + " ---: |" * len(rows)]
     for name, questions in grouped.items():
+        with pymupdf.open(FINANCEBENCH / questions[0]["doc"]) as pdf:
+            pages = pdf.page_count
         cells = []
         for row in rows:
             hits = sum(row.ranks.get(q["id"]) is not None for q in questions)
             seconds = row.doc_seconds.get(name)
             cell = f"{hits} / {seconds:.1f}" if seconds is not None else f"{hits} / –"
             cells.append(cell + (" (error)" if row.notes.get(name, "").startswith("error") else ""))
-        lines.append(f"| {name} | {len(questions)} | " + " | ".join(cells) + " |")
+        lines.append(f"| {name} | {pages} | {len(questions)} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def _percentile(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
 def save(rows: Sequence[Row], questions: Sequence[dict[str, Any]], args: argparse.Namespace,
@@ -296,7 +336,8 @@ def save(rows: Sequence[Row], questions: Sequence[dict[str, Any]], args: argpars
         "when": stamp, "split": args.split, "docs": args.docs, "k": K, "seconds": round(seconds, 1),
         "rows": [{"name": r.name, **r.metrics(questions), "ranks": r.ranks, "pages": r.pages,
                   "doc_seconds": r.doc_seconds, "notes": r.notes,
-                  "latency_ms_median": statistics.median(r.latencies_ms) if r.latencies_ms else None}
+                  "latency_ms_median": statistics.median(r.latencies_ms) if r.latencies_ms else None,
+                  "latency_ms_p95": _percentile(r.latencies_ms, 95) if r.latencies_ms else None}
                  for r in rows],
     }
     path.write_text(json.dumps(body, indent=1))
@@ -320,9 +361,11 @@ def main() -> None:
     args = parser.parse_args()
     if args.code is not None:
         sys.path.insert(0, str(args.code.resolve()))
-        # the --mcp server process imports it too
+        # the --mcp server process imports it too; PYTHONSAFEPATH keeps ``-m`` from putting the
+        # worktree (its working directory) ahead of it
         os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(args.code.resolve()),
                                                                  os.environ.get("PYTHONPATH")]))
+        os.environ["PYTHONSAFEPATH"] = "1"
 
     started = time.perf_counter()
 
@@ -348,6 +391,12 @@ def main() -> None:
     print(f"\nFinanceBench dev, split {args.split}: {len(questions)} questions over {len(grouped)} PDFs, k={K}; "
           f"reported reference {REPORTED_REFERENCE[0]} / {REPORTED_REFERENCE[1]}, goal {GOAL[0]} / {GOAL[1]}\n")
     print(table(rows, questions))
+    for row in rows:
+        if row.name.startswith("MCP") and row.latencies_ms:
+            print(f"\n{row.name}: warm calls p50 {statistics.median(row.latencies_ms):.0f} ms, "
+                  f"p95 {_percentile(row.latencies_ms, 95):.0f} ms over {len(row.latencies_ms)} questions; "
+                  f"cold seconds per document: median {statistics.median(row.doc_seconds.values()):.1f}, "
+                  f"max {max(row.doc_seconds.values()):.1f}")
     if args.per_doc:
         print()
         print(per_doc_table(rows, grouped))

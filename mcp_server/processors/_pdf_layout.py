@@ -94,7 +94,7 @@ class Row:
         tops = [w[1] for w in words]
         bottoms = [w[3] for w in words]
         self.y0, self.y1 = min(tops), max(bottoms)
-        heights = sorted(b - t for t, b in zip(tops, bottoms, strict=True))
+        heights = sorted([b - t for t, b in zip(tops, bottoms, strict=True)])
         self.height = heights[len(heights) // 2]
         self.cells = _cells(words, self.height)
 
@@ -192,6 +192,10 @@ def build_rows(words: Sequence[Word]) -> list[Row]:
 
 def _runs(words: list[Word], height: float) -> list[list[Word]]:
     """Words split where a gap is wide for its line."""
+    line = (words[0][5], words[0][6])
+    if all((w[5], w[6]) == line for w in words) and all(
+            b[0] - a[2] <= _CELL_GAP * height for a, b in zip(words, words[1:], strict=False)):
+        return [words]  # most rows: one line of running text
     # The usual space of each MuPDF line: justified text spreads all its words evenly, while
     # a line that runs across table columns has tight words and a few wide gaps.
     space: dict[tuple[int, int], float] = {}

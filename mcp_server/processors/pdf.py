@@ -87,15 +87,17 @@ def _read(pdf: pymupdf.Document, number: int, options: ProcessOptions) -> _Page 
     read = _pdf_read.read_page(page, options)
     if read is None:
         return None
-    result = _Page(number=number, read=read, rules=_rules_of(pdf, number))
+    loaded = [page]  # held for the first reading only: 250 pages stay light
+    result = _Page(number=number, read=read, rules=_rules_of(pdf, number, loaded))
     words = read.words
     if words is not None:
         result.numbers = page_number_rows(words)
         _find_tables(result, result.numbers)
+    loaded.clear()
     return result
 
 
-def _rules_of(pdf: pymupdf.Document, number: int) -> Callable[[], Rules]:
+def _rules_of(pdf: pymupdf.Document, number: int, loaded: list[pymupdf.Page]) -> Callable[[], Rules]:
     """The page's rules, read once and only if a table header asks (drawings cost ~1-30 ms)."""
     from mcp_server.processors import _pdf_read
 
@@ -103,7 +105,8 @@ def _rules_of(pdf: pymupdf.Document, number: int) -> Callable[[], Rules]:
 
     def rules() -> Rules:
         if not found:
-            found.append(_pdf_read.horizontal_rules(pdf.load_page(number - 1)))
+            page = loaded[0] if loaded else pdf.load_page(number - 1)
+            found.append(_pdf_read.horizontal_rules(page))
         return found[0]
 
     return rules

@@ -119,3 +119,16 @@ def test_narrative_pages_and_bulleted_lists_of_a_filing_stay_prose(filings: Path
     doc = page_of(filings / name, page)
     assert doc.tables == ()
     assert "|---" not in doc.content
+
+
+def test_a_table_continued_below_a_line_of_text_keeps_the_columns_and_header_of_the_table_above(
+    filings: Path,
+) -> None:
+    content = page_of(filings / "AMCOR_2023Q4_EARNINGS.pdf", 12).content
+    header = (
+        "| ($ million) | Twelve Months Ended June 30, 2022 EBITDA | Twelve Months Ended June 30, 2022 EBIT "
+        "| Twelve Months Ended June 30, 2022 Net Income"
+    )
+    assert content.count(header) == 2
+    assert "Reconciliation of adjusted growth to comparable constant currency growth\n" + header in content
+    assert "| Adjusted EBITDA | 2,117 |  |  |  | 2,018 |  |  |  |" in content

@@ -298,25 +298,29 @@ class DocumentIndex:
     def candidate_positions(
         self, query_vec: np.ndarray, query: str, n: int, allowed: np.ndarray | None = None,
     ) -> list[int]:
-        """The union of the dense and the BM25 top ``n`` chunk positions (dense first), only
-        among ``allowed`` positions when given (exact cosines for those, no FAISS cut-off)."""
+        """The union of the dense and the BM25 top ``n`` chunk positions in this document's own
+        ranking order (the fusion ``search`` ranks by), only among ``allowed`` positions when
+        given (exact cosines for those, no FAISS cut-off)."""
         vec = np.ascontiguousarray(np.asarray(query_vec, dtype=np.float32).reshape(1, -1))
         if allowed is None:
-            chosen = dict.fromkeys(pos for pos, _ in self._dense_ranking(vec, n))
+            dense = [pos for pos, _ in self._dense_ranking(vec, n)]
         else:
             sims = self.dense_scores(vec[0], allowed)
-            chosen = dict.fromkeys(int(p) for p in allowed[np.argsort(-sims, kind="stable")[:n]])
+            dense = [int(p) for p in allowed[np.argsort(-sims, kind="stable")[:n]]]
+        fused: dict[int, float] = {}
+        for rank, pos in enumerate(dense):
+            fused[pos] = DENSE_WEIGHT / (RRF_K + rank + 1)
         bm25 = self._bm25_scores(query)
         if bm25 is not None:
             if allowed is not None:
                 kept = np.zeros_like(bm25)
                 kept[allowed] = bm25[allowed]
                 bm25 = kept
-            for pos in np.argsort(-bm25, kind="stable")[:n]:
+            for rank, pos in enumerate(np.argsort(-bm25, kind="stable")[:n]):
                 if bm25[pos] <= 0:
                     break
-                chosen.setdefault(int(pos))
-        return list(chosen)
+                fused[int(pos)] = fused.get(int(pos), 0.0) + BM25_WEIGHT / (RRF_K + rank + 1)
+        return sorted(fused, key=lambda pos: (-fused[pos], pos))
 
     def dense_scores(self, query_vec: np.ndarray, positions: Sequence[int] | np.ndarray) -> np.ndarray:
         """Exact dense score (best sentence cosine) of each chunk in ``positions``, in that order."""

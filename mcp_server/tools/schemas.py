@@ -86,8 +86,9 @@ class Scores(BaseModel):
 class RetrieveItem(BaseModel):
     text: str
     truncated: bool = Field(False, description="The text was cut: by the 5,000-character cap, or to fit max_tokens.")
-    passage_id: str = Field(description="Stable id of the chunk (same bytes -> same id, at any URL, after restarts); "
-                                        "get_passage(passage_id) returns it and its neighbours without a download.")
+    passage_id: str = Field(description="Stable id of the hit's chunk (same bytes -> same id, at any URL, after "
+                                        "restarts); get_passage(passage_id) returns it and its neighbours without a "
+                                        "download.")
     chunk_index: int
     importance_score: float
     content_type: str

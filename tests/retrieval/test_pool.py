@@ -95,3 +95,16 @@ def test_an_empty_document_contributes_nothing() -> None:
     empty = DocumentIndex.build([], np.zeros((0, 4), dtype=np.float32), model_id="m")
     empty.key = "e" * 32
     assert run([empty, doc("a", [0.4])], top_k=3) == [(1, 0)]
+
+
+def test_each_documents_passages_keep_its_own_ranking_order() -> None:
+    texts_a = ["acme annual report acme acme", "revenue grew ten percent", "acme revenue table", "board members"]
+    texts_b = ["acme is not named here", "revenue of a shop", "weather report", "revenue revenue revenue"]
+    first, second = doc("a", [0.2, 0.9, 0.5, 0.1], texts_a), doc("b", [0.6, 0.7, 0.3, 0.4], texts_b)
+    query = "acme revenue"
+    hits = search_pool([PoolSource(index=first), PoolSource(index=second)], [query], embed, top_k=8)
+    for s, index in enumerate((first, second)):
+        own = index.candidate_positions(QUERY, query, 20)
+        got = [h.hit.chunk.chunk_index for h in hits if h.source == s]
+        assert got == [pos for pos in own if pos in got]  # a subsequence of its own order
+    assert [h.hit.score for h in hits] == sorted((h.hit.score for h in hits), reverse=True)

@@ -36,6 +36,7 @@ from mcp_server.retrieval.sentences import sentence_units
 
 __all__ = [
     "MAX_NEIGHBORS", "MAX_TOP_K", "RRF_K", "DocumentIndex", "SearchMode", "UnitSelect", "clamp_top_k", "merge_texts",
+    "overlap_share",
 ]
 
 # hybrid fuses both rankings; dense / bm25 use one (for benchmarks and ablations)
@@ -282,7 +283,7 @@ class DocumentIndex:
             norm = re.sub(r"\s+", " ", chunk.text).strip().lower()
             if norm in seen_text:
                 continue
-            if any(_overlap_share(chunk.location, self.chunks[c.pos].location) > DUPLICATE_OVERLAP
+            if any(overlap_share(chunk.location, self.chunks[c.pos].location) > DUPLICATE_OVERLAP
                    for c in chosen):
                 continue
             chosen.append(cand)
@@ -400,7 +401,8 @@ def _embed_into(
     return positions[owners]
 
 
-def _overlap_share(a: ChunkLocation, b: ChunkLocation) -> float:
+def overlap_share(a: ChunkLocation, b: ChunkLocation) -> float:
+    """The share of the shorter span that the two spans have in common (0 when they do not meet)."""
     inter = min(a.end_char, b.end_char) - max(a.start_char, b.start_char)
     if inter <= 0:
         return 0.0

@@ -46,6 +46,7 @@ from mcp_server.retrieval.index import (
     MIN_CANDIDATES,
     RRF_K,
     DocumentIndex,
+    overlap_share,
 )
 from mcp_server.retrieval.index import _tokenize as bm25_tokens  # the tokenizer of every document's BM25
 from mcp_server.retrieval.passages import passage_id
@@ -234,7 +235,7 @@ def _diverse(sources: Sequence[PoolSource], ranked: list[_Entry]) -> list[_Entry
         norm = (entry.source, re.sub(r"\s+", " ", chunk.text).strip().lower())
         if pid in seen_ids or norm in seen_text:
             continue
-        if any(_overlap_share(chunk.location, loc) > DUPLICATE_OVERLAP for loc in by_source.get(entry.source, ())):
+        if any(overlap_share(chunk.location, loc) > DUPLICATE_OVERLAP for loc in by_source.get(entry.source, ())):
             continue
         kept.append(entry)
         seen_ids.add(pid)
@@ -254,14 +255,6 @@ def _select(order: list[_Entry], top_k: int, per_doc: int) -> list[_Entry]:
         if len(chosen) == top_k:
             break
     return chosen
-
-
-def _overlap_share(a: ChunkLocation, b: ChunkLocation) -> float:
-    inter = min(a.end_char, b.end_char) - max(a.start_char, b.start_char)
-    if inter <= 0:
-        return 0.0
-    shorter = min(a.end_char - a.start_char, b.end_char - b.start_char)
-    return inter / shorter if shorter > 0 else 0.0
 
 
 def _hit(sources: Sequence[PoolSource], entry: _Entry, ranks: tuple[int | None, ...]) -> PoolHit:

@@ -16,8 +16,12 @@ Concurrency: one ``anyio.Lock`` per key on this event loop (ten identical reques
 nine waits), a file lock per key across worker processes (``IndexStore.lock``: a worker that
 finds another one building waits for its index on disk and never builds it again), and a
 semaphore of ``gpu_concurrency`` around every model call; background builds take at most
-``gpu_concurrency - 1`` of its slots (one when it is 1) so searches keep a slot. Model and FAISS
-work runs in worker threads; the loop only awaits.
+``gpu_concurrency - 1`` of its slots, so searches keep one (with ``GPU_CONCURRENCY=1`` a
+background build holds the only slot while it embeds, as an in-call build always did). Model and
+FAISS work runs in worker threads; the loop only awaits.
+
+``config_key`` names what decides the chunks besides the content and the models, and must be
+known before parsing (the service passes the model window).
 """
 
 from __future__ import annotations
@@ -62,9 +66,9 @@ FILE_LOCK_POLL = 0.25  # seconds between tries of a file lock another worker hol
 PROGRESS_TIMEOUT = 5.0  # a progress notification that cannot be sent by then is dropped, with the rest
 
 
-def make_index_key(content_sha256: str, model_id: str, chunker_version: str, params_key: str) -> str:
+def make_index_key(content_sha256: str, model_id: str, chunker_version: str, config_key: str) -> str:
     """The on-disk and in-memory name of an index (32 hex chars)."""
-    material = "\x1f".join(("rag-index/1", content_sha256, model_id, chunker_version, params_key))
+    material = "\x1f".join(("rag-index/1", content_sha256, model_id, chunker_version, config_key))
     return hashlib.sha256(material.encode()).hexdigest()[:32]
 
 
@@ -124,8 +128,8 @@ class IndexManager:
                          "background_builds": 0}
 
     # --- keys -----------------------------------------------------------------------------
-    def index_key(self, content_sha256: str, chunker_version: str, params_key: str) -> str:
-        return make_index_key(content_sha256, self.models.index_model_id, chunker_version, params_key)
+    def index_key(self, content_sha256: str, chunker_version: str, config_key: str) -> str:
+        return make_index_key(content_sha256, self.models.index_model_id, chunker_version, config_key)
 
     # --- lifecycle --------------------------------------------------------------------------
     @asynccontextmanager
@@ -142,29 +146,29 @@ class IndexManager:
                 self._stopping.set()  # running embeddings stop at their next batch
                 tasks.cancel_scope.cancel()
 
-    def pending(self, content_sha256: str, chunker_version: str, params_key: str) -> anyio.Event | None:
+    def pending(self, content_sha256: str, chunker_version: str, config_key: str) -> anyio.Event | None:
         """Set when the background build of this document ends; None when none is running."""
-        state = self._pending.get(self.index_key(content_sha256, chunker_version, params_key))
+        state = self._pending.get(self.index_key(content_sha256, chunker_version, config_key))
         return state.done if state is not None else None
 
     # --- get or build ---------------------------------------------------------------------
     async def get_or_build(
-        self, content_sha256: str, chunker_version: str, params_key: str, chunks: ChunkSource, *,
+        self, content_sha256: str, chunker_version: str, config_key: str, chunks: ChunkSource, *,
         progress: Progress | None = None,
     ) -> tuple[DocumentIndex, bool]:
         """The complete index, built in the call if needed; (index, cached): cached is True
         when no embedding was needed (memory or disk)."""
-        view = await self.open(content_sha256, chunker_version, params_key, chunks, progress=progress)
+        view = await self.open(content_sha256, chunker_version, config_key, chunks, progress=progress)
         return view.index, view.cached
 
     async def open(
-        self, content_sha256: str, chunker_version: str, params_key: str, chunks: ChunkSource, *,
+        self, content_sha256: str, chunker_version: str, config_key: str, chunks: ChunkSource, *,
         query: str | None = None, progress: Progress | None = None,
     ) -> IndexView:
         """The index to search for ``query``: the complete one when it exists or is cheap to
         build now, else a partial one with vectors for the query's candidates (and the complete
         one starts building in the background). Without ``query``, always the complete one."""
-        key = self.index_key(content_sha256, chunker_version, params_key)
+        key = self.index_key(content_sha256, chunker_version, config_key)
         index = self._memory.get(key)
         if index is not None:
             self.counters["memory_hits"] += 1

@@ -1,21 +1,24 @@
-"""Chunking: cut a processed document into chunks that fit the embedder and cite their source.
+"""Chunking: cut a processed document into chunks that the embedder can read and that cite their source.
 
     params = chunk_params_for(doc.doc_type, len(doc.content), counter.max_tokens)
     chunks = chunk_document(doc, params, counter)   # counter: the embedder or HFTokenCounter
 
-Sizes follow the seed's adaptive table per document type; no chunk exceeds the model's
-window in the model's own tokens; each chunk carries its exact character span and the
+Sizes follow the seed's adaptive table per document type; no chunk exceeds ``CHUNK_WINDOWS``
+model windows in the model's own tokens (the index embeds a chunk's sentences and row groups,
+each within one window); each chunk carries its exact character span and the
 pages, slide, sheet, rows and heading path it comes from.
 """
 
 from mcp_server.chunking._chunker import chunk_document
+from mcp_server.chunking._layout import title_line
 from mcp_server.chunking._locations import infer_locations
-from mcp_server.chunking._params import CHUNKER_VERSION, ChunkParams, chunk_params_for
+from mcp_server.chunking._params import CHUNK_WINDOWS, CHUNKER_VERSION, ChunkParams, chunk_params_for
 from mcp_server.chunking._scoring import content_type, importance_score
 from mcp_server.chunking._tokens import HFTokenCounter, TokenCounter
 
 __all__ = [
     "CHUNKER_VERSION",
+    "CHUNK_WINDOWS",
     "ChunkParams",
     "HFTokenCounter",
     "TokenCounter",
@@ -24,4 +27,5 @@ __all__ = [
     "content_type",
     "importance_score",
     "infer_locations",
+    "title_line",
 ]

@@ -6,7 +6,7 @@ import numpy as np
 
 from mcp_server.chunking._layout import Layout, build_layout
 from mcp_server.chunking._locations import LocationIndex, infer_locations, structure_cuts
-from mcp_server.chunking._params import ChunkParams
+from mcp_server.chunking._params import CHUNK_WINDOWS, ChunkParams
 from mcp_server.chunking._scoring import content_type, importance_score
 from mcp_server.chunking._splitter import Span, Splitter
 from mcp_server.chunking._tokens import TokenCounter
@@ -27,10 +27,11 @@ def chunk_document(doc: ProcessedDocument, params: ChunkParams, counter: TokenCo
     ``doc.locations``, or from the content's markers when the processor gave none.
 
     Returns ``[]`` for blank content. Raises ``ValueError`` when ``params.max_tokens`` exceeds
-    ``counter.max_tokens`` (the chunks would not fit the model).
+    ``CHUNK_WINDOWS`` model windows (``counter.max_tokens``).
     """
-    if params.max_tokens > counter.max_tokens:
-        raise ValueError(f"params.max_tokens {params.max_tokens} exceeds the model's {counter.max_tokens}")
+    if params.max_tokens > counter.max_tokens * CHUNK_WINDOWS:
+        raise ValueError(f"params.max_tokens {params.max_tokens} exceeds {CHUNK_WINDOWS} x the model's "
+                         f"{counter.max_tokens}")
     content = doc.content
     if not content.strip():
         return []

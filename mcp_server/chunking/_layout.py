@@ -20,7 +20,7 @@ from mcp_server.chunking._locations import HEADING_LINE, MARKER_LINE
 from mcp_server.chunking._params import ChunkParams
 from mcp_server.chunking._tokens import TokenCounter
 
-__all__ = ["Layout", "Table", "build_layout"]
+__all__ = ["Layout", "Table", "build_layout", "title_line"]
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -31,17 +31,28 @@ _WHITESPACE = np.array([c for c in range(0x3001) if chr(c).isspace() and not 0x1
                        dtype=np.uint32)
 _TABLE_ROW = re.compile(r"^[ \t]*\|[^\n]*$", re.MULTILINE)
 _TABLE_DELIMITER = re.compile(r"^[ \t]*\|?(?:[ \t]*:?-+:?[ \t]*\|)+[ \t]*(?::?-+:?[ \t]*)?\r?$")
+# A table's title: at most this many lines right above its header, each at most this long (a
+# longer line is prose that merely precedes the table).
+TITLE_LINES = 6
+TITLE_LINE_CHARS = 150
+SENTENCE_WORDS = 5  # a line ending in . ! ? : with this many words is a sentence ("Ulta Beauty, Inc." is not)
 
 
 @dataclass(frozen=True, slots=True)
 class Table:
-    """A Markdown table: header row plus delimiter row, then body rows up to ``end``."""
+    """A Markdown table: its title lines, header row plus delimiter row, then body rows up to ``end``.
 
+    The title is the run of short text lines right above the header row (no blank line
+    between): what the processors write there is the table's caption ("Consolidated Balance
+    Sheet", "(Dollars in millions)"). ``title_start == header_start`` when there is none.
+    """
+
+    title_start: int
     header_start: int
     header_end: int  # end of the delimiter row
     body_start: int
     end: int
-    header_tokens: int  # model tokens of the two header rows, without special tokens
+    header_tokens: int  # model tokens of the title and the two header rows, without special tokens
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +63,7 @@ class Layout:
     level: IntArray  # break level of the gap after atom k
     can_start: BoolArray  # atom may open a chunk that overlaps the previous one
     table: IntArray  # index into ``tables`` when the atom lies in a table body, else -1
+    past_marker: IntArray  # the first atom after the page marker line this atom opens, else itself
     tables: tuple[Table, ...]
     word_level: int  # a plain whitespace gap no separator matched
     piece_level: int  # between the pieces of one over-long word (a forced mid-word cut)
@@ -96,6 +108,7 @@ def build_layout(content: str, params: ChunkParams, counter: TokenCounter) -> La
     tables = _mark_tables(content, starts, ends, tokens, level, can_start, forbidden)
     table_of = _table_index(starts, tables)
     _mark_sticky_lines(content, starts, ends, level, can_start, forbidden)
+    past_marker = _past_page_markers(content, starts)
 
     return Layout(
         starts=starts,
@@ -104,6 +117,7 @@ def build_layout(content: str, params: ChunkParams, counter: TokenCounter) -> La
         level=level,
         can_start=can_start,
         table=table_of,
+        past_marker=past_marker,
         tables=tables,
         word_level=word_level,
         piece_level=piece_level,
@@ -235,11 +249,32 @@ def _mark_tables(content: str, starts: IntArray, ends: IntArray, tokens: IntArra
             else:
                 level[first:stop - 1] = forbidden
                 can_start[first + 1:stop] = False
-        first, stop = _atom_range(starts, block[0][0], block[1][1])
-        tables.append(Table(header_start=int(starts[first]), header_end=int(ends[stop - 1]),
-                            body_start=block[2][0], end=block[-1][1],
+        title_start = _title_start(content, block[0][0])
+        title_first, header_first = _atom_range(starts, title_start, block[0][0])
+        if header_first > title_first:  # the title sticks to the header: no cut, no start inside
+            level[title_first:header_first] = forbidden
+            can_start[title_first + 1:header_first + 1] = False
+        first, stop = _atom_range(starts, title_start, block[1][1])
+        tables.append(Table(title_start=int(starts[first]), header_start=int(starts[header_first]),
+                            header_end=int(ends[stop - 1]), body_start=block[2][0], end=block[-1][1],
                             header_tokens=int(tokens[first:stop].sum())))
     return tuple(tables)
+
+
+def _title_start(content: str, header_start: int) -> int:
+    """Start of the title lines right above a table's header row (``header_start`` if none)."""
+    start = header_start
+    for _ in range(TITLE_LINES):
+        if start == 0 or content[start - 1] != "\n":
+            break
+        above = content.rfind("\n", 0, start - 1) + 1
+        if not title_line(content[above:start - 1]):
+            break
+        start = above
+    # the title's own leading indentation is not part of it: chunks start at a word
+    while start < header_start and content[start] in " \t":
+        start += 1
+    return start
 
 
 def _table_index(starts: IntArray, tables: tuple[Table, ...]) -> IntArray:
@@ -248,6 +283,31 @@ def _table_index(starts: IntArray, tables: tuple[Table, ...]) -> IntArray:
         first, stop = _atom_range(starts, table.body_start, table.end)
         table_of[first:stop] = index
     return table_of
+
+
+def title_line(line: str) -> bool:
+    """Whether ``line`` may belong to the title above a table: short, not a table row or marker,
+    and not running text. A line that continues a sentence (lower-case start), is cut by
+    hyphenation, or ends a sentence of several words ("... as shown below.") is prose."""
+    stripped = line.strip()
+    if not stripped or len(stripped) > TITLE_LINE_CHARS or stripped.startswith("|") or MARKER_LINE.fullmatch(line):
+        return False
+    if stripped[0].islower() or (stripped.endswith("-") and stripped[-2:-1].isalpha()):
+        return False
+    return not (stripped[-1] in ".!?:" and len(stripped.split()) >= SENTENCE_WORDS)
+
+
+def _past_page_markers(content: str, starts: IntArray) -> IntArray:
+    """For the first atom of each page marker line, the atom after the line (identity elsewhere):
+    a chunk that would open with "--- Page N ---" opens after it instead, since the marker is
+    no content and ``location.pages`` already names the page."""
+    past = np.arange(len(starts) + 1, dtype=np.int64)
+    pages = [match for match in MARKER_LINE.finditer(content) if match["kind"] == "Page"]
+    for match in reversed(pages):  # last first, so a run of empty pages is skipped at once
+        first, stop = _atom_range(starts, match.start(), match.end())
+        if stop > first:
+            past[first] = past[stop]
+    return past[:-1]
 
 
 def _mark_sticky_lines(content: str, starts: IntArray, ends: IntArray, level: IntArray,

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 
 from mcp_server.core.errors import ValidationError
 
-__all__ = ["CHUNKER_VERSION", "ChunkParams", "chunk_params_for"]
+__all__ = ["CHUNKER_VERSION", "CHUNK_WINDOWS", "ChunkParams", "chunk_params_for"]
 
 # Bump whenever the chunks for the same input could change: it is part of every index cache key.
-CHUNKER_VERSION = "2"
+CHUNKER_VERSION = "3"
 
 # Structure markers as the processors emit them ("--- Page N ---", "--- Slide N ---",
 # "=== Sheet: NAME ===", Markdown headings). Each separator must contain whitespace: chunks
@@ -49,6 +49,10 @@ SMALL_DOCUMENT = 5_000  # characters; smaller documents get smaller chunks
 # English WordPiece averages a little over 4 characters per token; used only to keep the
 # overlap's share of a token-bounded chunk what the seed meant, never to bound a chunk.
 CHARS_PER_TOKEN = 4
+# A chunk holds at most this many model windows of tokens. The dense index embeds a chunk's
+# sentences (and table row groups), never the whole chunk (retrieval/sentences.py), so a chunk
+# need not fit one window; its characters are bounded by the seed's sizes as before.
+CHUNK_WINDOWS = 2
 MIN_SIZE_OVERRIDE = 50
 MAX_SIZE_OVERRIDE = 100_000
 
@@ -127,6 +131,7 @@ def chunk_params_for(
     else:
         size, overlap = base_size, base_overlap
 
+    max_tokens *= CHUNK_WINDOWS
     window_chars = max(max_tokens - 2, 1) * CHARS_PER_TOKEN
     if size > window_chars:
         overlap = round(overlap * window_chars / size)

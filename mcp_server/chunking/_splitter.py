@@ -66,12 +66,12 @@ class Splitter:
         self.next_start = np.append(np.minimum.accumulate(candidates[::-1])[::-1], n)
 
     def text(self, span: Span) -> str:
-        """The chunk text: the span, verbatim, after its table's header rows when it has one."""
+        """The chunk text: the span, verbatim, after its table's title and header rows when it has one."""
         body = self.content[self.layout.starts[span.first]:self.layout.ends[span.last]]
         if span.table < 0:
             return body
         table = self.layout.tables[span.table]
-        return f"{self.content[table.header_start:table.header_end]}\n{body}"
+        return f"{self.content[table.title_start:table.header_end]}\n{body}"
 
     def estimate(self, span: Span) -> int:
         """Model tokens of the span's text with special tokens, as the sum over its words."""
@@ -81,13 +81,19 @@ class Splitter:
     def split(self, first: int, stop: int) -> list[Span]:
         """Spans covering atoms ``first..stop-1`` in order, each starting after the previous."""
         spans: list[Span] = []
-        start, min_last = first, first
+        start, min_last = self._past_marker(first, stop), first
         while True:
             span = self._next_span(start, min_last, stop)
             spans.append(span)
             if span.last >= stop - 1:
                 return spans
-            start, min_last = self._next_start(span, stop), span.last + 1
+            min_last = span.last + 1
+            start = self._past_marker(self._next_start(span, stop), stop)
+
+    def _past_marker(self, start: int, stop: int) -> int:
+        """``start``, or the atom after the page marker line it opens if the segment goes on."""
+        after = int(self.layout.past_marker[start])
+        return after if after < stop else start
 
     # --- one chunk ----------------------------------------------------------------------
 
@@ -98,14 +104,14 @@ class Splitter:
             return -1
         table = self.layout.tables[index]
         small = (table.header_tokens <= self.budget // 2
-                 and table.header_end - table.header_start < self.chunk_size // 2)
+                 and table.header_end - table.title_start < self.chunk_size // 2)
         return index if small else -1
 
     def _prefix_cost(self, table: int) -> tuple[int, int]:
         if table < 0:
             return 0, 0
         header = self.layout.tables[table]
-        return header.header_end - header.header_start + 1, header.header_tokens
+        return header.header_end - header.title_start + 1, header.header_tokens
 
     def _window_end(self, start: int, table: int, stop: int, token_limit: int) -> int:
         """The last atom of the longest run from ``start`` within both budgets."""
@@ -127,7 +133,8 @@ class Splitter:
                     table = -1
                     continue
                 if start < min_last:  # cannot reach past the previous chunk: drop the overlap
-                    start, table, token_limit = min_last, self._prefix(min_last), self.budget
+                    start = min_last = self._past_marker(min_last, stop)
+                    table, token_limit = self._prefix(start), self.budget
                     continue
                 end = start  # a lone atom always fits: atoms were cut to fit the window
             span = Span(start, self._choose_end(start, end, min_last, stop), table)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_server.chunking import CHUNKER_VERSION, ChunkParams, chunk_params_for
+from mcp_server.chunking import CHUNK_WINDOWS, CHUNKER_VERSION, ChunkParams, chunk_params_for
 from mcp_server.core.errors import ValidationError
 
 WIDE = 4096  # a window wide enough that the seed's sizes stand as they are
@@ -35,10 +35,10 @@ def test_separators_put_slide_and_sheet_markers_before_paragraphs_lines_sentence
 
 
 def test_a_narrow_model_window_keeps_the_overlap_share_of_what_a_chunk_really_holds() -> None:
-    params = chunk_params_for("pdf", 50_000, 256)
-    assert params.max_tokens == 256
+    params = chunk_params_for("pdf", 50_000, 128)
+    assert params.max_tokens == 128 * CHUNK_WINDOWS  # units are embedded, not chunks: several windows fit
     assert params.chunk_size == 1500  # the token bound is enforced exactly when chunking
-    assert params.chunk_overlap == round(300 * 254 * 4 / 1500)
+    assert params.chunk_overlap == round(300 * (128 * CHUNK_WINDOWS - 2) * 4 / 1500)
 
 
 def test_a_size_override_replaces_the_size_and_keeps_the_overlap_ratio() -> None:

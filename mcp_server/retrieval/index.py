@@ -1,9 +1,10 @@
 """One document's search index: FAISS over unit vectors (scores are cosines) plus BM25.
 
-Dense scoring is sentence-MaxSim: FAISS holds one vector per *sentence* of each chunk (see
-``sentences.py``) with a sentence -> chunk map, and a chunk's dense score is the best cosine of
-its sentences. A chunk-level vector averages a specific sentence away among its neighbours;
-the max keeps it (SQuAD hit/strict/MRR 0.980/0.966/0.867 -> 0.986/0.980/0.901, bench/README.md).
+Dense scoring is sentence-MaxSim: FAISS holds one vector per *unit* of each chunk (a sentence,
+or a few table rows under their table's title and header; see ``sentences.py``) with a unit ->
+chunk map, and a chunk's dense score is the best cosine of its units. A chunk-level vector
+averages a specific sentence away among its neighbours; the max keeps it (SQuAD hit/strict/MRR
+0.980/0.966/0.867 -> 0.986/0.980/0.901, bench/README.md).
 
 Search pipeline (all synchronous; the manager runs it in a worker thread):
 
@@ -11,9 +12,10 @@ Search pipeline (all synchronous; the manager runs it in a worker thread):
                  ├─ reciprocal rank fusion ─ cross-encoder rerank (if any) ─ diversity ─ neighbours
     BM25 top-N   ┘
 
-N = max(3 x top_k, 20). The diversity pass only *drops* chunks that repeat text already chosen
-(overlapping spans, identical text); it never re-sorts, because the seed's importance re-sort
-halved its MRR.
+N = max(5 x top_k, 50); dense weighs 1.5x in the fusion. BM25 reads the text through
+``lexical.py`` (no page markers, numbers without thousands separators). The diversity pass only
+*drops* chunks that repeat text already chosen (overlapping spans, identical text); it never
+re-sorts, because the seed's importance re-sort halved its MRR.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import numpy as np
 
 from mcp_server.core.models import Chunk, ChunkLocation, SearchHit
 from mcp_server.retrieval.embedders import Embedder, ProgressFn
+from mcp_server.retrieval.lexical import bm25_tokens
 from mcp_server.retrieval.rerankers import Reranker
 from mcp_server.retrieval.sentences import sentence_units
 
@@ -45,20 +48,18 @@ SearchMode = Literal["hybrid", "dense", "bm25"]
 MAX_TOP_K = 20
 MAX_NEIGHBORS = 2
 RRF_K = 60  # the constant of Cormack et al.; flat enough that both rankings count
-DENSE_WEIGHT = 1.0  # weights of the two rankings in the fusion (see bench/README.md)
+# Weights of the two rankings in the fusion. Dense counts 1.5x: on long filings its sentence and
+# table-row units found the right page more often than BM25's whole-chunk word counts, whose
+# top ranks went to chunks that merely repeat the query's words (bench/README.md, financebench).
+DENSE_WEIGHT = 1.5
 BM25_WEIGHT = 1.0
-MIN_CANDIDATES = 20
+# Candidates each ranking contributes: max(5 x top_k, 50). A long report has hundreds of
+# chunks; the right one is often near rank 20-40 in one ranking and high in the other.
+MIN_CANDIDATES = 50
+CANDIDATES_PER_RESULT = 5
 SENTENCE_FANOUT = 4  # sentences fetched per dense chunk candidate; several may share a chunk
 DUPLICATE_OVERLAP = 0.5  # a chunk sharing more than this share of its span with a chosen one is dropped
 EMBED_SLICE = 4096  # sentences embedded and added to FAISS at a time (bounds the vectors held twice)
-
-try:  # stemming lifts BM25 recall (e.g. "located" ~ "location"); optional so bm25s works without it
-    import Stemmer
-
-    _STEMMER = Stemmer.Stemmer("english").stemWords
-except ImportError:  # pragma: no cover - PyStemmer is a declared dependency
-    _STEMMER = None
-
 
 # (unit texts, owning chunk of each) -> mask of the units to embed (``DocumentIndex.extended``)
 UnitSelect = Callable[[list[str], np.ndarray], np.ndarray]
@@ -66,13 +67,6 @@ UnitSelect = Callable[[list[str], np.ndarray], np.ndarray]
 
 def clamp_top_k(top_k: int) -> int:
     return max(1, min(int(top_k), MAX_TOP_K))
-
-
-def _tokenize(texts: Sequence[str]) -> list[list[str]]:
-    tokens = bm25s.tokenize(
-        list(texts), stopwords="en", stemmer=_STEMMER, return_ids=False, show_progress=False
-    )
-    return [list(t) for t in tokens]
 
 
 @dataclass(slots=True)
@@ -104,7 +98,7 @@ class DocumentIndex:
         self.model_id = model_id
         self._set_vectors(faiss_index, owners)
         self._bm25: bm25s.BM25 | None = None
-        corpus = _tokenize([c.text for c in self.chunks]) if self.chunks else []
+        corpus = bm25_tokens([c.text for c in self.chunks]) if self.chunks else []
         if any(corpus):  # bm25s cannot index a corpus without a single token
             self._bm25 = bm25s.BM25()
             self._bm25.index(corpus, show_progress=False)
@@ -199,7 +193,7 @@ class DocumentIndex:
         neighbors = max(0, min(int(neighbors), MAX_NEIGHBORS))
         if not self.chunks:
             return []
-        n = min(len(self.chunks), max(3 * top_k, MIN_CANDIDATES))
+        n = min(len(self.chunks), max(CANDIDATES_PER_RESULT * top_k, MIN_CANDIDATES))
         candidates = self._fuse(query_vec, query, n, mode)
         ranked = sorted(candidates.values(), key=lambda c: (-c.rrf, c.pos))[:n]
         if reranker is not None and ranked:
@@ -269,7 +263,7 @@ class DocumentIndex:
     def _bm25_scores(self, query: str) -> np.ndarray | None:
         if self._bm25 is None:
             return None
-        tokens = [t for t in _tokenize([query])[0] if t in self._bm25.vocab_dict]
+        tokens = [t for t in bm25_tokens([query])[0] if t in self._bm25.vocab_dict]
         if not tokens:
             return None
         return np.asarray(self._bm25.get_scores(tokens), dtype=np.float32)

@@ -48,7 +48,7 @@ from mcp_server.retrieval.index import (
     DocumentIndex,
     overlap_share,
 )
-from mcp_server.retrieval.index import _tokenize as bm25_tokens  # the tokenizer of every document's BM25
+from mcp_server.retrieval.lexical import bm25_tokens  # the tokenizer of every document's BM25
 from mcp_server.retrieval.passages import passage_id
 from mcp_server.retrieval.rerankers import Reranker
 

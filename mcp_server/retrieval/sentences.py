@@ -1,4 +1,10 @@
-"""Sentence units of chunks: what the dense index embeds (a chunk scores as its best sentence).
+"""Embedding units of chunks: what the dense index embeds (a chunk scores as its best unit).
+
+Prose is cut into sentences. A Markdown table is cut into groups of rows, each group under the
+table's caption (its title lines and column header), because a lone row ("| Total assets |
+46,455 | 47,072 |") says nothing a sentence encoder can match to a question, and one unit per
+row made tables most of a filing's embedding work. Page marker lines are no content and are
+left out.
 
 Hand-written rather than a library splitter (nltk punkt, spaCy, pysbd): those need a model
 download or cost far more per character than this regex, and a mis-split here only moves where
@@ -12,9 +18,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from mcp_server.chunking import title_line
 from mcp_server.core.models import Chunk
 
-__all__ = ["MIN_SENTENCE_CHARS", "sentence_units", "split_sentences"]
+__all__ = [
+    "MAX_UNIT_CHARS", "MIN_SENTENCE_CHARS", "ROW_GROUP_CHARS", "chunk_units", "sentence_units", "split_sentences",
+]
 
 # A sentence ends at . ! ? (optionally followed by closing quotes/brackets) before whitespace and
 # a capital, digit or opening quote; a newline always ends one.
@@ -22,13 +31,19 @@ _BOUNDARY = re.compile(r"(?<=[.!?])([\"')\]\u201d\u2019]*)\s+(?=[\"'(\[\u201c\u2
 # Shorter fragments ("Mr.", "Fig. 3", a bare heading) are too thin to embed alone: they join the
 # following sentence (the last one joins the previous).
 MIN_SENTENCE_CHARS = 20
+# Rows of one table go into units of about this many characters (plus the caption): a few rows
+# of a statement fit the model window with their caption, and a table costs a few units.
+ROW_GROUP_CHARS = 400
+# About one MiniLM window of English prose (4 characters a token); longer units are cut.
+MAX_UNIT_CHARS = 1000
+# The caption: at most this many title lines right above the header row (``title_line``).
+CAPTION_LINES = 6
+_PAGE_MARKER = re.compile(r"^[ \t]*--- Page \d+ ---[ \t]*\r?$", re.MULTILINE)
+_DELIMITER = re.compile(r"^[ \t]*\|?(?:[ \t]*:?-+:?[ \t]*\|)+[ \t]*(?::?-+:?[ \t]*)?\r?$")
 
 
 def split_sentences(text: str) -> list[str]:
-    """Sentences of ``text`` as slices of it; a text without a boundary is one sentence.
-
-    Sentences are substrings of the chunk, so each fits the model window the chunk fits.
-    """
+    """Sentences of ``text`` as slices of it; a text without a boundary is one sentence."""
     spans: list[list[int]] = []
     pos = 0
     for match in _BOUNDARY.finditer(text):
@@ -56,13 +71,91 @@ def split_sentences(text: str) -> list[str]:
     return [s for s in sentences if s] or [text]
 
 
+def _cells(row: str) -> list[str]:
+    return [cell.strip() for cell in row.strip().strip("|").split("|")]
+
+
+def _caption_lines(prose: list[str]) -> list[str]:
+    """Pop the title lines of a table off the end of the prose lines above it."""
+    caption: list[str] = []
+    while prose and len(caption) < CAPTION_LINES:
+        if not title_line(prose[-1]):
+            break
+        caption.insert(0, prose.pop().strip())
+    return caption
+
+
+def _table_units(rows: list[str], caption: list[str]) -> list[str]:
+    """Row groups of one table, each under the caption and the column header."""
+    if len(rows) > 1 and _DELIMITER.match(rows[1]):
+        caption = [*caption, " ".join(cell for cell in _cells(rows[0]) if cell)]
+        rows = rows[2:]
+    head = "\n".join(line for line in caption if line)
+    units: list[str] = []
+    group: list[str] = []
+    size = 0
+    for row in rows:
+        text = " ".join(cell for cell in _cells(row) if cell)
+        if not text or _DELIMITER.match(row):
+            continue
+        if group and size + len(text) > ROW_GROUP_CHARS:
+            units.append("\n".join([head, *group]).strip())
+            group, size = [], 0
+        group.append(text)
+        size += len(text) + 1
+    if group or (head and not units):
+        units.append("\n".join([head, *group]).strip())
+    return units
+
+
+def chunk_units(text: str) -> list[str]:
+    """The embedding units of one chunk's text (never empty: a blank text is its own unit)."""
+    units: list[str] = []
+    prose: list[str] = []
+
+    def flush() -> None:
+        body = "\n".join(prose).strip()
+        if body:
+            units.extend(split_sentences(body))
+        prose.clear()
+
+    lines = _PAGE_MARKER.sub("", text).split("\n")
+    i = 0
+    while i < len(lines):
+        if not lines[i].lstrip().startswith("|"):
+            prose.append(lines[i])
+            i += 1
+            continue
+        j = i
+        while j < len(lines) and lines[j].lstrip().startswith("|"):
+            j += 1
+        caption = _caption_lines(prose)
+        flush()
+        units.extend(_table_units(lines[i:j], caption))
+        i = j
+    flush()
+    return [piece for unit in units if unit for piece in _fit(unit)] or [text]
+
+
+def _fit(unit: str) -> list[str]:
+    """``unit`` cut at whitespace into pieces of at most ``MAX_UNIT_CHARS`` (a chunk may hold
+    more than one model window, and the model would drop what a piece holds past its window)."""
+    pieces: list[str] = []
+    while len(unit) > MAX_UNIT_CHARS:
+        cut = unit.rfind(" ", MAX_UNIT_CHARS // 2, MAX_UNIT_CHARS + 1)
+        cut = cut if cut > 0 else MAX_UNIT_CHARS
+        pieces.append(unit[:cut].strip())
+        unit = unit[cut:].strip()
+    return [*pieces, unit] if unit else pieces
+
+
 def sentence_units(chunks: Sequence[Chunk]) -> tuple[list[str], np.ndarray]:
-    """(sentence texts in chunk order, the owning chunk position of each): every chunk has at
-    least one unit, and the owner array is non-decreasing."""
+    """(unit texts in chunk order, the owning chunk position of each): every chunk has at least
+    one unit, and the owner array is non-decreasing."""
     texts: list[str] = []
     owners: list[int] = []
     for pos, chunk in enumerate(chunks):
-        sentences = split_sentences(chunk.text)
-        texts += sentences
-        owners += [pos] * len(sentences)
+        units = chunk_units(chunk.text)
+        texts += units
+        owners += [pos] * len(units)
     return texts, np.asarray(owners, dtype=np.int64)

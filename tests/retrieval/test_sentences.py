@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from mcp_server.retrieval.sentences import MIN_SENTENCE_CHARS, sentence_units, split_sentences
+from mcp_server.retrieval.sentences import (
+    MAX_UNIT_CHARS,
+    MIN_SENTENCE_CHARS,
+    ROW_GROUP_CHARS,
+    chunk_units,
+    sentence_units,
+    split_sentences,
+)
 from tests.retrieval._chunks import make_chunks
 
 
@@ -42,3 +49,41 @@ def test_every_chunk_owns_at_least_one_unit_in_chunk_order() -> None:
     texts, owners = sentence_units(chunks)
     assert owners.tolist() == [0, 0, 1, 2]
     assert texts == ["First sentence is here.", "Second sentence is here.", "", "Only one sentence here."]
+
+
+STATEMENT = """Some prose before the statement ends here.
+Consolidated Statements of Cash Flows
+(In millions)
+| | Six Months Ended July 29, 2023 | Six Months Ended July 30, 2022 |
+|---|---|---|
+| Net earnings | $ 482 | $ 648 |
+| Depreciation and amortization | 445 | 429 |
+--- Page 7 ---
+Total cash provided by operating activities was lower."""
+
+
+def test_table_rows_are_embedded_in_groups_under_the_tables_title_and_column_header() -> None:
+    units = chunk_units(STATEMENT)
+    head = ("Consolidated Statements of Cash Flows\n(In millions)\n"
+            "Six Months Ended July 29, 2023 Six Months Ended July 30, 2022")
+    assert units == [
+        "Some prose before the statement ends here.",
+        f"{head}\nNet earnings $ 482 $ 648\nDepreciation and amortization 445 429",
+        "Total cash provided by operating activities was lower.",
+    ]  # the page marker line is no content: no unit holds it
+
+
+def test_a_long_table_becomes_several_row_groups_each_with_the_header() -> None:
+    rows = "\n".join(f"| Line item number {i} | {i},000 | {i},500 |" for i in range(60))
+    units = chunk_units(f"Balance Sheet\n| | 2023 | 2022 |\n|---|---|---|\n{rows}")
+    assert len(units) > 3
+    assert all(u.startswith("Balance Sheet\n2023 2022\n") for u in units)
+    assert all(len(u) <= ROW_GROUP_CHARS + 100 for u in units)
+    assert sum(u.count("Line item number") for u in units) == 60  # every row in exactly one group
+
+
+def test_a_unit_longer_than_a_model_window_is_cut_at_whitespace() -> None:
+    text = "word " * 700
+    units = chunk_units(text)
+    assert len(units) == 4 and all(len(u) <= MAX_UNIT_CHARS for u in units)
+    assert " ".join(units).split() == text.split()

@@ -1,0 +1,47 @@
+"""What BM25 sees of a text: the words, with numbers and periods written one way.
+
+Documents and questions write the same number and period differently: "30,583" in a table and
+"30583" or "$30,583 million" in a question, "FY2022" in a question and "2022" in a column
+header. bm25s cuts on non-word characters, so "30,583" became the two tokens "30" and "583"
+(the second matching every other "583"). Here thousands separators go, and a year glued to a
+short prefix also stands alone. Page marker lines ("--- Page 12 ---") are no content: "page" and
+its number would match every question that says "page". The same function tokenises chunks and
+queries, so both sides always agree.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import bm25s
+
+__all__ = ["STOPWORDS", "bm25_tokens", "lexical_text"]
+
+# Lucene's 33 English stopwords let "does", "have", "which", "than" through; bm25s' longer list
+# drops those question words, which only match chunks by chance.
+STOPWORDS = "en_plus"
+_PAGE_MARKER = re.compile(r"^[ \t]*--- Page \d+ ---[ \t]*\r?$", re.MULTILINE)
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+_GLUED_YEAR = re.compile(r"\b([A-Za-z]{1,3})((?:19|20)\d\d)\b")
+
+try:  # stemming lifts BM25 recall (e.g. "located" ~ "location"); optional so bm25s works without it
+    import Stemmer
+
+    _STEMMER = Stemmer.Stemmer("english").stemWords
+except ImportError:  # pragma: no cover - PyStemmer is a declared dependency
+    _STEMMER = None
+
+
+def lexical_text(text: str) -> str:
+    """``text`` as BM25 should read it: no page marker lines, no thousands separators, glued years split."""
+    return _GLUED_YEAR.sub(r"\1\2 \2", _THOUSANDS.sub("", _PAGE_MARKER.sub("", text)))
+
+
+def bm25_tokens(texts: Sequence[str]) -> list[list[str]]:
+    """Stemmed BM25 tokens of each text (chunks and queries alike)."""
+    tokens = bm25s.tokenize(
+        [lexical_text(t) for t in texts], stopwords=STOPWORDS, stemmer=_STEMMER, return_ids=False,
+        show_progress=False,
+    )
+    return [list(t) for t in tokens]

@@ -51,8 +51,9 @@ async def mcp_results(
     docs_dir: Path, grouped: dict[str, list[dict[str, Any]]], k: int, *, parse_timeout: float | None,
     log: Callable[[str], None],
 ) -> dict[str, Any]:
-    """Per question: ``results`` [(text, pages)] or ``error``; per document ``cold_s``; warm latencies."""
-    out: dict[str, Any] = {"questions": {}, "cold_s": {}, "errors": {}, "warm_ms": []}
+    """Per question: ``results`` [(text, pages)] or ``error``; per document ``cold_s`` and ``partial``
+    (answers that came from a partial index, the complete one still building); warm latencies."""
+    out: dict[str, Any] = {"questions": {}, "cold_s": {}, "errors": {}, "warm_ms": [], "partial": {}}
     files = FileServer(docs_dir)
     read_timeout = max(DEFAULT_TOOL_TIMEOUT, (parse_timeout or 0) + 300) + 60
     try:
@@ -81,6 +82,8 @@ async def mcp_results(
                         out["questions"][q["id"]] = [
                             (item["text"], tuple(item["location"].get("pages") or ())) for item in body["results"]
                         ]
+                        if (body.get("index") or {}).get("status", "complete") != "complete":
+                            out["partial"][name] = out["partial"].get(name, 0) + 1
     finally:
         files.close()
     return out

@@ -285,6 +285,9 @@ def mcp_row(grouped: dict[str, list[dict[str, Any]]], parse_timeout: float | Non
     row.doc_seconds = found["cold_s"]
     row.notes = {name: f"error: {message}" for name, message in found["errors"].items()}
     row.latencies_ms = found["warm_ms"]
+    partial = found["partial"]
+    log(f"answers from a partial index: {sum(partial.values())} of {sum(map(len, grouped.values()))} "
+        f"({', '.join(f'{name} {count}' for name, count in partial.items()) or 'none'})")
     for questions in grouped.values():
         for q in questions:
             row.record(q, [Result(text=text, pages=pages) for text, pages in found["questions"][q["id"]]])

@@ -172,7 +172,7 @@ class Settings(BaseSettings):
         "once from a partial index and its complete index builds in the background. 0 = always partial.",
     )
     progressive_candidates: int = Field(
-        20, ge=0, le=500,
+        30, ge=0, le=500,
         description="Chunks a query on a partially indexed document embeds on demand: its best BM25 matches "
         "(and the first chunks when fewer match).",
     )

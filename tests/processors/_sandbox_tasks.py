@@ -49,3 +49,7 @@ def busy(seconds: float) -> str:
     while time.monotonic() < end:
         pass
     return "done"
+
+
+def niceness() -> int:
+    return os.nice(0)

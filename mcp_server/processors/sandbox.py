@@ -31,9 +31,9 @@ __all__ = ["ParserPool"]
 
 T = TypeVar("T")
 
-# PyMuPDF is imported by the PDF reader only (the server process never loads it); workers
-# get it preloaded, so the first PDF a worker parses does not pay ~1 s of imports.
-_PRELOAD = ["mcp_server.processors", "mcp_server.processors._pdf_read"]
+# PyMuPDF is imported by the PDF reader only (the server process never loads it); workers get
+# it and langdetect's profiles preloaded (_worker_preload), so a first document does not pay ~2 s.
+_PRELOAD = ["mcp_server.processors", "mcp_server.processors._worker_preload"]
 _MAX_TASKS = 200  # recycle workers now and then: parsers may leak
 
 

@@ -53,3 +53,9 @@ def busy(seconds: float) -> str:
 
 def niceness() -> int:
     return os.nice(0)
+
+
+def language_profiles_loaded() -> bool:
+    from langdetect import detector_factory
+
+    return detector_factory._factory is not None

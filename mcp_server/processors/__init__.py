@@ -20,7 +20,7 @@ from mcp_server.core.models import FetchedDocument, ProcessedDocument
 from mcp_server.processors.base import DocumentInput, ProcessOptions, Processor
 from mcp_server.processors.csv import CsvProcessor
 from mcp_server.processors.docx import DocxProcessor
-from mcp_server.processors.formats import Format, format_for, register, registered, unregister
+from mcp_server.processors.formats import Format, format_for, get_processor, register, registered, unregister
 from mcp_server.processors.html import HtmlProcessor
 from mcp_server.processors.image import ImageProcessor
 from mcp_server.processors.language import detect_language
@@ -66,10 +66,6 @@ for _processor in _PROCESSORS:
 def supported_formats() -> tuple[Format, ...]:
     """The registered formats, specific ones first, then the generic HTML and plain text."""
     return tuple(p.format for p in registered())
-
-
-def get_processor(doc_type: str) -> Processor | None:
-    return next((p for p in registered() if p.format.doc_type == doc_type), None)
 
 
 def document_input(fetched: FetchedDocument) -> DocumentInput:

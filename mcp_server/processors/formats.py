@@ -25,6 +25,7 @@ __all__ = [
     "Likelihood",
     "Magic",
     "format_for",
+    "get_processor",
     "registered",
     "register",
     "unregister",
@@ -133,6 +134,10 @@ def registered() -> tuple[Processor, ...]:
     return tuple(sorted(_REGISTRY.values(), key=lambda p: p.format.generic))
 
 
+def get_processor(doc_type: str) -> Processor | None:
+    return _REGISTRY.get(doc_type.lower())
+
+
 def format_for(doc_type: str) -> Format | None:
-    processor = _REGISTRY.get(doc_type.lower())
+    processor = get_processor(doc_type)
     return processor.format if processor is not None else None

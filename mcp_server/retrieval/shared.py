@@ -142,6 +142,8 @@ class MemoryIndexStore:
 
 
 # Only the holder renews or releases (a lease that expired and was taken over is not theirs).
+# Not redis-py's Lock: the lease here is addressed by (key, token) from any thread, answers None
+# during an outage instead of raising, and has an in-process fake with the same three calls.
 _RENEW = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return 0

@@ -14,6 +14,7 @@ import json
 import random
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -110,6 +111,32 @@ def test_sigkill_at_50_random_points_leaves_the_old_or_the_new_index(tmp_path: P
     reloaded = store.load(KEY)
     assert reloaded is not None and signature(reloaded) == expected(1)
     assert not _mid_save(store.path(KEY))
+
+
+def test_readers_without_the_lock_see_whole_versions_while_a_writer_switches_them(tmp_path: Path) -> None:
+    store = IndexStore(tmp_path)
+    versions = [worker.index(0), worker.index(1)]
+    store.save(KEY, versions[1], chunker_version=worker.CHUNKER)
+    done = threading.Event()
+
+    def write() -> None:
+        try:
+            for n in range(30):
+                with store.lock(KEY):
+                    store.save(KEY, versions[n % 2], chunker_version=worker.CHUNKER)
+        finally:
+            done.set()
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    seen: list[tuple[int, str]] = []
+    while not done.is_set():
+        loaded = store.load(KEY)
+        assert loaded is not None  # never nothing: the manifest names files that exist
+        seen.append(signature(loaded))
+    writer.join()
+    assert set(seen) <= {expected(0), expected(1)} and seen
+    assert store.quarantined == 0
 
 
 def _truncate(path: Path) -> None:

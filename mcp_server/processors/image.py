@@ -45,7 +45,7 @@ def open_image(data: bytes, max_pixels: int) -> tuple[Image.Image, str, int]:
                 )
             image.load()
             source_format, frames = str(image.format), int(getattr(image, "n_frames", 1))
-            return ImageOps.exif_transpose(image) or image, source_format, frames
+        return _upright(image), source_format, frames
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
         raise ProcessingError(f"image too large: over {max_pixels} pixels", limit=max_pixels) from exc
     except UnidentifiedImageError as exc:
@@ -54,6 +54,17 @@ def open_image(data: bytes, max_pixels: int) -> tuple[Image.Image, str, int]:
         ) from exc
     except (OSError, ValueError, SyntaxError, EOFError) as exc:  # truncated or corrupt data
         raise ProcessingError(f"the image is damaged ({type(exc).__name__})") from exc
+
+
+def _upright(image: Image.Image) -> Image.Image:
+    """The image turned as its EXIF orientation says; a damaged EXIF block (Pillow raises or
+    warns while reading it) leaves the pixels as stored: the text is still there to read."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ImageOps.exif_transpose(image) or image
+    except (OSError, ValueError, SyntaxError, EOFError):
+        return image
 
 
 class ImageProcessor:

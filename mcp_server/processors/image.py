@@ -35,6 +35,9 @@ def open_image(data: bytes, max_pixels: int) -> tuple[Image.Image, str, int]:
     Image.MAX_IMAGE_PIXELS = max_pixels  # per-process: parser workers only
     try:
         with warnings.catch_warnings():
+            # Pillow warns about the damage it reads past (skipped TIFF/EXIF tags): the image is
+            # still read; only the decompression-bomb warning is an error.
+            warnings.simplefilter("ignore")
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             image = Image.open(io.BytesIO(data), formats=list(FORMATS))
             width, height = image.size

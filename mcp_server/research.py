@@ -22,6 +22,7 @@ import anyio
 import numpy as np
 
 from mcp_server.chunking import TokenCounter
+from mcp_server.core.concurrency import Progress
 from mcp_server.core.errors import MCPServerError, ToolTimeoutError, ValidationError
 from mcp_server.core.logging import request_id_var
 from mcp_server.core.models import Chunk, ChunkLocation, SearchHit
@@ -29,7 +30,7 @@ from mcp_server.fetch import validate_url
 from mcp_server.retrieval.index import DocumentIndex, merge_texts
 from mcp_server.retrieval.passages import parse_passage_id, passage_id, text_checksum
 from mcp_server.retrieval.pool import PoolSource, search_pool
-from mcp_server.service import DocumentService, Progress
+from mcp_server.service import DocumentService
 
 __all__ = [
     "MAX_DOCUMENTS", "MAX_PASSAGE_NEIGHBORS", "Budgeted", "DocumentOutcome", "Found", "MultiSearch", "PageRanges",

@@ -45,7 +45,7 @@ def make_settings(**overrides: Any) -> Settings:
 @contextlib.asynccontextmanager
 async def memory_client(server: RagMCP | None = None, **settings: Any) -> AsyncIterator[ClientSession]:
     server = server or create_server(make_settings(**settings))
-    async with create_connected_server_and_client_session(server._mcp_server) as session:
+    async with create_connected_server_and_client_session(server) as session:
         yield session
 
 

@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from mcp_server.server import create_server
+from mcp_server.tools.common import tool
 from tests.mcp_harness import ThreadedServer, http_client, make_settings, payload
 
 pytestmark = pytest.mark.anyio
@@ -68,10 +69,12 @@ async def test_a_slow_tool_times_out_over_http() -> None:
     server = create_server(make_settings(request_timeout=0.3))
     never = anyio.Event()
 
-    @server.guarded_tool("utility", title="Wait forever")
+    @tool("utility", title="Wait forever")
     async def wait_forever() -> dict[str, Any]:
         await never.wait()
         return {}
+
+    server.add_guarded_tool(wait_forever)
 
     with ThreadedServer(server.rag_settings, server) as running:
         async with http_client(running.mcp_url) as client:

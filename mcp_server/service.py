@@ -130,14 +130,14 @@ class DocumentService:
         self.process_runs = 0  # documents actually parsed (tests use it to prove coalescing)
 
     # --- stages -----------------------------------------------------------------------
-    async def fetch(self, url: str) -> tuple[FetchedDocument, bool]:
+    async def fetch(self, url: str) -> FetchedDocument:
         # Cache layers may be remote (Redis): their calls run in a worker thread, off the loop.
         cached = await run_sync(self.downloads.get, url)
         if cached is not None:
-            return cached, True
+            return cached
         fetched = await self.fetcher.fetch(url)
         await run_sync(self.downloads.put, url, fetched)
-        return fetched, False
+        return fetched
 
     def _content_key(self, fetched: FetchedDocument) -> str:
         material = "\x1f".join((PROCESSING_VERSION, fetched.sha256, self.options.ocr_languages))
@@ -147,7 +147,7 @@ class DocumentService:
                       progress: Progress | None = None) -> _Located:
         """Download (or take from the cache) and sniff; ``expect`` limits the types."""
         started = time.perf_counter()
-        fetched, _ = await self.fetch(url)
+        fetched = await self.fetch(url)
         timings = {"download": _ms(started)}
         inp = await run_sync(document_input, fetched)  # sniffing reads bytes: off the loop
         if expect and inp.doc_type not in expect:
@@ -284,7 +284,7 @@ class DocumentService:
                        complete=view.complete, dense_coverage=view.dense_coverage)
 
     async def query_spreadsheet(self, url: str, search_value: str, column: str | None) -> dict[str, Any]:
-        fetched, _ = await self.fetch(url)
+        fetched = await self.fetch(url)
         inp = await run_sync(document_input, fetched)
         return await self.parsers.run(search_spreadsheet, inp, self.options, search_value, column)
 

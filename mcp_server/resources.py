@@ -8,12 +8,12 @@ from typing import Any
 
 from mcp.server.fastmcp import FastMCP
 
-from mcp_server.processors import SUPPORTED_FORMATS
-
-__all__ = ["register_resources", "supported_formats"]
+__all__ = ["register_resources"]
 
 
 def supported_formats() -> list[dict[str, object]]:
+    from mcp_server.processors import SUPPORTED_FORMATS
+
     return [entry.to_dict() for entry in SUPPORTED_FORMATS]
 
 

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import uvicorn
 from mcp import ClientSession, StdioServerParameters
@@ -28,6 +29,7 @@ from mcp_server.app import create_app
 from mcp_server.core.settings import Settings
 from mcp_server.retrieval.models import MINILM_ID
 from mcp_server.server import RagMCP, create_server
+from mcp_server.tools.common import tool
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -60,6 +62,13 @@ def make_settings(**overrides: Any) -> Settings:
     }
     base.update(overrides)
     return ExplicitSettings(**base)
+
+
+@tool("utility", title="Wait forever")
+async def wait_forever() -> dict[str, Any]:
+    """A tool that never finishes, for timeout tests (``server.add_guarded_tool(wait_forever)``)."""
+    await anyio.Event().wait()
+    return {}
 
 
 @contextlib.asynccontextmanager

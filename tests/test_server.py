@@ -14,7 +14,7 @@ from mcp.types import INVALID_PARAMS, TextContent
 from mcp_server.core.logging import configure_logging
 from mcp_server.server import create_server
 from mcp_server.tools.common import tool
-from tests.mcp_harness import make_settings, memory_client, payload
+from tests.mcp_harness import make_settings, memory_client, payload, wait_forever
 
 pytestmark = pytest.mark.anyio
 
@@ -85,13 +85,6 @@ async def test_an_empty_bucket_answers_rate_limited_with_retry_after() -> None:
 
 async def test_a_tool_that_overruns_its_timeout_answers_timeout() -> None:
     server = create_server(make_settings(request_timeout=0.2))
-    never = anyio.Event()
-
-    @tool("utility", title="Wait forever")
-    async def wait_forever() -> dict[str, Any]:
-        await never.wait()
-        return {}
-
     server.add_guarded_tool(wait_forever)
 
     async with memory_client(server) as client:

@@ -49,7 +49,6 @@ PROCESSING_VERSION = "1"
 class _Located:
     """A document downloaded and sniffed, not parsed: enough to look its index up."""
 
-    fetched: FetchedDocument
     input: DocumentInput
     content_key: str  # hash of bytes + processing options: the document and index cache key
     timings_ms: dict[str, float]
@@ -57,12 +56,9 @@ class _Located:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Processed:
-    fetched: FetchedDocument
     doc_type: str  # sniffed
-    content_key: str
     document: ProcessedDocument
-    timings_ms: dict[str, float]
-    cached: bool
+    cached: bool  # parsed earlier: from the document cache
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -160,21 +156,17 @@ class DocumentService:
             )
         if progress is not None:
             await progress(1, None, f"downloaded {len(fetched.data)} bytes")
-        return _Located(fetched=fetched, input=inp, content_key=self._content_key(fetched), timings_ms=timings)
+        return _Located(input=inp, content_key=self._content_key(fetched), timings_ms=timings)
 
     async def process(
         self, url: str, *, expect: Sequence[str] = (), tool: str = "", progress: Progress | None = None,
     ) -> Processed:
         """Download and (unless cached) parse in a worker process; ``expect`` limits the types."""
         located = await self._locate(url, expect=expect, tool=tool, progress=progress)
-        timings = dict(located.timings_ms)
-        started = time.perf_counter()
         document, cached = await self._parse(located.content_key, located.input)
-        timings["process"] = _ms(started)
         if progress is not None:
             await progress(2, None, f"processed {len(document.content)} characters")
-        return Processed(fetched=located.fetched, doc_type=located.input.doc_type,
-                         content_key=located.content_key, document=document, timings_ms=timings, cached=cached)
+        return Processed(doc_type=located.input.doc_type, document=document, cached=cached)
 
     async def _parse(self, key: str, inp: DocumentInput) -> tuple[ProcessedDocument, bool]:
         document = await run_sync(self.documents.get, key)

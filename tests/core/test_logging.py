@@ -46,8 +46,9 @@ def test_noisy_libraries_log_at_warning_only() -> None:
     configure_logging("INFO", None)
 
 
-# Converted by the branch that owns them (index persistence); remove from here once they log events too.
-NOT_YET_EVENTS = {"retrieval/manager.py", "retrieval/store.py"}
+# The index-persistence modules (the hosts branch of this session owns them; shared.py and tiers.py
+# arrive with it) still format values into messages: remove them from here once they log events.
+NOT_YET_EVENTS = {"retrieval/manager.py", "retrieval/store.py", "retrieval/shared.py", "retrieval/tiers.py"}
 LOG_METHODS = {"debug", "info", "warning", "error", "exception", "critical"}
 EVENT_NAME = re.compile(r"^[a-z_]+(\.[a-z_]+)+$")
 

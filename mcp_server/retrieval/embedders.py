@@ -223,9 +223,11 @@ class FakeEmbedder(Embedder):
         self.dimension = dimension
         self.max_tokens = max_tokens
         self.batch_size = batch_size
+        self.batches = 0
         self.prior_chars_per_second = 1e9  # no model: effectively free
 
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        self.batches += 1
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
         for i, text in enumerate(texts):
             for word in text.lower().split():

@@ -31,7 +31,7 @@ def shared_store(context: AppContext) -> dict[str, Any]:
         "rate_limit": getattr(context.limiter, "backend", "memory"),
         "download": getattr(service.downloads, "backend", "memory"),
         "document": getattr(service.documents, "backend", "memory"),
-        "index": "disk (shared by workers: file lock per key)",
+        "index": service.indexes.tiers.backend,
     }
 
 

@@ -12,9 +12,9 @@ __all__ = ["register_resources"]
 
 
 def supported_formats() -> list[dict[str, object]]:
-    from mcp_server.processors import SUPPORTED_FORMATS
+    from mcp_server.processors import supported_formats as registered_formats
 
-    return [entry.to_dict() for entry in SUPPORTED_FORMATS]
+    return [entry.describe() for entry in registered_formats()]
 
 
 def register_resources(server: FastMCP[Any], describe_tools: Callable[[], list[dict[str, Any]]]) -> None:

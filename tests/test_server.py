@@ -12,6 +12,7 @@ from mcp.shared.exceptions import McpError
 from mcp.types import INVALID_PARAMS, TextContent
 
 from mcp_server.core.logging import configure_logging
+from mcp_server.processors import supported_formats
 from mcp_server.server import create_server
 from mcp_server.tools.common import tool
 from tests.mcp_harness import make_settings, memory_client, payload, wait_forever
@@ -118,7 +119,7 @@ async def test_resources_are_generated_from_the_registries() -> None:
         formats = json.loads((await client.read_resource("rag://supported-formats")).contents[0].text)  # type: ignore[union-attr]
         tools = json.loads((await client.read_resource("rag://tool-descriptions")).contents[0].text)  # type: ignore[union-attr]
     assert listed == {"rag://supported-formats", "rag://tool-descriptions"}
-    assert {f["doc_type"] for f in formats["formats"]} >= {"pdf", "docx", "pptx", "xlsx", "csv", "html", "txt", "image"}
+    assert formats["formats"] == [f.describe() for f in supported_formats()]
     assert {t["name"] for t in tools["tools"]} == EXPECTED_TOOLS
     assert tools["tool_count"] == 15
 

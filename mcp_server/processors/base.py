@@ -12,6 +12,7 @@ from typing import ClassVar, Protocol
 
 from mcp_server.core.models import ProcessedDocument
 from mcp_server.core.settings import Settings
+from mcp_server.processors.formats import Format
 
 __all__ = ["DocumentInput", "ProcessOptions", "Processor"]
 
@@ -56,11 +57,8 @@ class ProcessOptions:
 
 
 class Processor(Protocol):
-    """One format. Constants at the top of each module name its types, extensions and MIME types."""
+    """One format: its complete declaration (``processors/formats.py``) and how to parse it."""
 
-    doc_type: ClassVar[str]  # "pdf", "docx", ...
-    extensions: ClassVar[tuple[str, ...]]  # (".pdf",)
-    mime_types: ClassVar[tuple[str, ...]]  # ("application/pdf",)
-    description: ClassVar[str]  # one line for rag://supported-formats
+    format: ClassVar[Format]
 
     def process(self, doc: DocumentInput, options: ProcessOptions) -> ProcessedDocument: ...

@@ -13,8 +13,9 @@ lifespan), is persisted, and serves the later calls. A document whose complete b
 estimated to take at most ``progressive_budget`` seconds is built in the call, as before.
 
 Concurrency: one ``anyio.Lock`` per key on this event loop (ten identical requests -> one build,
-nine waits), a file lock per key across worker processes (``IndexStore.lock``: a worker that
-finds another one building waits for its index on disk and never builds it again), and a
+nine waits), a file lock per key across worker processes and, with a shared store, a lease per key
+across hosts (``IndexTiers``: a worker or host that finds another one building waits for its index
+and never builds it again), and a
 semaphore of ``gpu_concurrency`` around every model call; background builds take at most
 ``gpu_concurrency - 1`` of its slots, so searches keep one (with ``GPU_CONCURRENCY=1`` a
 background build holds the only slot while it embeds, as an in-call build always did). Model and
@@ -32,7 +33,7 @@ import logging
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -40,7 +41,6 @@ import anyio
 import anyio.from_thread
 from anyio.abc import TaskGroup
 from cachetools import TTLCache
-from filelock import BaseFileLock
 
 from mcp_server.core import metrics
 from mcp_server.core.concurrency import run_sync
@@ -50,7 +50,9 @@ from mcp_server.retrieval.embedders import Embedder
 from mcp_server.retrieval.index import DocumentIndex
 from mcp_server.retrieval.models import ModelRegistry
 from mcp_server.retrieval.partial import partial_view
+from mcp_server.retrieval.shared import SharedIndexStore
 from mcp_server.retrieval.store import IndexStore, Manifest
+from mcp_server.retrieval.tiers import IndexTiers
 
 __all__ = ["ChunkSource", "IndexManager", "IndexView", "Progress", "make_index_key"]
 
@@ -62,7 +64,6 @@ ChunkSource = Sequence[Chunk] | Callable[[], Awaitable[Sequence[Chunk]]]
 # (done, total, message); may be sync or async (e.g. ``ctx.report_progress``-style).
 Progress = Callable[[int, int, str], Any]
 
-FILE_LOCK_POLL = 0.25  # seconds between tries of a file lock another worker holds (it builds for minutes)
 PROGRESS_TIMEOUT = 5.0  # a progress notification that cannot be sent by then is dropped, with the rest
 
 
@@ -107,10 +108,12 @@ class _Pending:
 class IndexManager:
     def __init__(
         self, settings: Settings, models: ModelRegistry, store: IndexStore | None = None, *,
-        timer: Callable[[], float] = time.monotonic,
+        shared: SharedIndexStore | None = None, timer: Callable[[], float] = time.monotonic,
     ) -> None:
         self.models = models
         self.store = store or IndexStore(settings.index_dir)
+        self.tiers = IndexTiers(self.store, shared, lease_seconds=settings.index_lease_seconds,
+                                max_bytes=settings.index_store_max_bytes)
         self._memory: TTLCache[str, DocumentIndex] = TTLCache(
             maxsize=settings.cache_max_retrievers, ttl=settings.cache_ttl, timer=timer
         )
@@ -186,10 +189,10 @@ class IndexManager:
                 return IndexView(key=key, index=index, complete=True, cached=True)
             pending = self._pending.get(key) if query is not None else None
             if pending is None:
-                loaded = await run_sync(self._load, key, chunker_version)
+                loaded, found = await self.tiers.find(key, self._check(chunker_version))
                 if loaded is not None:
-                    self.counters["disk_hits"] += 1
-                    metrics.index_lookup("disk")
+                    self.counters["disk_hits"] += 1  # the shared store's too: they land in the folder
+                    metrics.index_lookup(found)
                     metrics.cache_insert("index", self._memory, key)
                     self._memory[key] = loaded
                     return IndexView(key=key, index=loaded, complete=True, cached=True)
@@ -237,14 +240,13 @@ class IndexManager:
         self, key: str, chunker_version: str, chunks: list[Chunk], progress: Progress | None,
     ) -> tuple[DocumentIndex, bool]:
         report = self._thread_progress(progress)
-        async with metrics.build_slot(self._gpu()):
-            return await run_sync(self._build, key, chunker_version, chunks, report)
+        return await self._claim_and_build(key, chunker_version, chunks, report, background=False)
 
     async def _build_in_background(
         self, key: str, chunker_version: str, chunks: list[Chunk], pending: _Pending,
     ) -> None:
         """The complete index of a partially answered document: waits for a slot (and for
-        another worker's build of the same key, via the file lock), builds, persists, swaps in."""
+        another worker's or host's build of the same key), builds, persists, swaps in."""
         forward = self._thread_progress(self._live(pending))
         stopping = self._stopping
 
@@ -256,7 +258,9 @@ class IndexManager:
                 forward(done, total, message)
 
         try:
-            index = await self._build_when_free(key, chunker_version, chunks, report)
+            index, built = await self._claim_and_build(key, chunker_version, chunks, report, background=True)
+            if built:
+                self.counters["background_builds"] += 1
             metrics.cache_insert("index", self._memory, key)
             self._memory[key] = index
         except _Stopped:
@@ -269,41 +273,29 @@ class IndexManager:
                 del self._pending[key]
             pending.done.set()
 
-    async def _build_when_free(
-        self, key: str, chunker_version: str, chunks: list[Chunk], progress: Callable[[int, int, str], None],
-    ) -> DocumentIndex:
-        """The file lock first (another worker building this document holds it: then its index
-        is loaded, not built again), then a model slot only for the embedding. Every step is an
-        awaited one, so a shutdown leaves no thread waiting on the event loop."""
-        lock = await self._file_lock(key)
-        try:
-            existing = await run_sync(self.store.load, key, self._check(chunker_version))
+    async def _claim_and_build(
+        self, key: str, chunker_version: str, chunks: list[Chunk],
+        progress: Callable[[int, int, str], None] | None, *, background: bool,
+    ) -> tuple[DocumentIndex, bool]:
+        """(index, built). The claim first (another worker or host building this document: then
+        its index is loaded, not built again), then a model slot only for the embedding (a
+        background build also one of the background slots). Every wait is an awaited one, so a
+        shutdown leaves no thread waiting."""
+        async with self.tiers.claim(key, self._check(chunker_version)) as (existing, _):
             if existing is not None:
-                metrics.index_build("coalesced")  # another worker built it while we waited for the lock
-                return existing
+                metrics.index_build("coalesced")  # another worker or host built it meanwhile
+                return existing, False
             embedder = self.models.embedder_for(len(chunks))
             metrics.index_build("started")
             started = time.perf_counter()
-            async with self._background(), self._gpu():
+            slot: AbstractAsyncContextManager[Any] = metrics.build_slot(self._gpu())
+            if background:
+                slot = _both(self._background(), self._gpu())
+            async with slot:
                 index = await run_sync(lambda: DocumentIndex.embed(chunks, embedder, progress=progress))
-            with anyio.CancelScope(shield=True):  # a save that started completes (it is atomic anyway)
-                await run_sync(lambda: self.store.save(key, index, chunker_version=chunker_version))
+            await self.tiers.save(key, index, chunker_version)
             self._built(key, index, embedder, started)
-            self.counters["background_builds"] += 1
-            return index
-        finally:
-            lock.release()
-
-    async def _file_lock(self, key: str) -> BaseFileLock:
-        """This key's file lock, polled from the loop: a thread blocked on it could not be
-        abandoned safely (it would take the lock after its caller had gone)."""
-        lock = self.store.file_lock(key)
-        while True:
-            with anyio.CancelScope(shield=True):  # a try that succeeds is never lost
-                taken = await run_sync(self.store.try_acquire, lock)
-            if taken:
-                return lock
-            await anyio.sleep(FILE_LOCK_POLL)
+            return index, True
 
     @staticmethod
     def _live(pending: _Pending) -> Progress | None:
@@ -326,24 +318,21 @@ class IndexManager:
         return forward
 
     async def find(self, key: str) -> DocumentIndex | None:
-        """The index stored under ``key``, from memory, else from disk (then kept in memory);
-        None when it is in neither. Never builds: a passage id leads here without a download."""
+        """The index stored under ``key``, from memory, else from disk or the shared store (then
+        kept in memory); None when it is nowhere. Never builds: a passage id leads here without a download."""
         index = self._memory.get(key)
         if index is not None:
             return index
         pending = self._pending.get(key)
         if pending is not None:  # being built: the partial base holds every chunk already
             return pending.base
-        index = await run_sync(self._find_on_disk, key)
+        def check(manifest: Manifest) -> str | None:  # the key names the chunker version: accept the manifest's
+            return self._check(str(manifest.get("chunker_version")))(manifest)
+
+        index, _ = await self.tiers.find(key, check)
         if index is not None:
             self._memory[key] = index
         return index
-
-    def _find_on_disk(self, key: str) -> DocumentIndex | None:
-        if not self.store.path(key).exists():
-            return None
-        with self.store.lock(key):  # the key names the chunker version: accept the manifest's
-            return self.store.load(key, lambda manifest: self._check(str(manifest.get("chunker_version")))(manifest))
 
     def _check(self, chunker_version: str) -> Callable[[Manifest], str | None]:
         def check(manifest: Manifest) -> str | None:
@@ -357,30 +346,6 @@ class IndexManager:
             return None
 
         return check
-
-    def _load(self, key: str, chunker_version: str) -> DocumentIndex | None:
-        if not self.store.path(key).exists():  # the common miss costs no lock
-            return None
-        with self.store.lock(key):
-            return self.store.load(key, self._check(chunker_version))
-
-    def _build(
-        self, key: str, chunker_version: str, chunks: list[Chunk],
-        progress: Callable[[int, int, str], None] | None,
-    ) -> tuple[DocumentIndex, bool]:
-        """(index, built). Under the file lock another process may have finished it meanwhile."""
-        with self.store.lock(key):
-            existing = self.store.load(key, self._check(chunker_version))
-            if existing is not None:
-                metrics.index_build("coalesced")  # another process built it while we waited for the lock
-                return existing, False
-            embedder = self.models.embedder_for(len(chunks))
-            metrics.index_build("started")
-            started = time.perf_counter()
-            index = DocumentIndex.embed(chunks, embedder, progress=progress)
-            self.store.save(key, index, chunker_version=chunker_version)
-            self._built(key, index, embedder, started)
-            return index, True
 
     def _built(self, key: str, index: DocumentIndex, embedder: Embedder, started: float) -> None:
         index.key = key
@@ -432,6 +397,7 @@ class IndexManager:
                 for key, state in list(self._pending.items())
             ],
             "disk": self.store.stats(),
+            "shared": self.tiers.stats(),
             "embedding_cache_entries": sum(
                 e.cache_entries for e in {id(e): e for e in (self.models.fast, self.models.accurate)}.values()
             ),
@@ -444,7 +410,10 @@ class IndexManager:
         for embedder in {id(e): e for e in (self.models.fast, self.models.accurate)}.values():
             embedder.clear_cache()
         removed = await run_sync(self.store.clear)
-        return {"memory": entries, "disk": removed}
+        cleared = {"memory": entries, "disk": removed}
+        if self.tiers.shared is not None:  # every host's copies: this is the deployment's cache
+            cleared["shared"] = await run_sync(self.tiers.clear)
+        return cleared
 
     # --- plumbing -------------------------------------------------------------------------
     def _gpu(self) -> anyio.CapacityLimiter:
@@ -482,6 +451,12 @@ class IndexManager:
                 log.debug("index.progress_failed %s", exc)
 
         return report
+
+
+@asynccontextmanager
+async def _both(first: anyio.CapacityLimiter, second: anyio.CapacityLimiter) -> AsyncIterator[None]:
+    async with first, second:
+        yield
 
 
 class _KeyLock:

@@ -1,0 +1,143 @@
+"""What a format declares, and the registry of the processors that declared one.
+
+A processor module states everything about its format in one ``Format`` at the top of its
+class: the type name, extensions, MIME types, how its bytes are recognised (magic bytes at
+fixed offsets, a zip member folder, or for text formats how sure the content looks like it)
+and how its text is chunked. The sniffer, the chunker's parameters, ``rag://supported-formats``,
+the health report and the README table are all generated from these declarations.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from mcp_server.core.markup import PLAIN, Breaks
+
+if TYPE_CHECKING:
+    from mcp_server.processors.base import Processor
+
+__all__ = [
+    "Chunking",
+    "Format",
+    "Likelihood",
+    "Magic",
+    "format_for",
+    "get_processor",
+    "registered",
+    "register",
+    "unregister",
+]
+
+
+class Likelihood(enum.IntEnum):
+    """How sure a text format is that some text is its own.
+
+    ``CERTAIN`` beats the transport's hint (``<!DOCTYPE html>`` served as text/plain is HTML);
+    the others only decide when the hint names no text format.
+    """
+
+    POSSIBLE = 1
+    LIKELY = 2
+    CERTAIN = 3
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Magic:
+    """Bytes that identify a format: every ``(offset, bytes)`` part must match."""
+
+    parts: tuple[tuple[int, bytes], ...]
+
+    @classmethod
+    def prefix(cls, head: bytes) -> Magic:
+        return cls(parts=((0, head),))
+
+    def matches(self, data: bytes) -> bool:
+        return all(data[offset : offset + len(head)] == head for offset, head in self.parts)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Chunking:
+    """The seed's chunk size and overlap (characters) and where the structure may be cut."""
+
+    size: int = 1200
+    overlap: int = 250
+    breaks: Breaks = PLAIN
+    headings: bool = True  # False: a line starting with "# " is data (a spreadsheet cell)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Format:
+    """Everything the server knows about one format, declared by its processor.
+
+    Binary formats are recognised by ``magic`` (any one matches) or ``detect`` (for signatures
+    not at a fixed offset, like PDF's), zip packages by a member under ``zip_member``. Text
+    formats (``text=True``) are reached only when the bytes read as text; ``looks_like`` says
+    how sure the content is, else the Content-Type or extension decides. ``generic`` formats
+    (HTML, plain text) are tried and listed after the specific ones.
+    """
+
+    doc_type: str
+    description: str  # one line for rag://supported-formats and the README
+    extensions: tuple[str, ...] = ()
+    mime_types: tuple[str, ...] = ()
+    magic: tuple[Magic, ...] = ()
+    detect: Callable[[bytes], bool] | None = None
+    zip_member: str | None = None  # "word/": an OOXML package whose parts live there
+    text: bool = False
+    looks_like: Callable[[bytes], Likelihood | None] | None = None
+    generic: bool = False
+    chunking: Chunking = field(default_factory=Chunking)
+
+    def recognises(self, data: bytes) -> bool:
+        """True when the bytes alone identify this (binary) format."""
+        return any(magic.matches(data) for magic in self.magic) or (self.detect is not None and self.detect(data))
+
+    def describe(self) -> dict[str, object]:
+        """The JSON shape of ``rag://supported-formats`` and the health report."""
+        return {
+            "doc_type": self.doc_type,
+            "extensions": list(self.extensions),
+            "mime_types": list(self.mime_types),
+            "description": self.description,
+        }
+
+
+# Registration order is the order among equals; generic formats sort after specific ones.
+_REGISTRY: dict[str, Processor] = {}
+
+
+def register(processor: Processor) -> None:
+    """Add a processor's format; raises ``ValueError`` if its type, an extension or a MIME
+    type is already declared by another format (the sniffer needs one owner for each)."""
+    declared = processor.format
+    for other in _REGISTRY.values():
+        theirs = other.format
+        clash = (
+            {declared.doc_type} & {theirs.doc_type}
+            or set(declared.extensions) & set(theirs.extensions)
+            or set(declared.mime_types) & set(theirs.mime_types)
+        )
+        if clash:
+            raise ValueError(f"format {declared.doc_type!r} redeclares {sorted(clash)} of {theirs.doc_type!r}")
+    _REGISTRY[declared.doc_type] = processor
+
+
+def unregister(doc_type: str) -> None:
+    _REGISTRY.pop(doc_type, None)
+
+
+def registered() -> tuple[Processor, ...]:
+    """The processors, specific formats first, then generic ones, each in registration order."""
+    return tuple(sorted(_REGISTRY.values(), key=lambda p: p.format.generic))
+
+
+def get_processor(doc_type: str) -> Processor | None:
+    return _REGISTRY.get(doc_type.lower())
+
+
+def format_for(doc_type: str) -> Format | None:
+    processor = get_processor(doc_type)
+    return processor.format if processor is not None else None

@@ -9,7 +9,7 @@ from typing import TypeVar
 
 from mcp_server.core.markup import HEADING_LINE, MARKER_LINE
 from mcp_server.core.models import ChunkLocation, Location
-from mcp_server.processors.formats import format_for
+from mcp_server.processors.base import format_for
 
 # HEADING_LINE and MARKER_LINE are core/markup's, re-exported for the layout's sticky lines.
 __all__ = ["HEADING_LINE", "MARKER_LINE", "LocationIndex", "infer_locations", "structure_cuts"]

@@ -11,7 +11,8 @@ import json
 from dataclasses import dataclass
 
 from mcp_server.core.errors import ValidationError
-from mcp_server.processors.formats import Chunking, format_for
+from mcp_server.processors.base import format_for
+from mcp_server.processors.formats import Chunking
 
 __all__ = ["CHUNKER_VERSION", "ChunkParams", "chunk_params_for"]
 

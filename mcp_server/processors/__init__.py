@@ -17,10 +17,19 @@ import dataclasses
 
 from mcp_server.core.errors import MCPServerError, ProcessingError, UnsupportedFormatError
 from mcp_server.core.models import FetchedDocument, ProcessedDocument
-from mcp_server.processors.base import DocumentInput, ProcessOptions, Processor
+from mcp_server.processors.base import (
+    DocumentInput,
+    ProcessOptions,
+    Processor,
+    format_for,
+    get_processor,
+    register,
+    registered,
+    unregister,
+)
 from mcp_server.processors.csv import CsvProcessor
 from mcp_server.processors.docx import DocxProcessor
-from mcp_server.processors.formats import Format, format_for, get_processor, register, registered, unregister
+from mcp_server.processors.formats import Format
 from mcp_server.processors.html import HtmlProcessor
 from mcp_server.processors.image import ImageProcessor
 from mcp_server.processors.language import detect_language

@@ -1,4 +1,4 @@
-"""What a format declares, and the registry of the processors that declared one.
+"""What a format declares (the registry of the processors that declared one is in ``base.py``).
 
 A processor module states everything about its format in one ``Format`` at the top of its
 class: the type name, extensions, MIME types, how its bytes are recognised (magic bytes at
@@ -12,24 +12,10 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from mcp_server.core.markup import PLAIN, Breaks
 
-if TYPE_CHECKING:
-    from mcp_server.processors.base import Processor
-
-__all__ = [
-    "Chunking",
-    "Format",
-    "Likelihood",
-    "Magic",
-    "format_for",
-    "get_processor",
-    "registered",
-    "register",
-    "unregister",
-]
+__all__ = ["Chunking", "Format", "Likelihood", "Magic"]
 
 
 class Likelihood(enum.IntEnum):
@@ -103,41 +89,3 @@ class Format:
             "mime_types": list(self.mime_types),
             "description": self.description,
         }
-
-
-# Registration order is the order among equals; generic formats sort after specific ones.
-_REGISTRY: dict[str, Processor] = {}
-
-
-def register(processor: Processor) -> None:
-    """Add a processor's format; raises ``ValueError`` if its type, an extension or a MIME
-    type is already declared by another format (the sniffer needs one owner for each)."""
-    declared = processor.format
-    for other in _REGISTRY.values():
-        theirs = other.format
-        clash = (
-            {declared.doc_type} & {theirs.doc_type}
-            or set(declared.extensions) & set(theirs.extensions)
-            or set(declared.mime_types) & set(theirs.mime_types)
-        )
-        if clash:
-            raise ValueError(f"format {declared.doc_type!r} redeclares {sorted(clash)} of {theirs.doc_type!r}")
-    _REGISTRY[declared.doc_type] = processor
-
-
-def unregister(doc_type: str) -> None:
-    _REGISTRY.pop(doc_type, None)
-
-
-def registered() -> tuple[Processor, ...]:
-    """The processors, specific formats first, then generic ones, each in registration order."""
-    return tuple(sorted(_REGISTRY.values(), key=lambda p: p.format.generic))
-
-
-def get_processor(doc_type: str) -> Processor | None:
-    return _REGISTRY.get(doc_type.lower())
-
-
-def format_for(doc_type: str) -> Format | None:
-    processor = get_processor(doc_type)
-    return processor.format if processor is not None else None

@@ -14,8 +14,9 @@ import re
 import zipfile
 from pathlib import PurePosixPath
 
+from mcp_server.processors.base import registered
 from mcp_server.processors.encoding import bom_codec
-from mcp_server.processors.formats import Format, Likelihood, registered
+from mcp_server.processors.formats import Format, Likelihood
 
 __all__ = ["TEXT_FALLBACK", "UNKNOWN", "detect_type", "known_types", "looks_like_text"]
 

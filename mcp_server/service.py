@@ -256,9 +256,10 @@ class DocumentService:
 
         connected = True  # a background build may outlive this call: its progress then goes nowhere
 
-        async def embed_progress(done: int, total: int, message: str) -> None:
+        async def embed_progress(done: float, total: float | None, message: str) -> None:
             if progress is not None and connected:
-                await progress(3 + done, 3 + total, message or f"embedded {done}/{total}")
+                await progress(3 + done, None if total is None else 3 + total,
+                               message or f"embedded {done:g}/{total}")
 
         started = time.perf_counter()
         try:

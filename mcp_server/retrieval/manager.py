@@ -28,7 +28,6 @@ known before parsing (the service passes the model window).
 from __future__ import annotations
 
 import hashlib
-import inspect
 import logging
 import threading
 import time
@@ -43,7 +42,7 @@ from anyio.abc import TaskGroup
 from cachetools import TTLCache
 
 from mcp_server.core import metrics
-from mcp_server.core.concurrency import run_sync
+from mcp_server.core.concurrency import KeyedLock, Progress, run_sync
 from mcp_server.core.models import Chunk, SearchHit
 from mcp_server.core.settings import Settings
 from mcp_server.retrieval.embedders import Embedder
@@ -54,7 +53,7 @@ from mcp_server.retrieval.shared import SharedIndexStore
 from mcp_server.retrieval.store import IndexStore, Manifest
 from mcp_server.retrieval.tiers import IndexTiers
 
-__all__ = ["ChunkSource", "IndexManager", "IndexView", "Progress", "make_index_key"]
+__all__ = ["ChunkSource", "IndexManager", "IndexView", "make_index_key"]
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +61,6 @@ T = TypeVar("T")
 # The chunks, or a coroutine function producing them (called only when the index must be built).
 ChunkSource = Sequence[Chunk] | Callable[[], Awaitable[Sequence[Chunk]]]
 # (done, total, message); may be sync or async (e.g. ``ctx.report_progress``-style).
-Progress = Callable[[int, int, str], Any]
 
 PROGRESS_TIMEOUT = 5.0  # a progress notification that cannot be sent by then is dropped, with the rest
 
@@ -122,8 +120,7 @@ class IndexManager:
         self.candidates = settings.progressive_candidates
         self._limiter: anyio.CapacityLimiter | None = None  # created on the loop, lazily
         self._background_limiter: anyio.CapacityLimiter | None = None
-        self._key_locks: dict[str, anyio.Lock] = {}
-        self._key_waiters: dict[str, int] = {}
+        self._key_locks = KeyedLock()
         self._pending: dict[str, _Pending] = {}
         self._tasks: TaskGroup | None = None
         self._stopping = threading.Event()
@@ -180,7 +177,7 @@ class IndexManager:
         pending = self._pending.get(key) if query is not None else None
         if pending is not None:
             return await self._answer_partial(pending, query or "", progress)
-        async with self._key_lock(key):
+        async with self._key_locks.hold(key):
             index = self._memory.get(key)
             if index is not None:  # built by the request we waited for
                 self.counters["memory_hits"] += 1
@@ -264,10 +261,10 @@ class IndexManager:
             metrics.cache_insert("index", self._memory, key)
             self._memory[key] = index
         except _Stopped:
-            log.info("index.background_stopped key=%s", key)
+            log.info("index.background_stopped", extra={"key": key})
         except Exception:  # the partial index keeps answering; the next cold call retries
             metrics.index_build("failed")
-            log.exception("index.background_failed key=%s", key)
+            log.exception("index.background_failed", extra={"key": key})
         finally:
             if self._pending.get(key) is pending:
                 del self._pending[key]
@@ -303,15 +300,13 @@ class IndexManager:
         if pending.progress is None:
             return None
 
-        async def forward(done: int, total: int, message: str) -> None:
+        async def forward(done: float, total: float | None, message: str) -> None:
             callback = pending.progress
             if callback is None:
                 return
             try:
                 with anyio.fail_after(PROGRESS_TIMEOUT):
-                    result = callback(done, total, f"background: {message}")
-                    if inspect.isawaitable(result):
-                        await result
+                    await callback(done, total, f"background: {message}")
             except Exception:  # noqa: BLE001 - the client went away: stop telling it
                 pending.progress = None
 
@@ -352,8 +347,9 @@ class IndexManager:
         self.counters["builds"] += 1
         metrics.index_embedded(len(index), time.perf_counter() - started)
         metrics.observe_stage("index_build", time.perf_counter() - started)
-        log.info("index.built key=%s chunks=%d sentences=%d model=%s seconds=%.2f",
-                 key, len(index), index.faiss.ntotal, embedder.model_id, time.perf_counter() - started)
+        log.info("index.built", extra={"key": key, "chunks": len(index), "sentences": index.faiss.ntotal,
+                                       "model": embedder.model_id,
+                                       "seconds": round(time.perf_counter() - started, 2)})
 
     # --- search ---------------------------------------------------------------------------
     async def search(
@@ -426,11 +422,8 @@ class IndexManager:
             self._background_limiter = anyio.CapacityLimiter(max(1, self._concurrency - 1))
         return self._background_limiter
 
-    def _key_lock(self, key: str) -> _KeyLock:
-        return _KeyLock(self, key)
-
     def _thread_progress(self, progress: Progress | None) -> Callable[[int, int, str], None] | None:
-        """Adapt a sync or async callback so the embedding thread can call it; a failing
+        """Adapt the async callback so the embedding thread can call it; a failing
         callback (client gone) never fails the build, and none is called once the manager
         stops (the loop may no longer run it)."""
         if progress is None:
@@ -438,9 +431,7 @@ class IndexManager:
         stopping = self._stopping
 
         async def call(done: int, total: int, message: str) -> None:
-            result = progress(done, total, message)
-            if inspect.isawaitable(result):
-                await result
+            await progress(done, total, message)
 
         def report(done: int, total: int, message: str) -> None:
             if stopping.is_set():
@@ -448,7 +439,7 @@ class IndexManager:
             try:
                 anyio.from_thread.run(call, done, total, message)
             except Exception as exc:  # noqa: BLE001 - progress is best effort
-                log.debug("index.progress_failed %s", exc)
+                log.debug("index.progress_failed", extra={"error": str(exc)})
 
         return report
 
@@ -457,32 +448,3 @@ class IndexManager:
 async def _both(first: anyio.CapacityLimiter, second: anyio.CapacityLimiter) -> AsyncIterator[None]:
     async with first, second:
         yield
-
-
-class _KeyLock:
-    """A per-key lock that disappears when nobody holds or waits for it (no unbounded dict)."""
-
-    def __init__(self, manager: IndexManager, key: str) -> None:
-        self.manager, self.key = manager, key
-
-    async def __aenter__(self) -> None:
-        m = self.manager
-        lock = m._key_locks.get(self.key)
-        if lock is None:
-            lock = m._key_locks[self.key] = anyio.Lock()
-        m._key_waiters[self.key] = m._key_waiters.get(self.key, 0) + 1
-        try:
-            await lock.acquire()
-        except BaseException:
-            self._release_ref()
-            raise
-
-    async def __aexit__(self, *exc: object) -> None:
-        self.manager._key_locks[self.key].release()
-        self._release_ref()
-
-    def _release_ref(self) -> None:
-        m = self.manager
-        m._key_waiters[self.key] -= 1
-        if m._key_waiters[self.key] == 0:
-            del m._key_waiters[self.key], m._key_locks[self.key]

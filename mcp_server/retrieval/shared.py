@@ -110,7 +110,7 @@ class MemoryIndexStore:
     def quarantine(self, key: str, reason: str) -> None:
         if self.entries.pop(key, None) is not None:
             self.quarantined.append(key)
-            log.warning("index.shared_quarantined key=%s reason=%s", key, reason)
+            log.warning("index.shared_quarantined", extra={"key": key, "reason": reason})
 
     def acquire(self, key: str, token: str, seconds: float) -> bool | None:
         if self.down:
@@ -233,7 +233,7 @@ class RedisIndexStore:
             return True
 
         if self._call(move, False):
-            log.warning("index.shared_quarantined key=%s moved_to=%s reason=%s", key, target, reason)
+            log.warning("index.shared_quarantined", extra={"key": key, "moved_to": target, "reason": reason})
 
     def acquire(self, key: str, token: str, seconds: float) -> bool | None:
         ms = max(1, int(seconds * 1000))

@@ -244,7 +244,8 @@ class IndexStore:
                 return None
             index.key = key
             return index
-        log.info("index.read_raced key=%s (versions kept switching; the caller looks again under the lock)", key)
+        # versions kept switching under this reader: the caller looks again under the lock
+        log.info("index.read_raced", extra={"key": key})
         return None
 
     def _read(self, folder: Path, raw: bytes, check: ManifestCheck | None) -> DocumentIndex:
@@ -298,7 +299,7 @@ class IndexStore:
             blobs = {name: (folder / file).read_bytes() for name, file in _names(manifest).items()}
             verify_files(manifest, blobs)
         except (OSError, ValueError) as exc:
-            log.warning("index.export_failed key=%s reason=%s", key, exc)
+            log.warning("index.export_failed", extra={"key": key, "reason": str(exc)})
             return None
         return {k: v for k, v in manifest.items() if k != "files"}, blobs
 
@@ -310,7 +311,7 @@ class IndexStore:
         except OSError:  # already moved by another worker, or gone
             return None
         self.quarantined += 1
-        log.warning("index.quarantined key=%s moved_to=%s reason=%s", key, target.name, reason)
+        log.warning("index.quarantined", extra={"key": key, "moved_to": target.name, "reason": reason})
         return target
 
     # --- housekeeping ---------------------------------------------------------------------

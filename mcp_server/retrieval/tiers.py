@@ -110,19 +110,20 @@ class IndexTiers:
                 return token, None, "miss"
             if taken is None:
                 self.counters["unshared_builds"] += 1
-                log.warning("index.lease_unavailable key=%s action=build on this host (shared store down)", key)
+                # the shared store is down: this host builds on its own
+                log.warning("index.lease_unavailable", extra={"key": key, "action": "build here"})
                 return None, None, "miss"
             if not waited:
                 waited = True
                 self.counters["lease_waits"] += 1
-                log.info("index.lease_wait key=%s (another host builds it)", key)
+                log.info("index.lease_wait", extra={"key": key})  # another host builds it
             await anyio.sleep(self.poll)
 
     def _renew(self, key: str, token: str, stop: threading.Event) -> None:
         assert self.shared is not None
         while not stop.wait(self.lease_seconds / 3):
             if not self.shared.renew(key, token, self.lease_seconds) and not stop.is_set():
-                log.warning("index.lease_lost key=%s (expired or store down; the build goes on)", key)
+                log.warning("index.lease_lost", extra={"key": key})  # expired or store down: the build goes on
 
     def _look(self, key: str, check: ManifestCheck) -> tuple[DocumentIndex | None, Found]:
         """Local folder, then shared store (copied into the folder); under the key's file lock."""
@@ -145,7 +146,7 @@ class IndexTiers:
             self.shared.quarantine(key, "stored files do not decode")
             return None, "miss"
         self.counters["shared_hits"] += 1
-        log.info("index.loaded_from_shared key=%s bytes=%d", key, sum(map(len, blobs.values())))
+        log.info("index.loaded_from_shared", extra={"key": key, "bytes": sum(map(len, blobs.values()))})
         return index, "shared"
 
     async def save(self, key: str, index: DocumentIndex, chunker_version: str) -> None:
@@ -165,12 +166,12 @@ class IndexTiers:
         size = sum(map(len, blobs.values()))
         if size > self.max_bytes:
             self.counters["shared_too_large"] += 1
-            log.warning("index.not_shared key=%s bytes=%d max_bytes=%d (MCP_INDEX_STORE_MAX_BYTES): stays on this host",
-                        key, size, self.max_bytes)
+            # over MCP_INDEX_STORE_MAX_BYTES: the index stays on this host
+            log.warning("index.not_shared", extra={"key": key, "bytes": size, "max_bytes": self.max_bytes})
             return
         if self.shared.put(key, manifest, blobs):
             self.counters["shared_published"] += 1
-            log.info("index.shared key=%s bytes=%d", key, size)
+            log.info("index.shared", extra={"key": key, "bytes": size})
 
     def stats(self) -> dict[str, object]:
         return {**self.counters, "backend": self.backend, "max_bytes": self.max_bytes if self.shared else None}

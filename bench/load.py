@@ -1,7 +1,7 @@
 """Bounded load run on 127.0.0.1: N concurrent MCP clients for a fixed time, mixed tools on corpus files.
 
     .venv/bin/python bench/load.py [--clients 16] [--duration 20] [--workers 1,4] [--backends memory,redis]
-                                   [--models] [--limits] [--memory]
+                                   [--models] [--limits] [--memory] [--hosts 2 [--runs 3]]
 
 Per (workers, backend) it starts ``python -m mcp_server --workers W`` (and, for redis, a private
 redis-server on a free loopback port), warms every document once, then runs the clients until the
@@ -11,6 +11,12 @@ deadline and prints throughput, p50/p95/p99 latency and the error count (goal: 0
 the global budget from several API keys, on fresh connections (so they land on every worker);
 exactly the excess must be refused with Redis. ``--memory`` loads the real models and prints the
 resident memory of each worker and of the whole process tree. Fake embeddings unless ``--models``.
+
+``--hosts 2`` starts two servers with their own index folders sharing indexes through one Redis
+(``MCP_INDEX_STORE=redis``, real models, every document built in the call) and times, per document,
+host A's first retrieve_chunks (its cold build) against host B's first call on the same document
+afterwards (loaded from the shared store), after clearing every cache between runs; median of
+``--runs``. Goal: B <= 0.1 x A.
 """
 
 from __future__ import annotations
@@ -248,6 +254,50 @@ def memory_report(args: argparse.Namespace) -> None:
           f"{sum(rss.values()):.0f} MB RSS")
 
 
+HOST_DOCS = ["docs/txt/norwich-city.txt", "docs/pdf/multi_page.pdf", "docs/txt/UDHR_first_article_all.txt"]
+
+
+async def first_call(base: str, url: str) -> float:
+    async with session(base) as client:
+        started = time.perf_counter()
+        result = await client.call_tool("retrieve_chunks", {"document_url": url, "query": QUERIES[0]})
+        elapsed = time.perf_counter() - started
+    if result.isError:
+        raise RuntimeError(result.content[0].text[:300])  # type: ignore[union-attr]
+    return elapsed
+
+
+async def clear(bases: list[str]) -> None:
+    for base in bases:
+        async with session(base) as client:
+            await client.call_tool("manage_cache", {"action": "clear"})
+
+
+def hosts_table(args: argparse.Namespace) -> None:
+    import redis
+
+    print(f"{args.hosts} hosts, one Redis, real models; median of {args.runs} runs, every cache cleared between runs")
+    print(f"{'document':<34} {'A cold build s':>14} {'B first call s':>14} {'B / A':>7} {'index bytes':>12}")
+    with corpus_server() as corpus, redis_server() as url, contextlib.ExitStack() as stack:
+        bases = []
+        for _ in range(args.hosts):
+            index_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="rag-hosts-"))
+            # a cold call builds the whole index in the call: the time another host saves
+            env = {**server_env(corpus, url, True, index_dir), "MCP_INDEX_STORE": "redis",
+                   "MCP_PROGRESSIVE_BUDGET": "100000"}
+            bases.append(stack.enter_context(mcp_server(1, env))[0])
+        client = redis.Redis.from_url(url)
+        for doc in HOST_DOCS:
+            cold, loaded, size = [], [], 0
+            for _ in range(args.runs):
+                anyio.run(clear, bases)
+                cold.append(anyio.run(first_call, bases[0], f"{corpus}/{doc}"))
+                loaded.append(min(anyio.run(first_call, base, f"{corpus}/{doc}") for base in bases[1:]))
+                size = sum(int(client.memory_usage(key) or 0) for key in client.keys("rag:default:index:v1:e:*"))
+            a, b = statistics.median(cold), statistics.median(loaded)
+            print(f"{doc:<34} {a:>14.2f} {b:>14.3f} {b / a:>7.3f} {size:>12}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--clients", type=int, default=16)
@@ -257,6 +307,8 @@ def main() -> None:
     parser.add_argument("--models", action="store_true", help="load the real embedding models")
     parser.add_argument("--limits", action="store_true", help="only the global rate-limit check")
     parser.add_argument("--memory", action="store_true", help="only the memory-per-worker report")
+    parser.add_argument("--hosts", type=int, default=0, help="cold build on one host vs load on the others (>= 2)")
+    parser.add_argument("--runs", type=int, default=3, help="runs per document with --hosts")
     args = parser.parse_args()
     if not CORPUS.is_dir():
         raise SystemExit(f"corpus not found at {CORPUS} (set RAG_CORPUS_DIR)")
@@ -264,6 +316,8 @@ def main() -> None:
         limits_check(args)
     elif args.memory:
         memory_report(args)
+    elif args.hosts >= 2:
+        hosts_table(args)
     else:
         load_table(args)
 

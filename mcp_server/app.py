@@ -25,8 +25,10 @@ from mcp_server.core import metrics
 from mcp_server.core.concurrency import run_sync
 from mcp_server.core.logging import configure_logging
 from mcp_server.core.settings import Settings
+from mcp_server.health import readiness
 from mcp_server.metrics_http import METRICS_PATH, scrape
 from mcp_server.middleware.http import HTTPGuardMiddleware
+from mcp_server.resources import supported_formats
 from mcp_server.server import RagMCP, create_server
 
 __all__ = ["create_app"]
@@ -53,8 +55,6 @@ def create_app(settings: Settings | None = None, server: RagMCP | None = None) -
         context = server.shared_context
         if context is None:
             return JSONResponse({"status": "starting", "ready": False}, status_code=503)
-        from mcp_server.health import readiness
-
         body: dict[str, Any] | None = None
         with anyio.move_on_after(HEALTH_CACHE_BUDGET_S):
             body = await run_sync(readiness, context)
@@ -63,8 +63,6 @@ def create_app(settings: Settings | None = None, server: RagMCP | None = None) -
         return JSONResponse(body, status_code=200 if body["ready"] else 503)
 
     async def info(request: Request) -> JSONResponse:
-        from mcp_server.resources import supported_formats
-
         return JSONResponse({
             "name": SERVER_NAME,
             "version": __version__,

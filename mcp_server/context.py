@@ -63,13 +63,15 @@ async def open_app_context(settings: Settings) -> AsyncIterator[AppContext]:
         parsers = ParserPool(settings)
         stack.callback(parsers.close)
         caches: dict[str, Any] = {}
+        shared_indexes = None
         if settings.redis_url:  # several workers share limits and caches; unset = in-process
             shared = await open_redis_backends(settings, stack)
             limiter, caches = shared.limiter, {"downloads": shared.downloads, "documents": shared.documents,
                                                "failures": shared.failures}
+            shared_indexes = shared.indexes
         # background index builds belong to the process, not to the request that started them;
         # they stop (at their next batch) before the parsers and models go away
-        indexes = await stack.enter_async_context(IndexManager(settings, models).running())
+        indexes = await stack.enter_async_context(IndexManager(settings, models, shared=shared_indexes).running())
         service = DocumentService(
             settings, fetcher=fetcher, parsers=parsers, models=models, indexes=indexes, **caches,
         )

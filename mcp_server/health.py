@@ -13,6 +13,7 @@ from mcp_server import SERVER_NAME, __version__
 from mcp_server.context import AppContext
 from mcp_server.processors.language import language_detection_available
 from mcp_server.processors.ocr import ocr_available
+from mcp_server.resources import supported_formats
 
 __all__ = ["readiness", "shared_store", "system_health"]
 
@@ -30,7 +31,7 @@ def shared_store(context: AppContext) -> dict[str, Any]:
         "rate_limit": getattr(context.limiter, "backend", "memory"),
         "download": getattr(service.downloads, "backend", "memory"),
         "document": getattr(service.documents, "backend", "memory"),
-        "index": "disk (shared by workers: file lock per key)",
+        "index": service.indexes.tiers.backend,
     }
 
 
@@ -55,8 +56,6 @@ def readiness(context: AppContext, *, caches: bool = True) -> dict[str, Any]:
 
 
 def system_health(context: AppContext) -> dict[str, Any]:
-    from mcp_server.resources import supported_formats
-
     models = context.models.health()
     features = {
         "RERANK_AVAILABLE": context.models.rerank_available,

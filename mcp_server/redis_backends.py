@@ -1,4 +1,5 @@
-"""With ``REDIS_URL`` set: the rate limiter and the download/document cache layers in Redis.
+"""With ``REDIS_URL`` set: the rate limiter, the download/document cache layers and (with
+``MCP_INDEX_STORE=redis``) the shared index store in Redis.
 
 Opened by the lifespan of every worker process. Redis being down here is not an error: the
 backends start in their in-process fallback, say so in the log and in health, and try Redis again
@@ -18,6 +19,7 @@ from mcp_server.core.redis_cache import RedisLayer, redis_layers
 from mcp_server.core.redis_store import REDIS_ERRORS, async_client, key_prefix, sync_client
 from mcp_server.core.settings import Settings
 from mcp_server.middleware.redis_ratelimit import RedisRateLimiter
+from mcp_server.retrieval.shared import RedisIndexStore
 
 __all__ = ["RedisBackends", "open_redis_backends"]
 
@@ -30,6 +32,7 @@ class RedisBackends:
     downloads: RedisLayer[FetchedDocument]
     documents: RedisLayer[ProcessedDocument]
     failures: RedisLayer[FailedParse]
+    indexes: RedisIndexStore | None  # with MCP_INDEX_STORE=redis
 
 
 FAILURE_ENTRIES = 1000  # failed parses remembered (small values; the TTL is what bounds them)
@@ -47,8 +50,10 @@ async def open_redis_backends(settings: Settings, stack: AsyncExitStack) -> Redi
         "failure", sclient, FailureCodec(), prefix=key_prefix(settings), max_entries=FAILURE_ENTRIES, ttl=ttl,
         outage=downloads.outage, fallback=MemoryLayer("failure", max_entries=FAILURE_ENTRIES, ttl=ttl),
     )
+    indexes = (RedisIndexStore(sclient, prefix=key_prefix(settings), ttl=settings.index_store_ttl,
+                               outage=downloads.outage) if settings.index_store == "redis" else None)
     backends = RedisBackends(limiter=RedisRateLimiter(settings, aclient), downloads=downloads,
-                             documents=documents, failures=failures)
+                             documents=documents, failures=failures, indexes=indexes)
     try:
         await aclient.ping()
     except REDIS_ERRORS as exc:

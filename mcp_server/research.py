@@ -22,6 +22,8 @@ import anyio
 import numpy as np
 
 from mcp_server.chunking import TokenCounter
+from mcp_server.core.bounds import clamp
+from mcp_server.core.concurrency import Progress
 from mcp_server.core.errors import MCPServerError, ToolTimeoutError, ValidationError
 from mcp_server.core.logging import request_id_var
 from mcp_server.core.models import Chunk, ChunkLocation, SearchHit
@@ -29,7 +31,7 @@ from mcp_server.fetch import validate_url
 from mcp_server.retrieval.index import DocumentIndex, merge_texts
 from mcp_server.retrieval.passages import parse_passage_id, passage_id, text_checksum
 from mcp_server.retrieval.pool import PoolSource, search_pool
-from mcp_server.service import DocumentService, Progress
+from mcp_server.service import DocumentService
 
 __all__ = [
     "MAX_DOCUMENTS", "MAX_PASSAGE_NEIGHBORS", "Budgeted", "DocumentOutcome", "Found", "MultiSearch", "PageRanges",
@@ -186,7 +188,7 @@ class Research:
                 return
             except Exception:  # one document's bug must not fail the others; the log has the traceback
                 rid = request_id_var.get()
-                log.exception("research.document_failed url=%s", url)
+                log.exception("research.document_failed", extra={"url": url})
                 outcomes[i] = DocumentOutcome(url=url, error=MCPServerError(
                     f"Internal error; quote request id {rid} when reporting it"))
                 return
@@ -238,8 +240,7 @@ class Research:
             raise ValidationError(
                 "argument 'passage_id': stale passage id: its index no longer holds that passage; "
                 "search the document again for a fresh id", argument="passage_id")
-        before = max(0, min(int(before), MAX_PASSAGE_NEIGHBORS))
-        after = max(0, min(int(after), MAX_PASSAGE_NEIGHBORS))
+        before, after = clamp(before, 0, MAX_PASSAGE_NEIGHBORS), clamp(after, 0, MAX_PASSAGE_NEIGHBORS)
         lo, hi = max(0, ref.position - before), min(len(index.chunks) - 1, ref.position + after)
         window = index.chunks[lo : hi + 1]
         locations = [c.location for c in window]

@@ -3,21 +3,23 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import Any
 
-if TYPE_CHECKING:
-    from mcp_server.server import RagMCP
+from mcp.server.fastmcp import FastMCP
 
 __all__ = ["register_resources"]
 
 
 def supported_formats() -> list[dict[str, object]]:
-    from mcp_server.processors import SUPPORTED_FORMATS
+    from mcp_server.processors import supported_formats as registered_formats
 
-    return [entry.to_dict() for entry in SUPPORTED_FORMATS]
+    return [entry.describe() for entry in registered_formats()]
 
 
-def register_resources(server: RagMCP) -> None:
+def register_resources(server: FastMCP[Any], describe_tools: Callable[[], list[dict[str, Any]]]) -> None:
+    """``describe_tools`` lists the registered tools (``RagMCP.describe_tools``)."""
+
     @server.resource(
         "rag://supported-formats",
         name="supported-formats",
@@ -34,5 +36,5 @@ def register_resources(server: RagMCP) -> None:
         mime_type="application/json",
     )
     def tool_descriptions_resource() -> str:
-        tools = server.describe_tools()
+        tools = describe_tools()
         return json.dumps({"tool_count": len(tools), "tools": tools}, indent=2)

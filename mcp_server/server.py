@@ -1,30 +1,31 @@
 """The MCP server: FastMCP with every tool call routed through the guard.
 
-``create_server(settings)`` builds a ``RagMCP`` with all tools and resources registered. Its
-long-lived resources (``AppContext``) are made once: by the HTTP app's lifespan (stateless
-streamable HTTP enters the MCP lifespan per request, which must stay cheap) or, for stdio and
-in-memory clients, by the MCP lifespan itself.
+``create_server(settings)`` builds a ``RagMCP`` and registers the tools (``tools.TOOLS``, marked
+with ``tools.common.tool``) and the resources. Its long-lived resources (``AppContext``) are made
+once: by the HTTP app's lifespan (stateless streamable HTTP enters the MCP lifespan per request,
+which must stay cheap) or, for stdio and in-memory clients, by the MCP lifespan itself. The SDK's
+private parts are reached only through ``sdk_adapter``.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any, TypeVar
+from typing import Any
 
 from mcp.server.fastmcp import FastMCP
-from mcp.types import CallToolRequest, ServerResult, ToolAnnotations
 
 from mcp_server import SERVER_NAME, __version__
 from mcp_server.context import AppContext, open_app_context
 from mcp_server.core.settings import Settings, TimeoutClass
 from mcp_server.middleware.guard import unknown_tool_error
 from mcp_server.middleware.http import client_identity, transport_security_settings
+from mcp_server.resources import register_resources
+from mcp_server.sdk_adapter import find_tool, registered_tools, reject_unknown_tools, set_version
+from mcp_server.tools import TOOLS
+from mcp_server.tools.common import spec_of
 
 __all__ = ["RagMCP", "create_server"]
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 INSTRUCTIONS = """\
 Deterministic document tools (no LLM inside). Point them at a document URL.
@@ -61,21 +62,9 @@ class RagMCP(FastMCP[AppContext]):
             transport_security=transport_security_settings(settings),
             log_level=settings.log_level,
         )
-        self._mcp_server.version = __version__
-        self._reject_unknown_tools()
-
-    def _reject_unknown_tools(self) -> None:
-        """Answer tools/call for an unregistered name with a JSON-RPC error (-32602), as the MCP
-        specification asks. The low-level handler turns every exception, McpError included, into
-        an ``isError`` tool result, so the check wraps it instead of living in ``call_tool``."""
-        handle_call = self._mcp_server.request_handlers[CallToolRequest]
-
-        async def checked(request: CallToolRequest) -> ServerResult:
-            if self._tool_manager.get_tool(request.params.name) is None:
-                raise unknown_tool_error(request.params.name)
-            return await handle_call(request)
-
-        self._mcp_server.request_handlers[CallToolRequest] = checked
+        set_version(self, __version__)
+        # an unknown tool name is a JSON-RPC error (-32602), as the MCP specification asks
+        reject_unknown_tools(self, unknown_tool_error)
 
     @asynccontextmanager
     async def _lifespan(self, _: FastMCP[AppContext]) -> AsyncIterator[AppContext]:
@@ -95,62 +84,29 @@ class RagMCP(FastMCP[AppContext]):
             finally:
                 self.shared_context = None
 
-    def guarded_tool(
-        self,
-        kind: TimeoutClass,
-        *,
-        title: str,
-        read_only: bool = True,
-        idempotent: bool = True,
-        open_world: bool = False,
-        destructive: bool = False,
-    ) -> Callable[[F], F]:
-        """Register a tool whose calls go through the guard, with its timeout class and annotations."""
-
-        def decorator(fn: F) -> F:
-            self.tool_kinds[fn.__name__] = kind
-            annotations = ToolAnnotations(
-                title=title,
-                readOnlyHint=read_only,
-                idempotentHint=idempotent,
-                openWorldHint=open_world,
-                destructiveHint=destructive if not read_only else None,
-            )
-            self.tool(title=title, annotations=annotations, structured_output=True)(fn)
-            return fn
-
-        return decorator
+    def add_guarded_tool(self, fn: Callable[..., Any]) -> None:
+        """Register a function marked with ``tools.common.tool``; its calls go through the guard."""
+        spec = spec_of(fn)
+        self.tool_kinds[fn.__name__] = spec.kind
+        self.add_tool(fn, title=spec.title, annotations=spec.annotations(), structured_output=True)
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
         context = self.get_context()
         app: AppContext = context.request_context.lifespan_context
-        request = context.request_context.request
-        client = client_identity(request, self.rag_settings)
-        tool = self._tool_manager.get_tool(name)
-        if tool is None:  # only when called directly: the protocol path is checked first
+        client = client_identity(context.request_context.request, self.rag_settings)
+        bound = find_tool(self, name)
+        if bound is None:  # only when called directly: the protocol path is checked first
             raise unknown_tool_error(name)
-        metadata = tool.fn_metadata
-        context_kwargs = {tool.context_kwarg: context} if tool.context_kwarg is not None else None
-
-        def validate() -> None:
-            metadata.arg_model.model_validate(metadata.pre_parse_json(arguments or {}))
-
-        async def invoke() -> Any:
-            # Called directly (not Tool.run) so typed errors are not flattened into ToolError text.
-            result = await metadata.call_fn_with_arg_validation(
-                tool.fn, tool.is_async, arguments or {}, context_kwargs
-            )
-            return metadata.convert_result(result)
-
+        # parsed once (the guard turns a pydantic error into VALIDATION_ERROR), then called with the result
         return await app.guard.run(
-            tool=name, kind=self.tool_kinds.get(name, "utility"), client=client, validate=validate,
-            invoke=invoke,
+            tool=name, kind=self.tool_kinds.get(name, "utility"), client=client,
+            parse=lambda: bound.parse(arguments or {}), invoke=lambda parsed: bound.call(parsed, context),
         )
 
     def describe_tools(self) -> list[dict[str, Any]]:
         """Name, timeout class, description and parameters of every tool, from the registry."""
         described = []
-        for tool in self._tool_manager.list_tools():
+        for tool in registered_tools(self):
             params = tool.parameters.get("properties", {})
             required = set(tool.parameters.get("required", []))
             described.append({
@@ -158,7 +114,7 @@ class RagMCP(FastMCP[AppContext]):
                 "title": tool.title,
                 "class": self.tool_kinds.get(tool.name, "utility"),
                 "timeout_s": self.rag_settings.timeout_for(self.tool_kinds.get(tool.name, "utility")),
-                "description": (tool.description or "").strip().split("\n\n")[0],
+                "description": tool.description.strip().split("\n\n")[0],
                 "parameters": {
                     key: {"type": spec.get("type", "any"), "required": key in required,
                           **({"default": spec["default"]} if "default" in spec else {})}
@@ -169,14 +125,8 @@ class RagMCP(FastMCP[AppContext]):
 
 
 def create_server(settings: Settings | None = None, **kwargs: Any) -> RagMCP:
-    from mcp_server.resources import register_resources
-    from mcp_server.tools import register_tools
-
     server = RagMCP(settings or Settings(), **kwargs)
-    register_tools(server)
-    register_resources(server)
+    for fn in TOOLS:
+        server.add_guarded_tool(fn)
+    register_resources(server, server.describe_tools)
     return server
-
-
-def dumps(value: Any) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False)

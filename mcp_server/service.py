@@ -16,16 +16,14 @@ import dataclasses
 import hashlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
-
-import anyio
 
 from mcp_server.chunking import CHUNKER_VERSION, ChunkParams, chunk_document, chunk_params_for
 from mcp_server.core import metrics
 from mcp_server.core.cache import CacheLayer, MemoryLayer
-from mcp_server.core.concurrency import run_sync
+from mcp_server.core.concurrency import KeyedLock, Progress, run_sync
 from mcp_server.core.errors import ProcessingError, ValidationError
 from mcp_server.core.failures import FailedParse
 from mcp_server.core.models import Chunk, FetchedDocument, ProcessedDocument, SearchHit
@@ -39,25 +37,28 @@ from mcp_server.retrieval.manager import IndexManager, IndexView
 from mcp_server.retrieval.models import ModelRegistry
 from mcp_server.retrieval.passages import passage_id
 
-__all__ = ["DocumentService", "Indexed", "Processed", "Progress", "Retrieval"]
+__all__ = ["DocumentService", "Indexed", "Processed", "Retrieval"]
 
 logger = logging.getLogger(__name__)
-
-# (done, total, message), awaited: the tools forward it as MCP progress notifications.
-Progress = Callable[[float, float | None, str], Awaitable[None]]
 
 # Bump when processor output changes in a way cached documents and indexes must not survive.
 PROCESSING_VERSION = "1"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class Processed:
-    fetched: FetchedDocument
-    doc_type: str  # sniffed
+class _Located:
+    """A document downloaded and sniffed, not parsed: enough to look its index up."""
+
+    input: DocumentInput
     content_key: str  # hash of bytes + processing options: the document and index cache key
-    document: ProcessedDocument | None  # None when the caller only needed the key (warm index)
     timings_ms: dict[str, float]
-    cached: bool
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Processed:
+    doc_type: str  # sniffed
+    document: ProcessedDocument
+    cached: bool  # parsed earlier: from the document cache
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -121,30 +122,28 @@ class DocumentService:
         self.failures: CacheLayer[FailedParse] = failures or MemoryLayer(
             "failure", max_entries=FAILURE_ENTRIES, ttl=max(settings.failure_ttl, 1e-3),
         )
-        self._locks: dict[str, anyio.Lock] = {}
+        self._parse_locks = KeyedLock()
         self.process_runs = 0  # documents actually parsed (tests use it to prove coalescing)
 
     # --- stages -----------------------------------------------------------------------
-    async def fetch(self, url: str) -> tuple[FetchedDocument, bool]:
+    async def fetch(self, url: str) -> FetchedDocument:
         # Cache layers may be remote (Redis): their calls run in a worker thread, off the loop.
         cached = await run_sync(self.downloads.get, url)
         if cached is not None:
-            return cached, True
+            return cached
         fetched = await self.fetcher.fetch(url)
         await run_sync(self.downloads.put, url, fetched)
-        return fetched, False
+        return fetched
 
     def _content_key(self, fetched: FetchedDocument) -> str:
         material = "\x1f".join((PROCESSING_VERSION, fetched.sha256, self.options.ocr_languages))
         return hashlib.sha256(material.encode()).hexdigest()
 
-    async def process(
-        self, url: str, *, expect: Sequence[str] = (), tool: str = "", need_document: bool = True,
-        progress: Progress | None = None,
-    ) -> Processed:
-        """Download and (unless cached) parse in a worker process; ``expect`` limits the types."""
+    async def _locate(self, url: str, *, expect: Sequence[str] = (), tool: str = "",
+                      progress: Progress | None = None) -> _Located:
+        """Download (or take from the cache) and sniff; ``expect`` limits the types."""
         started = time.perf_counter()
-        fetched, download_cached = await self.fetch(url)
+        fetched = await self.fetch(url)
         timings = {"download": _ms(started)}
         inp = await run_sync(document_input, fetched)  # sniffing reads bytes: off the loop
         if expect and inp.doc_type not in expect:
@@ -155,43 +154,38 @@ class DocumentService:
                 "process_document handles every format",
                 argument="document_url", document_type=inp.doc_type,
             )
-        key = self._content_key(fetched)
         if progress is not None:
             await progress(1, None, f"downloaded {len(fetched.data)} bytes")
-        document: ProcessedDocument | None = None
-        cached = download_cached
-        if need_document:
-            started = time.perf_counter()
-            document, cached = await self._parse(key, inp)
-            timings["process"] = _ms(started)
-            if progress is not None:
-                await progress(2, None, f"processed {len(document.content)} characters")
-        return Processed(fetched=fetched, doc_type=inp.doc_type, content_key=key, document=document,
-                         timings_ms=timings, cached=cached)
+        return _Located(input=inp, content_key=self._content_key(fetched), timings_ms=timings)
+
+    async def process(
+        self, url: str, *, expect: Sequence[str] = (), tool: str = "", progress: Progress | None = None,
+    ) -> Processed:
+        """Download and (unless cached) parse in a worker process; ``expect`` limits the types."""
+        located = await self._locate(url, expect=expect, tool=tool, progress=progress)
+        document, cached = await self._parse(located.content_key, located.input)
+        if progress is not None:
+            await progress(2, None, f"processed {len(document.content)} characters")
+        return Processed(doc_type=located.input.doc_type, document=document, cached=cached)
 
     async def _parse(self, key: str, inp: DocumentInput) -> tuple[ProcessedDocument, bool]:
         document = await run_sync(self.documents.get, key)
         if document is not None:
             return document, True
-        lock = self._locks.setdefault(key, anyio.Lock())
-        try:
-            async with lock:  # ten identical requests parse once
-                document = await run_sync(self.documents.get, key)
-                if document is not None:
-                    return document, True
-                await self._raise_if_failed(key)
-                self.process_runs += 1
-                try:
-                    document = await self.parsers.run(process_document, inp, self.options)
-                    metrics.document_parsed(inp.doc_type)
-                except ProcessingError as exc:
-                    await self._remember_failure(key, exc)
-                    raise
-                await run_sync(self.documents.put, key, document)
-                return document, False
-        finally:
-            if not lock.locked() and lock.statistics().tasks_waiting == 0:
-                self._locks.pop(key, None)
+        async with self._parse_locks.hold(key):  # ten identical requests parse once
+            document = await run_sync(self.documents.get, key)
+            if document is not None:
+                return document, True
+            await self._raise_if_failed(key)
+            self.process_runs += 1
+            try:
+                document = await self.parsers.run(process_document, inp, self.options)
+                metrics.document_parsed(inp.doc_type)
+            except ProcessingError as exc:
+                await self._remember_failure(key, exc)
+                raise
+            await run_sync(self.documents.put, key, document)
+            return document, False
 
     async def _raise_if_failed(self, key: str) -> None:
         if self.settings.failure_ttl <= 0:
@@ -219,7 +213,6 @@ class DocumentService:
 
     async def chunks(self, url: str) -> tuple[Processed, list[Chunk]]:
         processed = await self.process(url)
-        assert processed.document is not None
         params = self.chunk_params(processed.document)
         chunks = await run_sync(metrics.timed("chunk")(chunk_document), processed.document, params,
                                 self.models.token_counter)
@@ -244,13 +237,12 @@ class DocumentService:
         known (no parse), else parsed, chunked and built. With ``query``, a big document may get a
         partial index (vectors for that query's candidates) while the complete one builds in the
         background; without, always the complete one."""
-        processed = await self.process(url, need_document=False, progress=progress)
-        timings = dict(processed.timings_ms)
+        located = await self._locate(url, progress=progress)
+        timings = dict(located.timings_ms)
 
         async def make_chunks() -> Sequence[Chunk]:
-            inp = await run_sync(document_input, processed.fetched)
             started = time.perf_counter()
-            document, _ = await self._parse(processed.content_key, inp)
+            document, _ = await self._parse(located.content_key, located.input)
             timings["process"] = _ms(started)
             if progress is not None:
                 await progress(2, None, f"processed {len(document.content)} characters")
@@ -264,14 +256,15 @@ class DocumentService:
 
         connected = True  # a background build may outlive this call: its progress then goes nowhere
 
-        async def embed_progress(done: int, total: int, message: str) -> None:
+        async def embed_progress(done: float, total: float | None, message: str) -> None:
             if progress is not None and connected:
-                await progress(3 + done, 3 + total, message or f"embedded {done}/{total}")
+                await progress(3 + done, None if total is None else 3 + total,
+                               message or f"embedded {done:g}/{total}")
 
         started = time.perf_counter()
         try:
             view: IndexView = await self.indexes.open(
-                processed.content_key, CHUNKER_VERSION, self.index_config(), make_chunks, query=query,
+                located.content_key, CHUNKER_VERSION, self.index_config(), make_chunks, query=query,
                 progress=embed_progress,
             )
         finally:
@@ -279,12 +272,12 @@ class DocumentService:
         timings["index"] = _ms(started)
         timings.update(view.timings_ms)
         chunks = view.index.chunks
-        doc_type = chunks[0].doc_type if chunks else processed.doc_type  # the processor's, as before
+        doc_type = chunks[0].doc_type if chunks else located.input.doc_type  # the processor's, as before
         return Indexed(index=view.index, key=view.key, doc_type=doc_type, cached=view.cached, timings_ms=timings,
                        complete=view.complete, dense_coverage=view.dense_coverage)
 
     async def query_spreadsheet(self, url: str, search_value: str, column: str | None) -> dict[str, Any]:
-        fetched, _ = await self.fetch(url)
+        fetched = await self.fetch(url)
         inp = await run_sync(document_input, fetched)
         return await self.parsers.run(search_spreadsheet, inp, self.options, search_value, column)
 

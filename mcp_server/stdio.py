@@ -33,12 +33,11 @@ def run_stdio(settings: Settings) -> None:
     async def serve() -> None:
         from mcp.server.stdio import stdio_server
 
+        from mcp_server.sdk_adapter import serve_streams
         from mcp_server.server import create_server
 
         server = create_server(settings)
         async with stdio_server(stdout=anyio.wrap_file(protocol_out)) as (read_stream, write_stream):
-            await server._mcp_server.run(
-                read_stream, write_stream, server._mcp_server.create_initialization_options()
-            )
+            await serve_streams(server, read_stream, write_stream)
 
     anyio.run(serve)

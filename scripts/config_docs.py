@@ -1,9 +1,11 @@
-"""Render the settings as .env.example and as the README configuration table.
+"""Render the generated docs: the settings as .env.example, the README configuration table
+and the README supported-formats table (from the registered processors' declarations).
 
     python scripts/config_docs.py env      > .env.example
-    python scripts/config_docs.py readme   (rewrites the table between the README markers)
+    python scripts/config_docs.py readme   (rewrites both tables between their README markers)
+    python scripts/config_docs.py formats  (prints the formats table)
 
-tests/core/test_settings_docs.py fails when either file misses a setting.
+tests/core/test_settings_docs.py fails when a file misses a setting or a format.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 from pydantic import AliasChoices
 
 from mcp_server.core.settings import Settings
+from mcp_server.processors import supported_formats
 
 
 def env_names(name: str) -> list[str]:
@@ -56,19 +59,36 @@ def render_table() -> str:
     return "\n".join(rows)
 
 
+def render_formats_table() -> str:
+    rows = ["| Type | Extensions | MIME types | What is read |", "|---|---|---|---|"]
+    for fmt in supported_formats():
+        extensions = " ".join(f"`{ext}`" for ext in fmt.extensions) or "—"
+        mime_types = "<br>".join(f"`{mime}`" for mime in fmt.mime_types) or "—"
+        rows.append(f"| `{fmt.doc_type}` | {extensions} | {mime_types} | {fmt.description} |")
+    return "\n".join(rows)
+
+
 START, END = "<!-- config-table:start -->", "<!-- config-table:end -->"
+FORMATS_START, FORMATS_END = "<!-- formats-table:start -->", "<!-- formats-table:end -->"
+
+
+def _replace_between(text: str, start: str, end: str, body: str) -> str:
+    head, _, rest = text.partition(start)
+    _, _, tail = rest.partition(end)
+    return f"{head}{start}\n{body}\n{end}{tail}"
 
 
 def render_readme(readme: str) -> str:
-    head, _, rest = readme.partition(START)
-    _, _, tail = rest.partition(END)
-    return f"{head}{START}\n{render_table()}\n{END}{tail}"
+    readme = _replace_between(readme, START, END, render_table())
+    return _replace_between(readme, FORMATS_START, FORMATS_END, render_formats_table())
 
 
 if __name__ == "__main__":
     command = sys.argv[1] if len(sys.argv) > 1 else "table"
     if command == "env":
         print(render_env())
+    elif command == "formats":
+        print(render_formats_table())
     elif command == "readme":
         path = Path(__file__).resolve().parent.parent / "README.md"
         path.write_text(render_readme(path.read_text(encoding="utf-8")), encoding="utf-8")

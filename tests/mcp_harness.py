@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import uvicorn
 from mcp import ClientSession, StdioServerParameters
@@ -22,30 +23,58 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.memory import create_connected_server_and_client_session
 from mcp.types import CallToolResult
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 
 from mcp_server.app import create_app
 from mcp_server.core.settings import Settings
+from mcp_server.retrieval.models import MINILM_ID
 from mcp_server.server import RagMCP, create_server
+from mcp_server.tools.common import tool
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
+class ExplicitSettings(Settings):
+    """Settings from the values given and the field defaults only: never the environment, never a
+    ``.env`` file, so a test sees the same configuration on every machine."""
+
+    @classmethod
+    def settings_customise_sources(
+        cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource, dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings,)
+
+
 def make_settings(**overrides: Any) -> Settings:
-    """Settings for tests: no log files, loopback fixtures fetchable, fast retries."""
+    """Settings for tests: no log files, loopback fixtures fetchable, fast retries, and models that
+    do not depend on what the machine's model cache holds (MiniLM, bundled with the package, serves
+    both embedder roles; no reranker), unless a test asks for others."""
     base: dict[str, Any] = {
         "log_dir": None,
         "fetch_allowlist": ["127.0.0.1"],
         "retry_backoff": [0.0, 0.0, 0.0],
+        "embedding_fast": MINILM_ID,
+        "embedding_accurate": "",
+        "reranker": "",
         "index_dir": overrides.pop("index_dir", None) or Path(tempfile.mkdtemp(prefix="rag-test-index-")),
     }
     base.update(overrides)
-    return Settings(**base)
+    return ExplicitSettings(**base)
+
+
+@tool("utility", title="Wait forever")
+async def wait_forever() -> dict[str, Any]:
+    """A tool that never finishes, for timeout tests (``server.add_guarded_tool(wait_forever)``)."""
+    await anyio.Event().wait()
+    return {}
 
 
 @contextlib.asynccontextmanager
 async def memory_client(server: RagMCP | None = None, **settings: Any) -> AsyncIterator[ClientSession]:
     server = server or create_server(make_settings(**settings))
-    async with create_connected_server_and_client_session(server._mcp_server) as session:
+    async with create_connected_server_and_client_session(server) as session:
         yield session
 
 

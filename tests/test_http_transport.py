@@ -6,12 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import anyio
 import httpx
 import pytest
 
 from mcp_server.server import create_server
-from tests.mcp_harness import ThreadedServer, http_client, make_settings, payload
+from tests.mcp_harness import ThreadedServer, http_client, make_settings, payload, wait_forever
 
 pytestmark = pytest.mark.anyio
 
@@ -66,12 +65,7 @@ async def test_rate_limits_count_per_key_over_http() -> None:
 
 async def test_a_slow_tool_times_out_over_http() -> None:
     server = create_server(make_settings(request_timeout=0.3))
-    never = anyio.Event()
-
-    @server.guarded_tool("utility", title="Wait forever")
-    async def wait_forever() -> dict[str, Any]:
-        await never.wait()
-        return {}
+    server.add_guarded_tool(wait_forever)
 
     with ThreadedServer(server.rag_settings, server) as running:
         async with http_client(running.mcp_url) as client:

@@ -12,8 +12,10 @@ from mcp.shared.exceptions import McpError
 from mcp.types import INVALID_PARAMS, TextContent
 
 from mcp_server.core.logging import configure_logging
+from mcp_server.processors import supported_formats
 from mcp_server.server import create_server
-from tests.mcp_harness import make_settings, memory_client, payload
+from mcp_server.tools.common import tool
+from tests.mcp_harness import make_settings, memory_client, payload, wait_forever
 
 pytestmark = pytest.mark.anyio
 
@@ -28,12 +30,12 @@ EXPECTED_TOOLS = {
 async def test_every_tool_is_listed_with_an_output_schema_and_annotations() -> None:
     async with memory_client() as client:
         tools = (await client.list_tools()).tools
-    assert {tool.name for tool in tools} == EXPECTED_TOOLS
-    for tool in tools:
-        assert tool.outputSchema is not None, tool.name
-        assert tool.outputSchema["type"] == "object"
-        assert tool.annotations is not None and tool.annotations.readOnlyHint is not None, tool.name
-        assert tool.description
+    assert {listed.name for listed in tools} == EXPECTED_TOOLS
+    for listed in tools:
+        assert listed.outputSchema is not None, listed.name
+        assert listed.outputSchema["type"] == "object"
+        assert listed.annotations is not None and listed.annotations.readOnlyHint is not None, listed.name
+        assert listed.description
 
 
 async def test_detect_language_answers_code_and_name() -> None:
@@ -84,12 +86,7 @@ async def test_an_empty_bucket_answers_rate_limited_with_retry_after() -> None:
 
 async def test_a_tool_that_overruns_its_timeout_answers_timeout() -> None:
     server = create_server(make_settings(request_timeout=0.2))
-    never = anyio.Event()
-
-    @server.guarded_tool("utility", title="Wait forever")
-    async def wait_forever() -> dict[str, Any]:
-        await never.wait()
-        return {}
+    server.add_guarded_tool(wait_forever)
 
     async with memory_client(server) as client:
         with anyio.fail_after(10):
@@ -102,9 +99,11 @@ async def test_a_tool_that_overruns_its_timeout_answers_timeout() -> None:
 async def test_an_unexpected_exception_is_internal_error_without_trace_or_path() -> None:
     server = create_server(make_settings())
 
-    @server.guarded_tool("utility", title="Broken")
+    @tool("utility", title="Broken")
     async def broken() -> dict[str, Any]:
         raise RuntimeError("secret detail in /work/main/mcp_server/x.py")
+
+    server.add_guarded_tool(broken)
 
     async with memory_client(server) as client:
         result = await client.call_tool("broken", {})
@@ -120,7 +119,7 @@ async def test_resources_are_generated_from_the_registries() -> None:
         formats = json.loads((await client.read_resource("rag://supported-formats")).contents[0].text)  # type: ignore[union-attr]
         tools = json.loads((await client.read_resource("rag://tool-descriptions")).contents[0].text)  # type: ignore[union-attr]
     assert listed == {"rag://supported-formats", "rag://tool-descriptions"}
-    assert {f["doc_type"] for f in formats["formats"]} >= {"pdf", "docx", "pptx", "xlsx", "csv", "html", "txt", "image"}
+    assert formats["formats"] == [f.describe() for f in supported_formats()]
     assert {t["name"] for t in tools["tools"]} == EXPECTED_TOOLS
     assert tools["tool_count"] == 15
 

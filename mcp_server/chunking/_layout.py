@@ -302,7 +302,7 @@ def _past_page_markers(content: str, starts: IntArray) -> IntArray:
     a chunk that would open with "--- Page N ---" opens after it instead, since the marker is
     no content and ``location.pages`` already names the page."""
     past = np.arange(len(starts) + 1, dtype=np.int64)
-    pages = [match for match in MARKER_LINE.finditer(content) if match["kind"] == "Page"]
+    pages = [match for match in MARKER_LINE.finditer(content) if match["page"] is not None]
     for match in reversed(pages):  # last first, so a run of empty pages is skipped at once
         first, stop = _atom_range(starts, match.start(), match.end())
         if stop > first:

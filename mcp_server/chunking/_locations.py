@@ -7,32 +7,27 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import TypeVar
 
+from mcp_server.core.markup import HEADING_LINE, MARKER_LINE
 from mcp_server.core.models import ChunkLocation, Location
+from mcp_server.processors.base import format_for
 
-__all__ = ["LocationIndex", "infer_locations", "structure_cuts"]
+# HEADING_LINE and MARKER_LINE are core/markup's, re-exported for the layout's sticky lines.
+__all__ = ["HEADING_LINE", "MARKER_LINE", "LocationIndex", "infer_locations", "structure_cuts"]
 
 _T = TypeVar("_T")
-
-# The markers the processors write on a line of their own.
-MARKER_LINE = re.compile(
-    r"^[ \t]*(?:--- (?P<kind>Page|Slide) (?P<number>\d+) ---|=== Sheet: (?P<sheet>.*?) ===)[ \t]*\r?$",
-    re.MULTILINE,
-)
-HEADING_LINE = re.compile(r"^[ \t]{0,3}(?P<hashes>#{1,6})[ \t]+(?P<title>\S.*?)(?:[ \t]+#+)?[ \t]*\r?$",
-                          re.MULTILINE)
-# Spreadsheets are tables: a cell starting with "# " is data, not a heading.
-_NO_HEADINGS = frozenset({"xlsx", "csv"})
 
 
 def infer_locations(content: str, doc_type: str) -> tuple[Location, ...]:
     """Location spans read from the markers in ``content`` (for documents nobody annotated).
 
     A new span starts at every ``--- Page N ---``, ``--- Slide N ---``, ``=== Sheet: NAME ===``
-    and (except in spreadsheets) Markdown heading line. A slide or sheet starts a fresh heading
+    and Markdown heading line (unless the format declares ``headings=False``: in a spreadsheet
+    a cell starting with "# " is data). A slide or sheet starts a fresh heading
     path. Text before the first marker has no span; no markers gives ``()``.
     """
     events: list[tuple[int, re.Match[str]]] = [(m.start(), m) for m in MARKER_LINE.finditer(content)]
-    if doc_type.lower() not in _NO_HEADINGS:
+    declared = format_for(doc_type)
+    if declared is None or declared.chunking.headings:
         events += [(m.start(), m) for m in HEADING_LINE.finditer(content)]
     events.sort(key=lambda event: event[0])
 
@@ -43,10 +38,10 @@ def infer_locations(content: str, doc_type: str) -> tuple[Location, ...]:
     path: list[tuple[int, str]] = []  # (heading level, title), outermost first
     for index, (start, match) in enumerate(events):
         if match.re is MARKER_LINE:
-            if match["kind"] == "Page":
-                page = int(match["number"])
-            elif match["kind"] == "Slide":
-                slide, path = int(match["number"]), []
+            if match["page"] is not None:
+                page = int(match["page"])
+            elif match["slide"] is not None:
+                slide, path = int(match["slide"]), []
             else:
                 sheet, path = match["sheet"], []
         else:

@@ -1,4 +1,8 @@
-"""Chunk parameters: the seed's adaptive sizes per document type, bounded by the model window."""
+"""Chunk parameters: the seed's adaptive sizes per document type, bounded by the model window.
+
+Each format declares its base size, overlap and structure breaks (``Format.chunking``, in its
+processor module); this module scales them by document length and the model window.
+"""
 
 from __future__ import annotations
 
@@ -7,42 +11,18 @@ import json
 from dataclasses import dataclass
 
 from mcp_server.core.errors import ValidationError
+from mcp_server.processors.base import format_for
+from mcp_server.processors.formats import Chunking
 
 __all__ = ["CHUNKER_VERSION", "CHUNK_WINDOWS", "ChunkParams", "chunk_params_for"]
 
 # Bump whenever the chunks for the same input could change: it is part of every index cache key.
 CHUNKER_VERSION = "3"
 
-# Structure markers as the processors emit them ("--- Page N ---", "--- Slide N ---",
-# "=== Sheet: NAME ===", Markdown headings). Each separator must contain whitespace: chunks
-# are cut only at whitespace, never inside a word.
-PAGE_SEPARATOR = "\n--- Page"
-SLIDE_SEPARATOR = "\n--- Slide"
-SHEET_SEPARATOR = "\n=== Sheet"
-HEADING_SEPARATORS = ("\n# ", "\n## ", "\n### ")
+# After a format's structure breaks (markers, headings: core/markup.py). Each separator must
+# contain whitespace: chunks are cut only at whitespace, never inside a word.
 TEXT_SEPARATORS = ("\n\n", "\n", ". ", " ")
-
-# (chunk_size, chunk_overlap) in characters, from the seed design.
-_SIZES: dict[str, tuple[int, int]] = {
-    "pdf": (1500, 300),
-    "pptx": (800, 150),
-    "xlsx": (1200, 200),
-    "csv": (1200, 200),
-    "docx": (1500, 300),
-    "html": (1500, 300),
-}
-_DEFAULT_SIZE = (1200, 250)  # txt, image and anything else
-
-# Chunks never continue across these: the next chunk starts fresh, without overlap.
-_SEPARATORS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "pdf": ((PAGE_SEPARATOR, *TEXT_SEPARATORS), ()),
-    "pptx": ((SLIDE_SEPARATOR, *TEXT_SEPARATORS), (SLIDE_SEPARATOR,)),
-    "xlsx": ((SHEET_SEPARATOR, *TEXT_SEPARATORS), (SHEET_SEPARATOR,)),
-    "csv": ((SHEET_SEPARATOR, *TEXT_SEPARATORS), (SHEET_SEPARATOR,)),
-    "docx": ((*HEADING_SEPARATORS, *TEXT_SEPARATORS), HEADING_SEPARATORS),
-    "html": ((*HEADING_SEPARATORS, *TEXT_SEPARATORS), HEADING_SEPARATORS),
-}
-_DEFAULT_SEPARATORS: tuple[tuple[str, ...], tuple[str, ...]] = (TEXT_SEPARATORS, ())
+_DEFAULT = Chunking()  # types without a registered format (the seed's "other": 1200/250)
 
 LARGE_DOCUMENT = 100_000  # characters; larger documents get bigger chunks
 SMALL_DOCUMENT = 5_000  # characters; smaller documents get smaller chunks
@@ -104,17 +84,18 @@ def chunk_params_for(
 ) -> ChunkParams:
     """The seed's adaptive parameters for a document, bounded by a ``max_tokens`` model window.
 
-    Sizes per type (pdf 1500/300, pptx 800/150, xlsx/csv 1200/200, docx/html 1500/300, other
-    1200/250) are scaled by length: over 100,000 characters size x1.5 and overlap x1.3; under
+    The format's declared size and overlap (``Format.chunking``; 1200/250 for types without a
+    registered format) are scaled by length: over 100,000 characters size x1.5 and overlap x1.3; under
     5,000 size / 2 (min 400) and overlap / 2 (min 50). ``size_override`` replaces the size (no
     length scaling) and keeps the type's overlap ratio. When the model window holds fewer
     characters than the size, the overlap shrinks by the same factor so that it stays the
     seed's share of what a chunk really holds. Raises ``ValidationError`` for an override
     outside [50, 100000] and ``ValueError`` for a window under 8 tokens.
     """
-    kind = doc_type.lower().lstrip(".")
-    base_size, base_overlap = _SIZES.get(kind, _DEFAULT_SIZE)
-    separators, hard = _SEPARATORS.get(kind, _DEFAULT_SEPARATORS)
+    declared = format_for(doc_type.lower().lstrip("."))
+    spec = declared.chunking if declared is not None else _DEFAULT
+    base_size, base_overlap = spec.size, spec.overlap
+    separators, hard = (*spec.breaks.separators, *TEXT_SEPARATORS), spec.breaks.hard
 
     if size_override is not None:
         if not MIN_SIZE_OVERRIDE <= size_override <= MAX_SIZE_OVERRIDE:

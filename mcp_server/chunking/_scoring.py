@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 
-from mcp_server.chunking._locations import MARKER_LINE
+from mcp_server.core.markup import HEADING_LINE, MARKER_LINE
 
 __all__ = ["content_type", "importance_score"]
 
-_HEADING = re.compile(r"^#{1,3}\s", re.MULTILINE)
+_SCORED_LEVELS = 3  # the seed scores "#", "##" and "###" headings only
 # The seed's \d+\.?\d*% matches exactly when a digit, or a digit and a dot, precede a "%".
 _NUMBER = re.compile(r"\d\.?%|[$€]\d")
 _KEYWORDS = "important|key|critical|summary|conclusion|result|finding|recommendation"
@@ -16,13 +16,12 @@ _KEYWORD_ANYWHERE = re.compile(_KEYWORDS)  # a cheap pre-check; \b makes the ful
 _KEYWORD = re.compile(rf"\b(?:{_KEYWORDS})s?\b")
 _TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$|\t")
 _BULLET = re.compile(r"^\s*(?:- |• |\* )")
-_MD_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+\S")
 
 
 def importance_score(text: str) -> float:
     """Seed rules: base 0.5; heading +0.2; numbers or currency +0.15; keyword +0.1; short -0.2."""
     score = 0.5
-    if _HEADING.search(text) or any(_is_caps_line(line) for line in text.splitlines()):
+    if _has_heading(text) or any(_is_caps_line(line) for line in text.splitlines()):
         score += 0.2
     if ("%" in text or "$" in text or "€" in text) and _NUMBER.search(text):
         score += 0.15
@@ -49,9 +48,14 @@ def content_type(text: str) -> str:
         return "table"
     if 2 * sum(1 for line in lines if _BULLET.match(line)) >= len(lines):
         return "list"
-    if _MD_HEADING.match(lines[0]):
+    if HEADING_LINE.match(lines[0]):
         return "heading"
     return "text"
+
+
+def _has_heading(text: str) -> bool:
+    # "#" first: most chunks have none, and the full pattern is slower than a substring test.
+    return "#" in text and any(len(m["hashes"]) <= _SCORED_LEVELS for m in HEADING_LINE.finditer(text))
 
 
 def _is_caps_line(line: str) -> bool:

@@ -1,18 +1,50 @@
-"""Keeping blocking work off the event loop."""
+"""Keeping blocking work off the event loop, one lock per key, and the progress callback type."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from functools import partial
 from typing import Any, TypeVar
 
+import anyio
 import anyio.to_thread
 
-__all__ = ["run_sync"]
+__all__ = ["KeyedLock", "Progress", "run_sync"]
 
 T = TypeVar("T")
+
+# (done, total or None while unknown, message), awaited on the event loop: the tools forward it
+# as MCP progress notifications. Worker threads get a sync adapter (IndexManager builds one).
+Progress = Callable[[float, float | None, str], Awaitable[None]]
 
 
 async def run_sync(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """Run a blocking function in a worker thread (the thread finishes even if we are cancelled)."""
     return await anyio.to_thread.run_sync(partial(fn, *args, **kwargs), abandon_on_cancel=True)
+
+
+class KeyedLock:
+    """One ``anyio.Lock`` per key, forgotten when nobody holds or waits for it (no unbounded dict).
+
+    Ten identical requests take the same key: one does the work, nine wait and then find it done."""
+
+    def __init__(self) -> None:
+        self._locks: dict[str, anyio.Lock] = {}
+        self._users: dict[str, int] = {}
+
+    @asynccontextmanager
+    async def hold(self, key: str) -> AsyncIterator[None]:
+        lock = self._locks.setdefault(key, anyio.Lock())
+        self._users[key] = self._users.get(key, 0) + 1
+        try:
+            async with lock:
+                yield
+        finally:
+            self._users[key] -= 1
+            if self._users[key] == 0:
+                del self._users[key], self._locks[key]
+
+    def __len__(self) -> int:
+        """Keys held or waited for now."""
+        return len(self._locks)

@@ -1,7 +1,9 @@
 """Structured JSON logging on stderr (stdout belongs to the stdio transport) and daily files.
 
 Every record carries ``rid`` (the request id from a contextvar, "system" outside requests) and,
-where set, ``tool``; ``elapsed`` and other extras are passed with ``extra={...}``.
+where set, ``tool``. The message is an event name (``tool.start``, ``fetch.retry``,
+``models.fallback``) and everything else is a field passed with ``extra={...}``, never formatted
+into the message, so log readers filter on fields.
 """
 
 from __future__ import annotations

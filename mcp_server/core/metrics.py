@@ -358,11 +358,14 @@ def cache_insert(layer: Layer, cache: Cache[Any, Any], key: Any) -> None:
             cache_evicted(layer, "memory")
 
 
-def index_lookup(found: Literal["memory", "disk", "miss"]) -> None:
-    """The index layer is memory, then disk, then a build: one lookup result per tier asked."""
+def index_lookup(found: Literal["memory", "disk", "shared", "miss"]) -> None:
+    """The index layer is memory, then disk, then (when one is set up) the shared store, then a
+    build: one lookup result per tier asked."""
     cache_lookup("index", "memory", found == "memory")
     if found != "memory":
         cache_lookup("index", "disk", found == "disk")
+    if found == "shared":
+        cache_lookup("index", "redis", True)
 
 
 # --- index builds -------------------------------------------------------------------------

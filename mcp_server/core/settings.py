@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, Field, field_validator
+from pydantic import AliasChoices, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 __all__ = ["Settings", "TimeoutClass"]
@@ -114,6 +114,11 @@ class Settings(BaseSettings):
     parse_workers: int = Field(2, ge=1, le=32, description="Parser worker processes.")
     parse_timeout: float = Field(120, gt=0, description="Time one document may take to parse (seconds).")
     parse_memory_mb: int = Field(2048, ge=128, description="Address-space limit of a parser process (MB).")
+    parse_nice: int = Field(
+        10, ge=0, le=19,
+        description="Niceness added to parser processes (and their OCR children): busy parsers yield the cores "
+        "to the server process, so /health and searches answer while documents parse (0 = same priority).",
+    )
     max_pdf_pages: int = Field(2000, ge=1, description="PDFs with more pages are refused.")
     failure_ttl: float = Field(
         300, ge=0,
@@ -176,6 +181,26 @@ class Settings(BaseSettings):
         description="Chunks a query on a partially indexed document embeds on demand: its best BM25 matches "
         "(and the first chunks when fewer match).",
     )
+    index_store: Literal["local", "redis"] = Field(
+        "local",
+        description="Where complete indexes are shared: 'local' = this host's index_dir only; 'redis' = also in "
+        "the Redis at REDIS_URL, for every host of the deployment (index_dir stays as each host's cache; one "
+        "build per document across hosts through a lease).",
+    )
+    index_store_max_bytes: int = Field(
+        256 * 1024 * 1024, ge=1,
+        description="Largest index (its files together) put in the shared store; a larger one stays on the host "
+        "that built it (logged).",
+    )
+    index_store_ttl: float = Field(
+        7 * 24 * 3600, gt=0,
+        description="An index in the shared store unread for this long expires (seconds; every read renews it).",
+    )
+    index_lease_seconds: float = Field(
+        30, ge=0.5, le=3600,
+        description="Build lease of one index in the shared store (seconds), renewed every third of it while the "
+        "build runs; a crashed builder's lease lapses after this long and another host builds.",
+    )
     redis_url: str | None = Field(
         None, validation_alias=_alias("REDIS_URL"), description="Shared store for limits and caches."
     )
@@ -228,6 +253,12 @@ class Settings(BaseSettings):
     @classmethod
     def _empty_path_is_none(cls, value: Any) -> Any:
         return None if value == "" else value
+
+    @model_validator(mode="after")
+    def _shared_index_store_needs_redis(self) -> Settings:
+        if self.index_store == "redis" and not self.redis_url:
+            raise ValueError("MCP_INDEX_STORE=redis needs REDIS_URL")
+        return self
 
     def timeout_for(self, kind: TimeoutClass) -> float:
         if self.request_timeout is not None:

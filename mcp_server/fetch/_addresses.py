@@ -162,7 +162,7 @@ class AddressPolicy:
         # whenever the client library retried the connection on it.
         for answer in answers:
             if not self.allows(host, answer):
-                logger.warning("blocked address", extra={"url": display, "address": str(answer)})
+                logger.warning("fetch.blocked_address", extra={"url": display, "address": str(answer)})
                 raise DownloadError(
                     f"refusing to fetch {display}: the host resolves to a private, loopback, "
                     "link-local or reserved address (an operator may add it to fetch_allowlist)"

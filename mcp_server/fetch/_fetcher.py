@@ -147,7 +147,7 @@ class Fetcher:
                 attempts = self._settings.download_attempts
                 raise DownloadError(f"{exc.message} (gave up after {attempts} attempts)") from exc
             if isinstance(result, _Body):
-                logger.info("download complete", extra={"bytes": len(result.data), "url": target.display})
+                logger.info("fetch.complete", extra={"bytes": len(result.data), "url": target.display})
                 metrics.bytes_downloaded(len(result.data))
                 return build_document(
                     data=result.data, url=url, final_url=display_url(current), headers=result.headers

@@ -63,10 +63,8 @@ def _log_retry(display: str) -> Callable[[RetryCallState], None]:
     def log(state: RetryCallState) -> None:
         error = state.outcome.exception() if state.outcome else None
         wait = state.next_action.sleep if state.next_action else 0.0
-        logger.warning(
-            "download attempt failed, retrying: %s", error,
-            extra={"attempt": state.attempt_number, "wait": wait, "url": display},
-        )
+        logger.warning("fetch.retry", extra={"attempt": state.attempt_number, "wait": wait, "url": display,
+                                             "error": str(error)})
 
     return log
 

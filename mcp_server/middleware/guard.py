@@ -13,7 +13,7 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import pydantic
@@ -29,6 +29,8 @@ from mcp_server.middleware.ratelimit import RateLimiter
 __all__ = ["ToolGuard", "error_result", "format_validation_error", "unknown_tool_error"]
 
 logger = logging.getLogger("mcp_server.tools")
+
+Parsed = TypeVar("Parsed")
 
 
 def error_result(error: MCPServerError, request_id: str) -> CallToolResult:
@@ -78,9 +80,11 @@ class ToolGuard:
         tool: str,
         kind: TimeoutClass,
         client: str,
-        validate: Callable[[], None],
-        invoke: Callable[[], Awaitable[Any]],
+        parse: Callable[[], Parsed],
+        invoke: Callable[[Parsed], Awaitable[Any]],
     ) -> Any:
+        """``parse()`` validates the arguments (after the rate limit, before the timeout starts);
+        ``invoke(parsed)`` runs the tool within its timeout."""
         request_id = new_request_id()
         rid_token = request_id_var.set(request_id)
         tool_token = tool_var.set(tool)
@@ -89,9 +93,9 @@ class ToolGuard:
         logger.info("tool.start", extra={"client": client})
         try:
             await self.limiter.check(client)
-            validate()
+            parsed = parse()
             with anyio.move_on_after(timeout) as scope:
-                result = await invoke()
+                result = await invoke(parsed)
             if scope.cancelled_caught:
                 raise ToolTimeoutError(f"'{tool}' did not finish within {timeout:g} s", timeout=timeout)
             logger.info("tool.success", extra={"elapsed": round(time.perf_counter() - started, 4)})

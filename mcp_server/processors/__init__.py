@@ -1,8 +1,9 @@
 """The processor registry: sniffed type -> the one processor of that format.
 
-Adding a format is one module with a ``Processor`` class plus one line in ``_PROCESSORS``.
-``SUPPORTED_FORMATS`` is generated from the registered processors, so the resource that lists
-formats cannot drift from what is actually parsed.
+Adding a format is one module with a ``Processor`` class declaring its ``Format`` plus one
+line in ``_PROCESSORS``. The sniffer, the chunking parameters, ``supported_formats()`` (and so
+``rag://supported-formats``, the health report and the README table) are generated from the
+registered declarations, so nothing that lists formats can drift from what is actually parsed.
 
 ``process_document`` is synchronous and pure; the tool layer runs it in a parser worker::
 
@@ -13,38 +14,50 @@ formats cannot drift from what is actually parsed.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 
 from mcp_server.core.errors import MCPServerError, ProcessingError, UnsupportedFormatError
 from mcp_server.core.models import FetchedDocument, ProcessedDocument
-from mcp_server.processors.base import DocumentInput, ProcessOptions, Processor
+from mcp_server.processors.base import (
+    DocumentInput,
+    ProcessOptions,
+    Processor,
+    format_for,
+    get_processor,
+    register,
+    registered,
+    unregister,
+)
 from mcp_server.processors.csv import CsvProcessor
 from mcp_server.processors.docx import DocxProcessor
+from mcp_server.processors.formats import Format
 from mcp_server.processors.html import HtmlProcessor
 from mcp_server.processors.image import ImageProcessor
 from mcp_server.processors.language import detect_language
 from mcp_server.processors.ooxml import OleProcessor
 from mcp_server.processors.pdf import PdfProcessor
 from mcp_server.processors.pptx import PptxProcessor
-from mcp_server.processors.sniff import detect_type, looks_like_text
+from mcp_server.processors.sniff import TEXT_FALLBACK, detect_type, looks_like_text
 from mcp_server.processors.text import TextProcessor
 from mcp_server.processors.urls import extract_urls
 from mcp_server.processors.xlsx import XlsxProcessor
 
 __all__ = [
-    "SUPPORTED_FORMATS",
     "DocumentInput",
-    "FormatInfo",
+    "Format",
     "ProcessOptions",
     "Processor",
     "detect_type",
     "document_input",
+    "format_for",
     "get_processor",
     "process_document",
+    "register",
+    "supported_formats",
+    "unregister",
 ]
 
-# One line per format. Generic formats (html, txt) sort last in SUPPORTED_FORMATS.
-_PROCESSORS: list[Processor] = [
+# One line per format; the order is the sniffer's order among equals (generic formats last).
+_PROCESSORS: tuple[Processor, ...] = (
     PdfProcessor(),
     DocxProcessor(),
     PptxProcessor(),
@@ -54,44 +67,14 @@ _PROCESSORS: list[Processor] = [
     ImageProcessor(),
     HtmlProcessor(),
     TextProcessor(),
-]
-
-_GENERIC = ("html", "txt")
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class FormatInfo:
-    doc_type: str
-    extensions: tuple[str, ...]
-    mime_types: tuple[str, ...]
-    description: str
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "doc_type": self.doc_type,
-            "extensions": list(self.extensions),
-            "mime_types": list(self.mime_types),
-            "description": self.description,
-        }
-
-
-def _ordered() -> list[Processor]:
-    # Stable sort: specific formats keep their list order, then html, then txt.
-    return sorted(_PROCESSORS, key=lambda p: _GENERIC.index(p.doc_type) + 1 if p.doc_type in _GENERIC else 0)
-
-
-_BY_TYPE: dict[str, Processor] = {p.doc_type: p for p in _ordered()}
-
-SUPPORTED_FORMATS: tuple[FormatInfo, ...] = tuple(
-    FormatInfo(
-        doc_type=p.doc_type, extensions=p.extensions, mime_types=p.mime_types, description=p.description
-    )
-    for p in _ordered()
 )
+for _processor in _PROCESSORS:
+    register(_processor)
 
 
-def get_processor(doc_type: str) -> Processor | None:
-    return _BY_TYPE.get(doc_type)
+def supported_formats() -> tuple[Format, ...]:
+    """The registered formats, specific ones first, then the generic HTML and plain text."""
+    return tuple(p.format for p in registered())
 
 
 def document_input(fetched: FetchedDocument) -> DocumentInput:
@@ -111,7 +94,7 @@ def process_document(inp: DocumentInput, options: ProcessOptions) -> ProcessedDo
     Raises ``UnsupportedFormatError`` for types without a processor (binary garbage, OLE
     containers when nothing handles them) and ``ProcessingError`` for documents that fail.
     """
-    processor = _BY_TYPE.get(inp.doc_type)
+    processor = get_processor(inp.doc_type)
     if processor is None:
         processor, inp = _fallback(inp)
     try:
@@ -135,11 +118,12 @@ def _fallback(inp: DocumentInput) -> tuple[Processor, DocumentInput]:
             "encrypted with a password)",
             doc_type="ole",
         )
-    text = _BY_TYPE.get("txt")
+    text = get_processor(TEXT_FALLBACK)
     if text is not None and looks_like_text(inp.data):
-        return text, dataclasses.replace(inp, doc_type="txt")
+        return text, dataclasses.replace(inp, doc_type=TEXT_FALLBACK)
+    names = ", ".join(f.doc_type for f in supported_formats())
     raise UnsupportedFormatError(
-        f"unsupported format {inp.doc_type!r}: not a PDF, Office, CSV, HTML, text or image file",
+        f"unsupported format {inp.doc_type!r}: not one of the known formats ({names})",
         doc_type=inp.doc_type,
     )
 

@@ -2,19 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
 from mcp_server.core.models import Location
 
-__all__ = ["heading_locations", "markdown_headings"]
-
-_ATX_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$", re.MULTILINE)
-
-
-def markdown_headings(content: str) -> list[tuple[int, int, str]]:
-    """``(offset, level, title)`` of every ATX heading line (``## Title``) in ``content``."""
-    return [(m.start(), len(m.group(1)), m.group(2).strip()) for m in _ATX_HEADING.finditer(content)]
+__all__ = ["heading_locations"]
 
 
 def heading_locations(content: str, headings: Iterable[tuple[int, int, str]]) -> tuple[Location, ...]:

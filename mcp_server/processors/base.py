@@ -3,6 +3,8 @@
 A processor is pure and synchronous: bytes in, ``ProcessedDocument`` out. It runs inside a
 parser worker process (``processors/sandbox.py``), never on the event loop. It raises only
 ``ProcessingError`` (or ``UnsupportedFormatError``); library exceptions are translated inside.
+The registry of the processors (one per declared ``Format``) lives here, next to ``Processor``,
+so ``formats.py`` holds declarations only and imports nothing of the processors.
 """
 
 from __future__ import annotations
@@ -12,8 +14,12 @@ from typing import ClassVar, Protocol
 
 from mcp_server.core.models import ProcessedDocument
 from mcp_server.core.settings import Settings
+from mcp_server.processors.formats import Format
 
-__all__ = ["DocumentInput", "ProcessOptions", "Processor"]
+__all__ = [
+    "DocumentInput", "ProcessOptions", "Processor", "format_for", "get_processor", "register", "registered",
+    "unregister",
+]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -56,11 +62,46 @@ class ProcessOptions:
 
 
 class Processor(Protocol):
-    """One format. Constants at the top of each module name its types, extensions and MIME types."""
+    """One format: its complete declaration (``processors/formats.py``) and how to parse it."""
 
-    doc_type: ClassVar[str]  # "pdf", "docx", ...
-    extensions: ClassVar[tuple[str, ...]]  # (".pdf",)
-    mime_types: ClassVar[tuple[str, ...]]  # ("application/pdf",)
-    description: ClassVar[str]  # one line for rag://supported-formats
+    format: ClassVar[Format]
 
     def process(self, doc: DocumentInput, options: ProcessOptions) -> ProcessedDocument: ...
+
+
+# Registration order is the order among equals; generic formats sort after specific ones.
+_REGISTRY: dict[str, Processor] = {}
+
+
+def register(processor: Processor) -> None:
+    """Add a processor's format; raises ``ValueError`` if its type, an extension or a MIME
+    type is already declared by another format (the sniffer needs one owner for each)."""
+    declared = processor.format
+    for other in _REGISTRY.values():
+        theirs = other.format
+        clash = (
+            {declared.doc_type} & {theirs.doc_type}
+            or set(declared.extensions) & set(theirs.extensions)
+            or set(declared.mime_types) & set(theirs.mime_types)
+        )
+        if clash:
+            raise ValueError(f"format {declared.doc_type!r} redeclares {sorted(clash)} of {theirs.doc_type!r}")
+    _REGISTRY[declared.doc_type] = processor
+
+
+def unregister(doc_type: str) -> None:
+    _REGISTRY.pop(doc_type, None)
+
+
+def registered() -> tuple[Processor, ...]:
+    """The processors, specific formats first, then generic ones, each in registration order."""
+    return tuple(sorted(_REGISTRY.values(), key=lambda p: p.format.generic))
+
+
+def get_processor(doc_type: str) -> Processor | None:
+    return _REGISTRY.get(doc_type.lower())
+
+
+def format_for(doc_type: str) -> Format | None:
+    processor = get_processor(doc_type)
+    return processor.format if processor is not None else None

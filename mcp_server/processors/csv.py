@@ -1,7 +1,8 @@
 """CSV -> one Markdown section (named after the file), via ``tabular``.
 
-Bytes are decoded by BOM, then strict UTF-8, then the declared charset, then
-charset-normalizer (Shift_JIS, cp1252, ...). The delimiter is sniffed among ``, ; TAB |``.
+Bytes are decoded by the shared text decoder (``processors/encoding.py``: BOM, strict UTF-8,
+the declared charset, then detection), exactly as a ``.txt`` of the same bytes would be. The
+delimiter is sniffed among ``, ; TAB |``.
 Rows are read with the stdlib ``csv`` reader rather than ``pandas.read_csv``: ragged rows
 (more fields than the header) must keep their extra fields, which pandas drops or refuses.
 Row numbers are 1-based record numbers. Compressed input (gzip, zip, bz2, xz, 7z) is refused,
@@ -10,39 +11,53 @@ never unpacked (SECURITY P6); the byte cap is the download cap.
 
 from __future__ import annotations
 
-import codecs
 import csv
 import io
 from typing import ClassVar
 
-import charset_normalizer
-
 from mcp_server.core.errors import ProcessingError
+from mcp_server.core.markup import SHEETS
 from mcp_server.core.models import ProcessedDocument
 from mcp_server.processors.base import DocumentInput, ProcessOptions
+from mcp_server.processors.encoding import decode_bytes, decode_sample
+from mcp_server.processors.formats import Chunking, Format, Likelihood
 from mcp_server.processors.tabular import RawSheet, analyse, build_document
 
-__all__ = ["CsvProcessor", "decode_text", "read_csv"]
-
-EXTENSIONS = (".csv", ".tsv")
-MIME_TYPES = ("text/csv", "text/tab-separated-values", "application/csv")
+__all__ = ["CsvProcessor", "looks_like_csv", "read_csv"]
 
 _DELIMITERS = ",;\t|"
 _SNIFF_CHARS = 64 * 1024
-_BOMS = (
-    (codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
-    (codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"),
-)
-_WEB_SINGLE_BYTE = ("cp1252", "cp1250", "cp1251", "latin_1", "iso8859_15")
-_CHAOS_TIE = 0.05
+_SNIFF_BYTES = 65536  # CSV rows can be long (370 columns): a few whole records are needed
 _ARCHIVES = (b"\x1f\x8b", b"PK\x03\x04", b"BZh", b"\xfd7zXZ\x00", b"7z\xbc\xaf\x27\x1c")
 
 
+def looks_like_csv(data: bytes) -> Likelihood | None:
+    """At least 3 records that split into the same number (> 1) of fields on one delimiter."""
+    text = decode_sample(data[:_SNIFF_BYTES])
+    lines = text.splitlines()
+    if len(text) >= _SNIFF_BYTES // 2 and len(lines) > 1:
+        lines = lines[:-1]  # the last sampled line may be cut
+    lines = [line for line in lines[:50] if line.strip()]
+    if len(lines) < 3:
+        return None
+    for delimiter in _DELIMITERS:
+        # csv.reader, not str.count: quoted fields may hold the delimiter.
+        widths = [len(row) for row in csv.reader(lines, delimiter=delimiter)]
+        if widths and widths[0] > 1 and widths.count(widths[0]) >= 0.8 * len(widths):
+            return Likelihood.POSSIBLE  # plain prose with commas can look like this too
+    return None
+
+
 class CsvProcessor:
-    doc_type: ClassVar[str] = "csv"
-    extensions: ClassVar[tuple[str, ...]] = EXTENSIONS
-    mime_types: ClassVar[tuple[str, ...]] = MIME_TYPES
-    description: ClassVar[str] = "CSV/TSV: encoding and delimiter detection, header detection, column types"
+    format: ClassVar[Format] = Format(
+        doc_type="csv",
+        description="CSV/TSV: encoding and delimiter detection, header detection, column types",
+        extensions=(".csv", ".tsv"),
+        mime_types=("text/csv", "text/tab-separated-values", "application/csv"),
+        text=True,
+        looks_like=looks_like_csv,
+        chunking=Chunking(size=1200, overlap=200, breaks=SHEETS, headings=False),
+    )
 
     def process(self, doc: DocumentInput, options: ProcessOptions) -> ProcessedDocument:
         sheet, encoding, delimiter = read_csv(doc)
@@ -54,7 +69,7 @@ def read_csv(doc: DocumentInput) -> tuple[RawSheet, str, str]:
     """The file's rows as one sheet named after the file, plus the encoding and delimiter used."""
     if doc.data.startswith(_ARCHIVES):
         raise ProcessingError("compressed or archived CSV is not supported (archives are not unpacked)")
-    text, encoding = decode_text(doc.data, doc.charset)
+    text, encoding = decode_bytes(doc.data, doc.charset)
     if "\x00" in text:
         raise ProcessingError("the CSV file holds binary data (NUL characters)")
     delimiter = _sniff_delimiter(text[:_SNIFF_CHARS])
@@ -64,29 +79,6 @@ def read_csv(doc: DocumentInput) -> tuple[RawSheet, str, str]:
         raise ProcessingError(f"the CSV file could not be parsed: {exc}") from exc
     name = doc.filename.rsplit("/", 1)[-1] or "csv"
     return RawSheet(name=name, rows=rows), encoding, delimiter
-
-
-def decode_text(data: bytes, declared: str | None = None) -> tuple[str, str]:
-    """Text and the encoding it was read with; never raises on undecodable bytes."""
-    for bom, encoding in _BOMS:
-        if data.startswith(bom):
-            return data.decode(encoding, errors="replace"), encoding
-    candidates = ["utf-8"] + ([declared] if declared else [])
-    for encoding in candidates:
-        try:
-            return data.decode(encoding), encoding
-        except (UnicodeDecodeError, LookupError):
-            continue
-    matches = list(charset_normalizer.from_bytes(data))
-    if matches:
-        best = min(matches, key=lambda m: m.chaos)
-        # Small samples score DOS/Mac code pages as well as windows-125x; on the web the
-        # windows pages are far more likely, so they win a near tie.
-        near = {m.encoding: m for m in matches if m.chaos <= best.chaos + _CHAOS_TIE}
-        preferred = next((near[e] for e in _WEB_SINGLE_BYTE if e in near), None)
-        best = preferred or best
-        return str(best), best.encoding
-    return data.decode("cp1252", errors="replace"), "cp1252"
 
 
 def _sniff_delimiter(sample: str) -> str:

@@ -26,19 +26,15 @@ from docx.oxml.ns import qn
 from docx.oxml.text.run import CT_R
 
 from mcp_server.core.errors import MCPServerError, ProcessingError
+from mcp_server.core.markup import HEADINGS, heading_line
 from mcp_server.core.models import ExtractedTable, Location, ProcessedDocument
 from mcp_server.processors._markdown import markdown_table
 from mcp_server.processors.base import DocumentInput, ProcessOptions
+from mcp_server.processors.formats import Chunking, Format
 from mcp_server.processors.ooxml import guard_ooxml
 
 __all__ = ["DocxProcessor"]
 
-EXTENSIONS = (".docx", ".docm", ".dotx")
-MIME_TYPES = (
-    "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
-    "application/vnd.ms-word.document.macroenabled.12",
-    "application/vnd.openxmlformats-officedocument.wordprocessingml.template",
-)
 
 _P, _TBL, _SDT, _SDT_CONTENT = qn("w:p"), qn("w:tbl"), qn("w:sdt"), qn("w:sdtContent")
 _R, _HYPERLINK, _TR, _TC = qn("w:r"), qn("w:hyperlink"), qn("w:tr"), qn("w:tc")
@@ -53,10 +49,18 @@ _HEADER_FOOTERS = (
 
 
 class DocxProcessor:
-    doc_type: ClassVar[str] = "docx"
-    extensions: ClassVar[tuple[str, ...]] = EXTENSIONS
-    mime_types: ClassVar[tuple[str, ...]] = MIME_TYPES
-    description: ClassVar[str] = "Word documents (python-docx): headings, lists, tables, headers, links"
+    format: ClassVar[Format] = Format(
+        doc_type="docx",
+        description="Word documents (python-docx): headings, lists, tables, headers, links",
+        extensions=(".docx", ".docm", ".dotx"),
+        mime_types=(
+            "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+            "application/vnd.ms-word.document.macroenabled.12",
+            "application/vnd.openxmlformats-officedocument.wordprocessingml.template",
+        ),
+        zip_member="word/",
+        chunking=Chunking(size=1500, overlap=300, breaks=HEADINGS),
+    )
 
     def process(self, doc: DocumentInput, options: ProcessOptions) -> ProcessedDocument:
         guard_ooxml(doc.data, options, kind="DOCX")
@@ -151,7 +155,7 @@ class _Converter:
         self._close_span()
         self.path = (*self.path[: level - 1], text)
         self.heading_count += 1
-        self._add("#" * min(level, 6) + " " + text)
+        self._add(heading_line(level, text))
 
     def _table(self, tbl: Any, rels: dict[str, str]) -> None:
         grid = _table_grid(tbl, rels, self.hyperlinks)

@@ -24,13 +24,15 @@ from bs4 import (
     XMLParsedAsHTMLWarning,
 )
 
+from mcp_server.core.markup import HEADINGS, heading_line
 from mcp_server.core.models import ExtractedTable, ExtractedURL, ProcessedDocument
 from mcp_server.processors._locations import heading_locations
 from mcp_server.processors.base import DocumentInput, ProcessOptions
-from mcp_server.processors.text import decode_bytes
+from mcp_server.processors.encoding import decode_bytes, decode_sample
+from mcp_server.processors.formats import Chunking, Format, Likelihood
 from mcp_server.processors.urls import extract_urls, url_type
 
-__all__ = ["HtmlProcessor", "html_to_markdown"]
+__all__ = ["HtmlProcessor", "html_to_markdown", "looks_like_html"]
 
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_:.\-]+)""", re.IGNORECASE)
 _CHROME = ("script", "style", "nav", "noscript", "template", "aside", "svg", "iframe", "object", "embed")
@@ -48,11 +50,39 @@ _MAX_TABLE_CELLS = 100_000
 _SPACES = re.compile(r"[ \t\r\n\f\v\u00a0]+")
 
 
+# Documents that start like HTML (after whitespace/BOM/comments); case-insensitive.
+_HTML_START = re.compile(
+    r"^\s*(?:<\?xml[^>]*>\s*)?(?:<!--.*?-->\s*)*<(?:!doctype\s+html|html|head|body)[\s>]",
+    re.IGNORECASE | re.DOTALL | re.ASCII,
+)
+# A fragment (``<h3 class=...>...</h3>``) is HTML when it opens with a common tag and closes one.
+_TAGS = r"(?:p|div|span|a|h[1-6]|table|tr|td|ul|ol|li|meta|title|script|style|section|article|form)"
+_HTML_FRAGMENT = re.compile(r"^\s*<" + _TAGS + r"[\s/>]", re.IGNORECASE | re.ASCII)
+_HTML_CLOSE = re.compile(r"</" + _TAGS + r"\s*>", re.IGNORECASE | re.ASCII)
+_SNIFF_BYTES = 8192
+
+
+def looks_like_html(data: bytes) -> Likelihood | None:
+    """Certain for a document that opens like HTML; likely for a fragment of common tags."""
+    sample = decode_sample(data[:_SNIFF_BYTES])
+    if _HTML_START.match(sample):
+        return Likelihood.CERTAIN
+    if _HTML_FRAGMENT.match(sample) and _HTML_CLOSE.search(sample):
+        return Likelihood.LIKELY
+    return None
+
+
 class HtmlProcessor:
-    doc_type: ClassVar[str] = "html"
-    extensions: ClassVar[tuple[str, ...]] = (".html", ".htm", ".xhtml")
-    mime_types: ClassVar[tuple[str, ...]] = ("text/html", "application/xhtml+xml")
-    description: ClassVar[str] = "HTML pages: chrome removed, headings, lists and tables as Markdown"
+    format: ClassVar[Format] = Format(
+        doc_type="html",
+        description="HTML pages: chrome removed, headings, lists and tables as Markdown",
+        extensions=(".html", ".htm", ".xhtml"),
+        mime_types=("text/html", "application/xhtml+xml"),
+        text=True,
+        looks_like=looks_like_html,
+        generic=True,
+        chunking=Chunking(size=1500, overlap=300, breaks=HEADINGS),
+    )
 
     def process(self, doc: DocumentInput, options: ProcessOptions) -> ProcessedDocument:
         text, encoding = decode_bytes(doc.data, doc.charset or _declared_charset(doc.data))
@@ -161,7 +191,7 @@ class _Writer:
         if text:
             offset = self.length + (2 if self.blocks else 0)
             self.headings.append((offset, level, text))
-            self.block("#" * level + " " + text)
+            self.block(heading_line(level, text))
 
     def table(self, node: Tag) -> None:
         self.flush()

@@ -30,6 +30,7 @@ import olefile
 from mcp_server.core.errors import ProcessingError
 from mcp_server.core.models import ProcessedDocument
 from mcp_server.processors.base import DocumentInput, ProcessOptions
+from mcp_server.processors.formats import Format, Magic
 
 __all__ = [
     "OLE_MAGIC",
@@ -155,17 +156,18 @@ def _decode_head(head: bytes) -> str:
 class OleProcessor:
     """OLE/CFB containers: encrypted OOXML or legacy .doc/.xls/.ppt, refused with a clear message."""
 
-    doc_type: ClassVar[str] = "ole"
-    extensions: ClassVar[tuple[str, ...]] = (".doc", ".xls", ".ppt")
-    mime_types: ClassVar[tuple[str, ...]] = (
-        "application/msword",
-        "application/vnd.ms-excel",
-        "application/vnd.ms-powerpoint",
-        "application/x-ole-storage",
-        "application/x-cfb",
-    )
-    description: ClassVar[str] = (
-        "Encrypted Office files and legacy .doc/.xls/.ppt: refused with a clear message"
+    format: ClassVar[Format] = Format(
+        doc_type="ole",
+        description="Encrypted Office files and legacy .doc/.xls/.ppt: refused with a clear message",
+        extensions=(".doc", ".xls", ".ppt"),
+        mime_types=(
+            "application/msword",
+            "application/vnd.ms-excel",
+            "application/vnd.ms-powerpoint",
+            "application/x-ole-storage",
+            "application/x-cfb",
+        ),
+        magic=(Magic.prefix(OLE_MAGIC),),
     )
 
     def process(self, doc: DocumentInput, options: ProcessOptions) -> ProcessedDocument:

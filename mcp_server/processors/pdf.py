@@ -19,12 +19,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from mcp_server.core.errors import ProcessingError
+from mcp_server.core.markup import PAGES, page_marker
 from mcp_server.core.models import ExtractedImage, ExtractedTable, Location, ProcessedDocument
 from mcp_server.processors._pdf_furniture import Furniture, find_running_lines, page_number_rows
 from mcp_server.processors._pdf_layout import Row
 from mcp_server.processors._pdf_render import render_page, title_rows
 from mcp_server.processors._pdf_tables import Rules, Table, detect_tables, inherit_header
 from mcp_server.processors.base import DocumentInput, ProcessOptions
+from mcp_server.processors.formats import Chunking, Format
 
 if TYPE_CHECKING:
     import pymupdf
@@ -46,11 +48,24 @@ class _Page:
     titles: list[list[Row]] = field(default_factory=list)
 
 
+def is_pdf(data: bytes) -> bool:
+    head = data[:1024]
+    if head.removeprefix(b"\xef\xbb\xbf").lstrip().startswith(b"%PDF-"):
+        return True
+    # Readers also accept "%PDF-" after other junk in the first KiB; a text that merely
+    # mentions it lacks the end-of-file marker.
+    return b"%PDF-" in head and b"%%EOF" in data[-2048:]
+
+
 class PdfProcessor:
-    doc_type: ClassVar[str] = "pdf"
-    extensions: ClassVar[tuple[str, ...]] = (".pdf",)
-    mime_types: ClassVar[tuple[str, ...]] = ("application/pdf", "application/x-pdf")
-    description: ClassVar[str] = "PDF: text with page markers, borderless tables as Markdown, OCR of scanned pages"
+    format: ClassVar[Format] = Format(
+        doc_type="pdf",
+        description="PDF: text with page markers, borderless tables as Markdown, OCR of scanned pages",
+        extensions=(".pdf",),
+        mime_types=("application/pdf", "application/x-pdf"),
+        detect=is_pdf,  # "%PDF-" may follow a BOM or junk: no fixed offset
+        chunking=Chunking(size=1500, overlap=300, breaks=PAGES),
+    )
 
     def process(self, doc: DocumentInput, options: ProcessOptions) -> ProcessedDocument:
         from mcp_server.processors import _pdf_read  # PyMuPDF: parser workers only
@@ -166,7 +181,7 @@ def _assemble(pages: list[_Page], furniture: Furniture, skipped: list[int],
             )
         else:
             tail = None
-        block = f"--- Page {page.number} ---\n{text}".rstrip()
+        block = f"{page_marker(page.number)}\n{text}".rstrip()
         if pieces:
             offset += 2  # the "\n\n" joining pages
         locations.append(Location(start=offset, end=offset + len(block), page=page.number))

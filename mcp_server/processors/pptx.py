@@ -20,20 +20,15 @@ import pptx
 from pptx.enum.shapes import MSO_SHAPE_TYPE, PP_PLACEHOLDER
 
 from mcp_server.core.errors import MCPServerError, ProcessingError
+from mcp_server.core.markup import SLIDES, slide_marker
 from mcp_server.core.models import ExtractedTable, Location, ProcessedDocument
 from mcp_server.processors._markdown import markdown_table
 from mcp_server.processors.base import DocumentInput, ProcessOptions
+from mcp_server.processors.formats import Chunking, Format
 from mcp_server.processors.ooxml import guard_ooxml
 
 __all__ = ["PptxProcessor"]
 
-EXTENSIONS = (".pptx", ".pptm", ".potx", ".ppsx")
-MIME_TYPES = (
-    "application/vnd.openxmlformats-officedocument.presentationml.presentation",
-    "application/vnd.ms-powerpoint.presentation.macroenabled.12",
-    "application/vnd.openxmlformats-officedocument.presentationml.template",
-    "application/vnd.openxmlformats-officedocument.presentationml.slideshow",
-)
 
 _TITLE_TYPES = {PP_PLACEHOLDER.TITLE, PP_PLACEHOLDER.CENTER_TITLE, PP_PLACEHOLDER.VERTICAL_TITLE}
 _BULLET_TYPES = {PP_PLACEHOLDER.BODY, PP_PLACEHOLDER.OBJECT, PP_PLACEHOLDER.VERTICAL_BODY,
@@ -42,10 +37,19 @@ _MAX_GROUP_DEPTH = 32
 
 
 class PptxProcessor:
-    doc_type: ClassVar[str] = "pptx"
-    extensions: ClassVar[tuple[str, ...]] = EXTENSIONS
-    mime_types: ClassVar[tuple[str, ...]] = MIME_TYPES
-    description: ClassVar[str] = "PowerPoint (python-pptx): slides, bullets, tables, charts, notes, links"
+    format: ClassVar[Format] = Format(
+        doc_type="pptx",
+        description="PowerPoint (python-pptx): slides, bullets, tables, charts, notes, links",
+        extensions=(".pptx", ".pptm", ".potx", ".ppsx"),
+        mime_types=(
+            "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+            "application/vnd.ms-powerpoint.presentation.macroenabled.12",
+            "application/vnd.openxmlformats-officedocument.presentationml.template",
+            "application/vnd.openxmlformats-officedocument.presentationml.slideshow",
+        ),
+        zip_member="ppt/",
+        chunking=Chunking(size=800, overlap=150, breaks=SLIDES),
+    )
 
     def process(self, doc: DocumentInput, options: ProcessOptions) -> ProcessedDocument:
         guard_ooxml(doc.data, options, kind="PPTX")
@@ -72,7 +76,7 @@ class _Converter:
         notes_count = 0
         for number, slide in enumerate(presentation.slides, start=1):
             self.slide_no = number
-            lines = [f"--- Slide {number} ---"]
+            lines = [slide_marker(number)]
             lines.extend(self._shapes(slide.shapes, depth=0))
             notes = self._notes(slide)
             if notes:

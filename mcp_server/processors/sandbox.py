@@ -31,13 +31,13 @@ __all__ = ["ParserPool"]
 
 T = TypeVar("T")
 
-# PyMuPDF is imported by the PDF reader only (the server process never loads it); workers
-# get it preloaded, so the first PDF a worker parses does not pay ~1 s of imports.
-_PRELOAD = ["mcp_server.processors", "mcp_server.processors._pdf_read"]
+# PyMuPDF is imported by the PDF reader only (the server process never loads it); workers get
+# it and langdetect's profiles preloaded (_worker_preload), so a first document does not pay ~2 s.
+_PRELOAD = ["mcp_server.processors", "mcp_server.processors._worker_preload"]
 _MAX_TASKS = 200  # recycle workers now and then: parsers may leak
 
 
-def _init_worker(memory_mb: int, sys_path: list[str]) -> None:
+def _init_worker(memory_mb: int, niceness: int, sys_path: list[str]) -> None:
     import resource
 
     # Python 3.11's forkserver ignores the parent's sys.path; tasks must unpickle in the same
@@ -49,6 +49,10 @@ def _init_worker(memory_mb: int, sys_path: list[str]) -> None:
     # Tesseract (a child of the worker) inherits the limit; OpenMP threads would each reserve
     # address space and compete for the same cores as the other workers.
     os.environ["OMP_THREAD_LIMIT"] = "1"
+    # With every core busy parsing, an equal-priority server process gets half a core at best and
+    # /health or a warm search waits behind a parser bomb; lower priority leaves it the cores
+    # whenever it has work, and parsers still use all of them otherwise.
+    os.nice(niceness)
 
 
 def _call(fn: Callable[..., T], args: tuple[Any, ...]) -> T:
@@ -76,7 +80,7 @@ class ParserPool:
             max_workers=settings.parse_workers,
             max_tasks=_MAX_TASKS,
             initializer=_init_worker,
-            initargs=(settings.parse_memory_mb, list(sys.path)),
+            initargs=(settings.parse_memory_mb, settings.parse_nice, list(sys.path)),
             context=context,
         )
         self._closed = False

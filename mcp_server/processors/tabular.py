@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcp_server.core.errors import ValidationError
+from mcp_server.core.markup import sheet_marker
 from mcp_server.core.models import ExtractedTable, Location, ProcessedDocument
 
 __all__ = ["RawSheet", "Sheet", "analyse", "build_document", "json_value", "search_sheets"]
@@ -255,7 +256,7 @@ def _text(value: Any) -> str:
 
 def _render(sheet: Sheet, max_rows: int) -> tuple[str, str]:
     """The sheet's content section and its Markdown table."""
-    lines = [f"=== Sheet: {sheet.name} ==="]
+    lines = [sheet_marker(sheet.name)]
     lines.extend(sheet.title_lines)
     if not sheet.headers:
         lines.append("(empty sheet)")

@@ -15,26 +15,30 @@ from typing import Any, ClassVar
 import pandas as pd
 
 from mcp_server.core.errors import MCPServerError, ProcessingError
+from mcp_server.core.markup import SHEETS
 from mcp_server.core.models import ProcessedDocument
 from mcp_server.processors.base import DocumentInput, ProcessOptions
+from mcp_server.processors.formats import Chunking, Format
 from mcp_server.processors.ooxml import guard_ooxml
 from mcp_server.processors.tabular import RawSheet, analyse, build_document
 
 __all__ = ["XlsxProcessor", "read_xlsx"]
 
-EXTENSIONS = (".xlsx", ".xlsm", ".xltx")
-MIME_TYPES = (
-    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-    "application/vnd.ms-excel.sheet.macroenabled.12",
-    "application/vnd.openxmlformats-officedocument.spreadsheetml.template",
-)
 
 
 class XlsxProcessor:
-    doc_type: ClassVar[str] = "xlsx"
-    extensions: ClassVar[tuple[str, ...]] = EXTENSIONS
-    mime_types: ClassVar[tuple[str, ...]] = MIME_TYPES
-    description: ClassVar[str] = "Excel workbooks (pandas + openpyxl): every sheet, header and column types"
+    format: ClassVar[Format] = Format(
+        doc_type="xlsx",
+        description="Excel workbooks (pandas + openpyxl): every sheet, header and column types",
+        extensions=(".xlsx", ".xlsm", ".xltx"),
+        mime_types=(
+            "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+            "application/vnd.ms-excel.sheet.macroenabled.12",
+            "application/vnd.openxmlformats-officedocument.spreadsheetml.template",
+        ),
+        zip_member="xl/",
+        chunking=Chunking(size=1200, overlap=200, breaks=SHEETS, headings=False),
+    )
 
     def process(self, doc: DocumentInput, options: ProcessOptions) -> ProcessedDocument:
         sheets = [analyse(raw) for raw in read_xlsx(doc.data, options)]

@@ -1,7 +1,8 @@
 """Retrieval: embedders, reranker, per-document hybrid indexes and their cache layers.
 
 The lifespan builds ``ModelRegistry.load(settings)`` (in a thread) and
-``IndexManager(settings, models)``; ``retrieve_chunks`` calls ``get_or_build`` then ``search``.
+``IndexManager(settings, models, shared=...)`` (a ``RedisIndexStore`` with ``MCP_INDEX_STORE=redis``,
+else None); ``retrieve_chunks`` calls ``open`` then ``search``.
 """
 
 from mcp_server.retrieval.embedders import Embedder, FakeEmbedder, SentenceTransformerEmbedder
@@ -9,6 +10,7 @@ from mcp_server.retrieval.index import MAX_NEIGHBORS, MAX_TOP_K, DocumentIndex, 
 from mcp_server.retrieval.manager import IndexManager, make_index_key
 from mcp_server.retrieval.models import MINILM_ID, ModelRegistry, RoleStatus
 from mcp_server.retrieval.rerankers import CrossEncoderReranker, FakeReranker, Reranker
+from mcp_server.retrieval.shared import MemoryIndexStore, RedisIndexStore, SharedIndexStore
 from mcp_server.retrieval.store import IndexStore
 
 __all__ = [
@@ -22,10 +24,13 @@ __all__ = [
     "FakeReranker",
     "IndexManager",
     "IndexStore",
+    "MemoryIndexStore",
     "ModelRegistry",
+    "RedisIndexStore",
     "Reranker",
     "RoleStatus",
     "SentenceTransformerEmbedder",
+    "SharedIndexStore",
     "clamp_top_k",
     "make_index_key",
 ]

@@ -181,9 +181,6 @@ class DocumentIndex:
     def __len__(self) -> int:
         return len(self.chunks)
 
-    def memory_bytes(self) -> int:
-        return self.faiss.ntotal * (self.dimension * 4 + 8) + sum(len(c.text) for c in self.chunks)
-
     # --- search -----------------------------------------------------------------------------
     def search(
         self, query_vec: np.ndarray, query: str, top_k: int = 5, *,

@@ -16,12 +16,13 @@ from collections.abc import Sequence
 
 import bm25s
 
-__all__ = ["STOPWORDS", "bm25_tokens", "lexical_text"]
+from mcp_server.core.markup import MARKER_LINE
+
+__all__ = ["STOPWORDS", "bm25_tokens", "lexical_text", "without_page_markers"]
 
 # Lucene's 33 English stopwords let "does", "have", "which", "than" through; bm25s' longer list
 # drops those question words, which only match chunks by chance.
 STOPWORDS = "en_plus"
-_PAGE_MARKER = re.compile(r"^[ \t]*--- Page \d+ ---[ \t]*\r?$", re.MULTILINE)
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 _GLUED_YEAR = re.compile(r"\b([A-Za-z]{1,3})((?:19|20)\d\d)\b")
 
@@ -33,9 +34,14 @@ except ImportError:  # pragma: no cover - PyStemmer is a declared dependency
     _STEMMER = None
 
 
+def without_page_markers(text: str) -> str:
+    """``text`` without its page marker lines (their line breaks stay); slide and sheet markers stay."""
+    return MARKER_LINE.sub(lambda m: "" if m["page"] is not None else m[0], text)
+
+
 def lexical_text(text: str) -> str:
     """``text`` as BM25 should read it: no page marker lines, no thousands separators, glued years split."""
-    return _GLUED_YEAR.sub(r"\1\2 \2", _THOUSANDS.sub("", _PAGE_MARKER.sub("", text)))
+    return _GLUED_YEAR.sub(r"\1\2 \2", _THOUSANDS.sub("", without_page_markers(text)))
 
 
 def bm25_tokens(texts: Sequence[str]) -> list[list[str]]:

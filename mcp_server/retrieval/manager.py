@@ -13,8 +13,9 @@ lifespan), is persisted, and serves the later calls. A document whose complete b
 estimated to take at most ``progressive_budget`` seconds is built in the call, as before.
 
 Concurrency: one ``anyio.Lock`` per key on this event loop (ten identical requests -> one build,
-nine waits), a file lock per key across worker processes (``IndexStore.lock``: a worker that
-finds another one building waits for its index on disk and never builds it again), and a
+nine waits), a file lock per key across worker processes and, with a shared store, a lease per key
+across hosts (``IndexTiers``: a worker or host that finds another one building waits for its index
+and never builds it again), and a
 semaphore of ``gpu_concurrency`` around every model call; background builds take at most
 ``gpu_concurrency - 1`` of its slots, so searches keep one (with ``GPU_CONCURRENCY=1`` a
 background build holds the only slot while it embeds, as an in-call build always did). Model and
@@ -27,12 +28,11 @@ known before parsing (the service passes the model window).
 from __future__ import annotations
 
 import hashlib
-import inspect
 import logging
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -40,19 +40,20 @@ import anyio
 import anyio.from_thread
 from anyio.abc import TaskGroup
 from cachetools import TTLCache
-from filelock import BaseFileLock
 
 from mcp_server.core import metrics
-from mcp_server.core.concurrency import run_sync
+from mcp_server.core.concurrency import KeyedLock, Progress, run_sync
 from mcp_server.core.models import Chunk, SearchHit
 from mcp_server.core.settings import Settings
 from mcp_server.retrieval.embedders import Embedder
 from mcp_server.retrieval.index import DocumentIndex
 from mcp_server.retrieval.models import ModelRegistry
 from mcp_server.retrieval.partial import partial_view
+from mcp_server.retrieval.shared import SharedIndexStore
 from mcp_server.retrieval.store import IndexStore, Manifest
+from mcp_server.retrieval.tiers import IndexTiers
 
-__all__ = ["ChunkSource", "IndexManager", "IndexView", "Progress", "make_index_key"]
+__all__ = ["ChunkSource", "IndexManager", "IndexView", "make_index_key"]
 
 log = logging.getLogger(__name__)
 
@@ -60,9 +61,7 @@ T = TypeVar("T")
 # The chunks, or a coroutine function producing them (called only when the index must be built).
 ChunkSource = Sequence[Chunk] | Callable[[], Awaitable[Sequence[Chunk]]]
 # (done, total, message); may be sync or async (e.g. ``ctx.report_progress``-style).
-Progress = Callable[[int, int, str], Any]
 
-FILE_LOCK_POLL = 0.25  # seconds between tries of a file lock another worker holds (it builds for minutes)
 PROGRESS_TIMEOUT = 5.0  # a progress notification that cannot be sent by then is dropped, with the rest
 
 
@@ -107,10 +106,12 @@ class _Pending:
 class IndexManager:
     def __init__(
         self, settings: Settings, models: ModelRegistry, store: IndexStore | None = None, *,
-        timer: Callable[[], float] = time.monotonic,
+        shared: SharedIndexStore | None = None, timer: Callable[[], float] = time.monotonic,
     ) -> None:
         self.models = models
         self.store = store or IndexStore(settings.index_dir)
+        self.tiers = IndexTiers(self.store, shared, lease_seconds=settings.index_lease_seconds,
+                                max_bytes=settings.index_store_max_bytes)
         self._memory: TTLCache[str, DocumentIndex] = TTLCache(
             maxsize=settings.cache_max_retrievers, ttl=settings.cache_ttl, timer=timer
         )
@@ -119,8 +120,7 @@ class IndexManager:
         self.candidates = settings.progressive_candidates
         self._limiter: anyio.CapacityLimiter | None = None  # created on the loop, lazily
         self._background_limiter: anyio.CapacityLimiter | None = None
-        self._key_locks: dict[str, anyio.Lock] = {}
-        self._key_waiters: dict[str, int] = {}
+        self._key_locks = KeyedLock()
         self._pending: dict[str, _Pending] = {}
         self._tasks: TaskGroup | None = None
         self._stopping = threading.Event()
@@ -177,7 +177,7 @@ class IndexManager:
         pending = self._pending.get(key) if query is not None else None
         if pending is not None:
             return await self._answer_partial(pending, query or "", progress)
-        async with self._key_lock(key):
+        async with self._key_locks.hold(key):
             index = self._memory.get(key)
             if index is not None:  # built by the request we waited for
                 self.counters["memory_hits"] += 1
@@ -186,10 +186,10 @@ class IndexManager:
                 return IndexView(key=key, index=index, complete=True, cached=True)
             pending = self._pending.get(key) if query is not None else None
             if pending is None:
-                loaded = await run_sync(self._load, key, chunker_version)
+                loaded, found = await self.tiers.find(key, self._check(chunker_version))
                 if loaded is not None:
-                    self.counters["disk_hits"] += 1
-                    metrics.index_lookup("disk")
+                    self.counters["disk_hits"] += 1  # the shared store's too: they land in the folder
+                    metrics.index_lookup(found)
                     metrics.cache_insert("index", self._memory, key)
                     self._memory[key] = loaded
                     return IndexView(key=key, index=loaded, complete=True, cached=True)
@@ -237,14 +237,13 @@ class IndexManager:
         self, key: str, chunker_version: str, chunks: list[Chunk], progress: Progress | None,
     ) -> tuple[DocumentIndex, bool]:
         report = self._thread_progress(progress)
-        async with metrics.build_slot(self._gpu()):
-            return await run_sync(self._build, key, chunker_version, chunks, report)
+        return await self._claim_and_build(key, chunker_version, chunks, report, background=False)
 
     async def _build_in_background(
         self, key: str, chunker_version: str, chunks: list[Chunk], pending: _Pending,
     ) -> None:
         """The complete index of a partially answered document: waits for a slot (and for
-        another worker's build of the same key, via the file lock), builds, persists, swaps in."""
+        another worker's or host's build of the same key), builds, persists, swaps in."""
         forward = self._thread_progress(self._live(pending))
         stopping = self._stopping
 
@@ -256,54 +255,44 @@ class IndexManager:
                 forward(done, total, message)
 
         try:
-            index = await self._build_when_free(key, chunker_version, chunks, report)
+            index, built = await self._claim_and_build(key, chunker_version, chunks, report, background=True)
+            if built:
+                self.counters["background_builds"] += 1
             metrics.cache_insert("index", self._memory, key)
             self._memory[key] = index
         except _Stopped:
-            log.info("index.background_stopped key=%s", key)
+            log.info("index.background_stopped", extra={"key": key})
         except Exception:  # the partial index keeps answering; the next cold call retries
             metrics.index_build("failed")
-            log.exception("index.background_failed key=%s", key)
+            log.exception("index.background_failed", extra={"key": key})
         finally:
             if self._pending.get(key) is pending:
                 del self._pending[key]
             pending.done.set()
 
-    async def _build_when_free(
-        self, key: str, chunker_version: str, chunks: list[Chunk], progress: Callable[[int, int, str], None],
-    ) -> DocumentIndex:
-        """The file lock first (another worker building this document holds it: then its index
-        is loaded, not built again), then a model slot only for the embedding. Every step is an
-        awaited one, so a shutdown leaves no thread waiting on the event loop."""
-        lock = await self._file_lock(key)
-        try:
-            existing = await run_sync(self.store.load, key, self._check(chunker_version))
+    async def _claim_and_build(
+        self, key: str, chunker_version: str, chunks: list[Chunk],
+        progress: Callable[[int, int, str], None] | None, *, background: bool,
+    ) -> tuple[DocumentIndex, bool]:
+        """(index, built). The claim first (another worker or host building this document: then
+        its index is loaded, not built again), then a model slot only for the embedding (a
+        background build also one of the background slots). Every wait is an awaited one, so a
+        shutdown leaves no thread waiting."""
+        async with self.tiers.claim(key, self._check(chunker_version)) as (existing, _):
             if existing is not None:
-                metrics.index_build("coalesced")  # another worker built it while we waited for the lock
-                return existing
+                metrics.index_build("coalesced")  # another worker or host built it meanwhile
+                return existing, False
             embedder = self.models.embedder_for(len(chunks))
             metrics.index_build("started")
             started = time.perf_counter()
-            async with self._background(), self._gpu():
+            slot: AbstractAsyncContextManager[Any] = metrics.build_slot(self._gpu())
+            if background:
+                slot = _both(self._background(), self._gpu())
+            async with slot:
                 index = await run_sync(lambda: DocumentIndex.embed(chunks, embedder, progress=progress))
-            with anyio.CancelScope(shield=True):  # a save that started completes (it is atomic anyway)
-                await run_sync(lambda: self.store.save(key, index, chunker_version=chunker_version))
+            await self.tiers.save(key, index, chunker_version)
             self._built(key, index, embedder, started)
-            self.counters["background_builds"] += 1
-            return index
-        finally:
-            lock.release()
-
-    async def _file_lock(self, key: str) -> BaseFileLock:
-        """This key's file lock, polled from the loop: a thread blocked on it could not be
-        abandoned safely (it would take the lock after its caller had gone)."""
-        lock = self.store.file_lock(key)
-        while True:
-            with anyio.CancelScope(shield=True):  # a try that succeeds is never lost
-                taken = await run_sync(self.store.try_acquire, lock)
-            if taken:
-                return lock
-            await anyio.sleep(FILE_LOCK_POLL)
+            return index, True
 
     @staticmethod
     def _live(pending: _Pending) -> Progress | None:
@@ -311,39 +300,34 @@ class IndexManager:
         if pending.progress is None:
             return None
 
-        async def forward(done: int, total: int, message: str) -> None:
+        async def forward(done: float, total: float | None, message: str) -> None:
             callback = pending.progress
             if callback is None:
                 return
             try:
                 with anyio.fail_after(PROGRESS_TIMEOUT):
-                    result = callback(done, total, f"background: {message}")
-                    if inspect.isawaitable(result):
-                        await result
+                    await callback(done, total, f"background: {message}")
             except Exception:  # noqa: BLE001 - the client went away: stop telling it
                 pending.progress = None
 
         return forward
 
     async def find(self, key: str) -> DocumentIndex | None:
-        """The index stored under ``key``, from memory, else from disk (then kept in memory);
-        None when it is in neither. Never builds: a passage id leads here without a download."""
+        """The index stored under ``key``, from memory, else from disk or the shared store (then
+        kept in memory); None when it is nowhere. Never builds: a passage id leads here without a download."""
         index = self._memory.get(key)
         if index is not None:
             return index
         pending = self._pending.get(key)
         if pending is not None:  # being built: the partial base holds every chunk already
             return pending.base
-        index = await run_sync(self._find_on_disk, key)
+        def check(manifest: Manifest) -> str | None:  # the key names the chunker version: accept the manifest's
+            return self._check(str(manifest.get("chunker_version")))(manifest)
+
+        index, _ = await self.tiers.find(key, check)
         if index is not None:
             self._memory[key] = index
         return index
-
-    def _find_on_disk(self, key: str) -> DocumentIndex | None:
-        if not self.store.path(key).exists():
-            return None
-        with self.store.lock(key):  # the key names the chunker version: accept the manifest's
-            return self.store.load(key, lambda manifest: self._check(str(manifest.get("chunker_version")))(manifest))
 
     def _check(self, chunker_version: str) -> Callable[[Manifest], str | None]:
         def check(manifest: Manifest) -> str | None:
@@ -358,37 +342,14 @@ class IndexManager:
 
         return check
 
-    def _load(self, key: str, chunker_version: str) -> DocumentIndex | None:
-        if not self.store.path(key).exists():  # the common miss costs no lock
-            return None
-        with self.store.lock(key):
-            return self.store.load(key, self._check(chunker_version))
-
-    def _build(
-        self, key: str, chunker_version: str, chunks: list[Chunk],
-        progress: Callable[[int, int, str], None] | None,
-    ) -> tuple[DocumentIndex, bool]:
-        """(index, built). Under the file lock another process may have finished it meanwhile."""
-        with self.store.lock(key):
-            existing = self.store.load(key, self._check(chunker_version))
-            if existing is not None:
-                metrics.index_build("coalesced")  # another process built it while we waited for the lock
-                return existing, False
-            embedder = self.models.embedder_for(len(chunks))
-            metrics.index_build("started")
-            started = time.perf_counter()
-            index = DocumentIndex.embed(chunks, embedder, progress=progress)
-            self.store.save(key, index, chunker_version=chunker_version)
-            self._built(key, index, embedder, started)
-            return index, True
-
     def _built(self, key: str, index: DocumentIndex, embedder: Embedder, started: float) -> None:
         index.key = key
         self.counters["builds"] += 1
         metrics.index_embedded(len(index), time.perf_counter() - started)
         metrics.observe_stage("index_build", time.perf_counter() - started)
-        log.info("index.built key=%s chunks=%d sentences=%d model=%s seconds=%.2f",
-                 key, len(index), index.faiss.ntotal, embedder.model_id, time.perf_counter() - started)
+        log.info("index.built", extra={"key": key, "chunks": len(index), "sentences": index.faiss.ntotal,
+                                       "model": embedder.model_id,
+                                       "seconds": round(time.perf_counter() - started, 2)})
 
     # --- search ---------------------------------------------------------------------------
     async def search(
@@ -432,6 +393,7 @@ class IndexManager:
                 for key, state in list(self._pending.items())
             ],
             "disk": self.store.stats(),
+            "shared": self.tiers.stats(),
             "embedding_cache_entries": sum(
                 e.cache_entries for e in {id(e): e for e in (self.models.fast, self.models.accurate)}.values()
             ),
@@ -444,7 +406,10 @@ class IndexManager:
         for embedder in {id(e): e for e in (self.models.fast, self.models.accurate)}.values():
             embedder.clear_cache()
         removed = await run_sync(self.store.clear)
-        return {"memory": entries, "disk": removed}
+        cleared = {"memory": entries, "disk": removed}
+        if self.tiers.shared is not None:  # every host's copies: this is the deployment's cache
+            cleared["shared"] = await run_sync(self.tiers.clear)
+        return cleared
 
     # --- plumbing -------------------------------------------------------------------------
     def _gpu(self) -> anyio.CapacityLimiter:
@@ -457,11 +422,8 @@ class IndexManager:
             self._background_limiter = anyio.CapacityLimiter(max(1, self._concurrency - 1))
         return self._background_limiter
 
-    def _key_lock(self, key: str) -> _KeyLock:
-        return _KeyLock(self, key)
-
     def _thread_progress(self, progress: Progress | None) -> Callable[[int, int, str], None] | None:
-        """Adapt a sync or async callback so the embedding thread can call it; a failing
+        """Adapt the async callback so the embedding thread can call it; a failing
         callback (client gone) never fails the build, and none is called once the manager
         stops (the loop may no longer run it)."""
         if progress is None:
@@ -469,9 +431,7 @@ class IndexManager:
         stopping = self._stopping
 
         async def call(done: int, total: int, message: str) -> None:
-            result = progress(done, total, message)
-            if inspect.isawaitable(result):
-                await result
+            await progress(done, total, message)
 
         def report(done: int, total: int, message: str) -> None:
             if stopping.is_set():
@@ -479,35 +439,12 @@ class IndexManager:
             try:
                 anyio.from_thread.run(call, done, total, message)
             except Exception as exc:  # noqa: BLE001 - progress is best effort
-                log.debug("index.progress_failed %s", exc)
+                log.debug("index.progress_failed", extra={"error": str(exc)})
 
         return report
 
 
-class _KeyLock:
-    """A per-key lock that disappears when nobody holds or waits for it (no unbounded dict)."""
-
-    def __init__(self, manager: IndexManager, key: str) -> None:
-        self.manager, self.key = manager, key
-
-    async def __aenter__(self) -> None:
-        m = self.manager
-        lock = m._key_locks.get(self.key)
-        if lock is None:
-            lock = m._key_locks[self.key] = anyio.Lock()
-        m._key_waiters[self.key] = m._key_waiters.get(self.key, 0) + 1
-        try:
-            await lock.acquire()
-        except BaseException:
-            self._release_ref()
-            raise
-
-    async def __aexit__(self, *exc: object) -> None:
-        self.manager._key_locks[self.key].release()
-        self._release_ref()
-
-    def _release_ref(self) -> None:
-        m = self.manager
-        m._key_waiters[self.key] -= 1
-        if m._key_waiters[self.key] == 0:
-            del m._key_waiters[self.key], m._key_locks[self.key]
+@asynccontextmanager
+async def _both(first: anyio.CapacityLimiter, second: anyio.CapacityLimiter) -> AsyncIterator[None]:
+    async with first, second:
+        yield

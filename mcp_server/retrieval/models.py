@@ -201,12 +201,12 @@ class ModelRegistry:
         except ModelLoadError as exc:
             if settings.embedding_fast in _MINILM_ALIASES:
                 raise
-            log.warning("models.fallback role=fast configured=%s -> %s: %s",
-                        settings.embedding_fast, MINILM_ID, exc.message)
+            log.warning("models.fallback", extra={"role": "fast", "configured": settings.embedding_fast,
+                                                  "instead": MINILM_ID, "reason": exc.message})
             fast, fast_id, weights = loader.load(MINILM_ID, embedder)
             status["fast"] = RoleStatus(configured=settings.embedding_fast, model_id=fast_id, weights=weights,
                                         loaded=True, fallback=exc.message)
-        log.info("models.loaded role=fast model=%s weights=%s device=%s", fast_id, weights, device)
+        log.info("models.loaded", extra={"role": "fast", "model": fast_id, "weights": weights, "device": device})
 
         accurate: Embedder = fast
         spec = settings.embedding_accurate.strip()
@@ -219,10 +219,10 @@ class ModelRegistry:
                 accurate, acc_id, weights = loader.load(spec, embedder)
                 status["accurate"] = RoleStatus(configured=spec, model_id=acc_id, weights=weights,
                                                 loaded=True, fallback=None)
-                log.info("models.loaded role=accurate model=%s weights=%s", acc_id, weights)
+                log.info("models.loaded", extra={"role": "accurate", "model": acc_id, "weights": weights})
             except ModelLoadError as exc:
-                log.warning("models.fallback role=accurate configured=%s -> fast %s: %s",
-                            spec, fast_id, exc.message)
+                log.warning("models.fallback", extra={"role": "accurate", "configured": spec, "instead": fast_id,
+                                                      "reason": exc.message})
                 status["accurate"] = RoleStatus(configured=spec, model_id=fast_id, weights="fast",
                                                 loaded=False, fallback=exc.message)
 
@@ -236,10 +236,10 @@ class ModelRegistry:
                 reranker, rr_id, weights = loader.load(spec, CrossEncoderReranker.load)
                 status["reranker"] = RoleStatus(configured=spec, model_id=rr_id, weights=weights,
                                                 loaded=True, fallback=None)
-                log.info("models.loaded role=reranker model=%s weights=%s", rr_id, weights)
+                log.info("models.loaded", extra={"role": "reranker", "model": rr_id, "weights": weights})
             except ModelLoadError as exc:
-                log.warning("models.fallback role=reranker configured=%s -> no reranking: %s",
-                            spec, exc.message)
+                log.warning("models.fallback", extra={"role": "reranker", "configured": spec, "instead": None,
+                                                      "reason": exc.message})
                 status["reranker"] = RoleStatus(configured=spec, model_id=None, weights=None, loaded=False,
                                                 fallback=exc.message)
         registry = cls(fast=fast, accurate=accurate, reranker=reranker,

@@ -20,6 +20,7 @@ import numpy as np
 
 from mcp_server.chunking import title_line
 from mcp_server.core.models import Chunk
+from mcp_server.retrieval.lexical import without_page_markers
 
 __all__ = [
     "MAX_UNIT_CHARS", "MIN_SENTENCE_CHARS", "ROW_GROUP_CHARS", "chunk_units", "sentence_units", "split_sentences",
@@ -38,7 +39,6 @@ ROW_GROUP_CHARS = 400
 MAX_UNIT_CHARS = 1000
 # The caption: at most this many title lines right above the header row (``title_line``).
 CAPTION_LINES = 6
-_PAGE_MARKER = re.compile(r"^[ \t]*--- Page \d+ ---[ \t]*\r?$", re.MULTILINE)
 _DELIMITER = re.compile(r"^[ \t]*\|?(?:[ \t]*:?-+:?[ \t]*\|)+[ \t]*(?::?-+:?[ \t]*)?\r?$")
 
 
@@ -119,7 +119,7 @@ def chunk_units(text: str) -> list[str]:
             units.extend(split_sentences(body))
         prose.clear()
 
-    lines = _PAGE_MARKER.sub("", text).split("\n")
+    lines = without_page_markers(text).split("\n")
     i = 0
     while i < len(lines):
         if not lines[i].lstrip().startswith("|"):

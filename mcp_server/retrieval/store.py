@@ -1,12 +1,19 @@
-"""Indexes on disk: ``<index_dir>/<key>/{index.faiss, chunks.json, sentences.json, manifest.json}``.
+"""Indexes on disk: ``<index_dir>/<key>/manifest.json`` naming one version of the files
+``index.<v>.faiss``, ``chunks.<v>.json`` and ``sentences.<v>.json`` with their checksums.
 
-Every file is written atomically (temp file in the same folder, fsync, ``os.replace``, folder
-fsync) and the manifest goes last, so it is the commit marker: a folder whose files do not match
-their manifest checksums (a SIGKILL mid-write, a truncated copy, bit rot) is never loaded — it
-is moved aside to ``<key>.corrupt-<ts>`` and the caller rebuilds. No pickle: FAISS's own
-serialisation for vectors (one per sentence), JSON for chunk metadata and for the sentence ->
-chunk map; BM25 is rebuilt from the texts on load (a few milliseconds, one format less to
-trust). One writer per key across processes: a file lock in ``<index_dir>/.locks/``.
+A save writes the new version's files under new names (temp file in the same folder, fsync,
+``os.replace``, folder fsync), then replaces ``manifest.json`` — the one atomic switch — and only
+then deletes the previous version's files. A reader therefore sees the old index or the new one,
+never a mix and never nothing, whenever a writer is killed. A folder whose manifest does not match
+its files (a truncated copy, bit rot, an edited file) is never loaded: it is moved aside to
+``<key>.corrupt-<ts>`` and the caller rebuilds; a folder without a manifest holds no committed
+index (a first save was interrupted) and counts as absent. No pickle: FAISS's own serialisation for
+vectors (one per sentence), JSON for chunk metadata and for the sentence -> chunk map; BM25 is
+rebuilt from the texts on load (a few milliseconds, one format less to trust). One writer per key
+across processes: a file lock in ``<index_dir>/.locks/``; readers take no lock.
+
+``export``/``write`` move an index's files as bytes, for a shared store in front of which this
+folder is the host's cache (``retrieval.shared``).
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -31,18 +38,23 @@ from filelock import FileLock, Timeout
 from mcp_server.core.models import Chunk, ChunkLocation
 from mcp_server.retrieval.index import DocumentIndex
 
-__all__ = ["FORMAT_VERSION", "IndexStore", "Manifest"]
+__all__ = ["FILES", "FORMAT_VERSION", "IndexStore", "Manifest", "stored_file", "verify_files"]
 
 log = logging.getLogger(__name__)
 
 # 2: one vector per sentence plus sentences.json; a format-1 folder (one vector per chunk) is
-# quarantined and rebuilt, never read as sentences.
+# quarantined and rebuilt, never read as sentences. The versioned file names (the manifest's
+# "files") kept the format: a format-2 folder without them is read under the fixed names.
 FORMAT_VERSION = 2
 INDEX_FILE, CHUNKS_FILE, SENTENCES_FILE, MANIFEST_FILE = "index.faiss", "chunks.json", "sentences.json", "manifest.json"
+FILES = (INDEX_FILE, CHUNKS_FILE, SENTENCES_FILE)  # the logical names, as exported and shared
+READ_ATTEMPTS = 3  # a reader that loses a race with a version switch reads the new manifest
 
 Manifest = dict[str, Any]
 # Given a manifest, return None if acceptable, else the reason it is not.
 ManifestCheck = Callable[[Manifest], str | None]
+# Writes one file's content to the (temporary) path it is given.
+FileWriter = Callable[[str], None]
 
 
 def _fsync_dir(path: Path) -> None:
@@ -54,24 +66,9 @@ def _fsync_dir(path: Path) -> None:
             os.close(fd)
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    _fsync_dir(path.parent)
-
-
-def write_atomic_with(path: Path, write: Callable[[str], None]) -> str:
-    """Like ``write_atomic`` for a writer that takes a file name (FAISS writes its index itself,
-    so the vectors are never held twice in memory); returns the file's SHA-256, read back."""
+def write_atomic(path: Path, write: FileWriter) -> str:
+    """Write through ``write(temp name)`` (FAISS writes its index itself, so the vectors are never
+    held twice in memory), fsync, rename over ``path``; returns the file's SHA-256, read back."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     try:
@@ -88,9 +85,49 @@ def write_atomic_with(path: Path, write: Callable[[str], None]) -> str:
     return digest
 
 
+def _bytes(data: bytes) -> FileWriter:
+    def write(tmp: str) -> None:
+        Path(tmp).write_bytes(data)
+
+    return write
+
+
 def _file_sha256(path: Path) -> str:
     with open(path, "rb") as fh:
         return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
+def _versioned(name: str, version: str) -> str:
+    stem, _, suffix = name.partition(".")
+    return f"{stem}.{version}.{suffix}"
+
+
+def _names(manifest: Manifest) -> dict[str, str]:
+    """Logical name -> file name in the folder (fixed names in a folder written before versions)."""
+    files = manifest.get("files") or {name: name for name in FILES}
+    if set(files) != set(FILES) or not all(isinstance(v, str) and "/" not in v and v != MANIFEST_FILE
+                                            for v in files.values()):
+        raise ValueError("manifest names unexpected files")
+    return dict(files)
+
+
+def stored_file(folder: Path, name: str) -> Path:
+    """Where the current version of the logical file ``name`` (e.g. ``index.faiss``) is in ``folder``."""
+    return folder / _names(json.loads((folder / MANIFEST_FILE).read_bytes()))[name]
+
+
+def verify_files(manifest: Manifest, blobs: Mapping[str, bytes], check: ManifestCheck | None = None) -> None:
+    """Raise ValueError unless ``blobs`` (by logical name) are the files ``manifest`` describes."""
+    if manifest.get("format") != FORMAT_VERSION:
+        raise ValueError(f"format {manifest.get('format')} != {FORMAT_VERSION}")
+    if check is not None and (reason := check(manifest)):
+        raise ValueError(reason)
+    digests = manifest.get("sha256")
+    if not isinstance(digests, dict) or set(blobs) != set(FILES):
+        raise ValueError("files or checksums missing")
+    for name, data in blobs.items():
+        if hashlib.sha256(data).hexdigest() != digests.get(name):
+            raise ValueError(f"{name} checksum mismatch")
 
 
 def _chunk_to_json(chunk: Chunk) -> dict[str, Any]:
@@ -104,6 +141,10 @@ def _chunk_from_json(data: dict[str, Any]) -> Chunk:
     return Chunk(**{**data, "location": ChunkLocation(**loc)})
 
 
+class _Switched(Exception):
+    """A file the manifest named is gone because a writer switched versions meanwhile."""
+
+
 class IndexStore:
     def __init__(self, index_dir: Path | str) -> None:
         self.root = Path(index_dir)
@@ -113,6 +154,9 @@ class IndexStore:
         if not key or "/" in key or key.startswith("."):
             raise ValueError(f"bad index key {key!r}")
         return self.root / key
+
+    def exists(self, key: str) -> bool:
+        return (self.path(key) / MANIFEST_FILE).is_file()
 
     @contextlib.contextmanager
     def lock(self, key: str, timeout: float = -1) -> Iterator[None]:
@@ -135,23 +179,14 @@ class IndexStore:
             return False
         return True
 
-    # --- write ----------------------------------------------------------------------------
-    def save(
-        self, key: str, index: DocumentIndex, *, chunker_version: str, extra: Manifest | None = None
-    ) -> None:
-        """Persist atomically; call under ``lock(key)``. Only a complete index is stored."""
+    # --- write (under lock(key)) -------------------------------------------------------------
+    def save(self, key: str, index: DocumentIndex, *, chunker_version: str) -> Manifest:
+        """Persist a complete index as a new version of ``key``; returns its manifest."""
         if index.coverage < 1.0:
             raise ValueError(f"index {key} covers {index.coverage:.0%} of its chunks; only complete ones are stored")
-        folder = self.path(key)
-        folder.mkdir(parents=True, exist_ok=True)
-        _fsync_dir(self.root)
-        digests = {INDEX_FILE: write_atomic_with(folder / INDEX_FILE, lambda tmp: faiss.write_index(index.faiss, tmp))}
         chunks = json.dumps([_chunk_to_json(c) for c in index.chunks], ensure_ascii=False).encode()
         owners = json.dumps(index.owners.tolist(), separators=(",", ":")).encode()
-        for name, data in {CHUNKS_FILE: chunks, SENTENCES_FILE: owners}.items():
-            write_atomic(folder / name, data)
-            digests[name] = hashlib.sha256(data).hexdigest()
-        manifest = {
+        header = {
             "format": FORMAT_VERSION,
             "key": key,
             "model_id": index.model_id,
@@ -159,42 +194,86 @@ class IndexStore:
             "chunk_count": len(index),
             "vector_count": index.faiss.ntotal,
             "dimension": index.dimension,
-            "sha256": digests,
             "created": time.time(),
-            **(extra or {}),
         }
-        write_atomic(folder / MANIFEST_FILE, json.dumps(manifest, indent=1).encode())
+        writers = {INDEX_FILE: lambda tmp: faiss.write_index(index.faiss, tmp), CHUNKS_FILE: _bytes(chunks),
+                   SENTENCES_FILE: _bytes(owners)}
+        return self._commit(key, header, writers)
 
-    # --- read -----------------------------------------------------------------------------
+    def write(self, key: str, manifest: Manifest, blobs: Mapping[str, bytes]) -> Manifest:
+        """Store files exported by another host's ``export`` (checked with ``verify_files`` first)."""
+        verify_files(manifest, blobs)
+        header = {name: value for name, value in manifest.items() if name not in ("sha256", "files")}
+        committed = self._commit(key, header, {name: _bytes(data) for name, data in blobs.items()})
+        if committed["sha256"] != manifest["sha256"]:  # the disk did not keep what was written
+            raise ValueError("written files do not match their checksums")
+        return committed
+
+    def _commit(self, key: str, header: Manifest, writers: Mapping[str, FileWriter]) -> Manifest:
+        folder = self.path(key)
+        folder.mkdir(parents=True, exist_ok=True)
+        _fsync_dir(self.root)
+        version = f"{time.time_ns():x}"
+        names = {name: _versioned(name, version) for name in writers}
+        digests = {name: write_atomic(folder / names[name], write) for name, write in writers.items()}
+        manifest = {**header, "sha256": digests, "files": names}
+        write_atomic(folder / MANIFEST_FILE, _bytes(json.dumps(manifest, indent=1).encode()))  # the switch
+        keep = {MANIFEST_FILE, *names.values()}
+        for entry in folder.iterdir():  # the previous version, and temp files of a killed writer
+            if entry.name not in keep:
+                with contextlib.suppress(OSError):
+                    entry.unlink()
+        return manifest
+
+    # --- read (no lock) ----------------------------------------------------------------------
     def load(self, key: str, check: ManifestCheck | None = None) -> DocumentIndex | None:
         """The stored index, or None if absent; anything unreadable or mismatching is
         quarantined (and None returned) so the caller rebuilds."""
         folder = self.path(key)
-        if not folder.exists():
-            return None
-        try:
-            index = self._read(folder, check)
-        except Exception as exc:  # json, faiss, OS and format errors all mean: do not trust it
-            self.quarantine(key, f"{type(exc).__name__}: {exc}")
-            return None
-        index.key = key
-        return index
+        for _ in range(READ_ATTEMPTS):
+            try:
+                raw = (folder / MANIFEST_FILE).read_bytes()
+            except FileNotFoundError:  # nothing committed (absent, or a first save was cut short)
+                return None
+            try:
+                index = self._read(folder, raw, check)
+            except _Switched:
+                continue
+            except Exception as exc:  # json, faiss, OS and format errors all mean: do not trust it
+                self.quarantine(key, f"{type(exc).__name__}: {exc}")
+                return None
+            index.key = key
+            return index
+        # versions kept switching under this reader: the caller looks again under the lock
+        log.info("index.read_raced", extra={"key": key})
+        return None
 
-    def _read(self, folder: Path, check: ManifestCheck | None) -> DocumentIndex:
-        manifest = json.loads((folder / MANIFEST_FILE).read_bytes())
+    def _read(self, folder: Path, raw: bytes, check: ManifestCheck | None) -> DocumentIndex:
+        manifest = json.loads(raw)
         if manifest.get("format") != FORMAT_VERSION:
             raise ValueError(f"format {manifest.get('format')} != {FORMAT_VERSION}")
         if check is not None and (reason := check(manifest)):
             raise ValueError(reason)
-        # the vectors are checked by streaming the file, then read by FAISS itself: one copy in
-        # memory, not three (bytes, numpy view, index); writers hold this key's lock meanwhile
-        if _file_sha256(folder / INDEX_FILE) != manifest["sha256"][INDEX_FILE]:
-            raise ValueError(f"{INDEX_FILE} checksum mismatch")
-        files = {name: (folder / name).read_bytes() for name in (CHUNKS_FILE, SENTENCES_FILE)}
-        for name, data in files.items():
-            if hashlib.sha256(data).hexdigest() != manifest["sha256"][name]:
-                raise ValueError(f"{name} checksum mismatch")
-        index = faiss.read_index(str(folder / INDEX_FILE))
+        paths = {name: folder / file for name, file in _names(manifest).items()}
+        try:
+            # the vectors are checked by streaming the file, then read by FAISS itself: one copy
+            # in memory, not three (bytes, numpy view, index)
+            if _file_sha256(paths[INDEX_FILE]) != manifest["sha256"][INDEX_FILE]:
+                raise ValueError(f"{INDEX_FILE} checksum mismatch")
+            files = {name: paths[name].read_bytes() for name in (CHUNKS_FILE, SENTENCES_FILE)}
+            for name, data in files.items():
+                if hashlib.sha256(data).hexdigest() != manifest["sha256"][name]:
+                    raise ValueError(f"{name} checksum mismatch")
+            index = faiss.read_index(str(paths[INDEX_FILE]))
+        except (FileNotFoundError, ValueError, RuntimeError):
+            with contextlib.suppress(OSError):
+                if (folder / MANIFEST_FILE).read_bytes() != raw:
+                    raise _Switched from None  # a writer replaced the version we were reading
+            raise
+        return self._decode(manifest, index, files)
+
+    @staticmethod
+    def _decode(manifest: Manifest, index: Any, files: Mapping[str, bytes]) -> DocumentIndex:
         chunks = [_chunk_from_json(c) for c in json.loads(files[CHUNKS_FILE])]
         owners = json.loads(files[SENTENCES_FILE])
         if not isinstance(owners, list) or not all(type(o) is int for o in owners):
@@ -211,6 +290,19 @@ class IndexStore:
             raise ValueError("sentence map misses a chunk")
         return loaded
 
+    def export(self, key: str) -> tuple[Manifest, dict[str, bytes]] | None:
+        """The current version's manifest (without local file names) and files by logical name,
+        checked against their checksums; None if absent or damaged (``load`` quarantines)."""
+        folder = self.path(key)
+        try:
+            manifest = json.loads((folder / MANIFEST_FILE).read_bytes())
+            blobs = {name: (folder / file).read_bytes() for name, file in _names(manifest).items()}
+            verify_files(manifest, blobs)
+        except (OSError, ValueError) as exc:
+            log.warning("index.export_failed", extra={"key": key, "reason": str(exc)})
+            return None
+        return {k: v for k, v in manifest.items() if k != "files"}, blobs
+
     def quarantine(self, key: str, reason: str) -> Path | None:
         folder = self.path(key)
         target = folder.with_name(f"{key}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
@@ -219,7 +311,7 @@ class IndexStore:
         except OSError:  # already moved by another worker, or gone
             return None
         self.quarantined += 1
-        log.warning("index.quarantined key=%s moved_to=%s reason=%s", key, target.name, reason)
+        log.warning("index.quarantined", extra={"key": key, "moved_to": target.name, "reason": reason})
         return target
 
     # --- housekeeping ---------------------------------------------------------------------

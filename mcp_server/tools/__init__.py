@@ -1,19 +1,32 @@
-"""The fifteen MCP tools. Each module registers its tools on a ``RagMCP`` through the guard."""
+"""The fifteen MCP tools: module-level functions marked with ``tools.common.tool``.
+
+``TOOLS`` lists them in the order clients see them; ``server.create_server`` registers each one
+behind the guard. No tool module imports the server.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import Any
 
-if TYPE_CHECKING:
-    from mcp_server.server import RagMCP
+from mcp_server.tools.extract import (
+    extract_csv_tables,
+    extract_docx_text,
+    extract_image_text,
+    extract_pdf_text,
+    extract_pptx_text,
+    extract_xlsx_tables,
+)
+from mcp_server.tools.query import chunk_document, process_document, query_spreadsheet, retrieve_chunks
+from mcp_server.tools.research import get_passage, search_documents
+from mcp_server.tools.utility import detect_language, get_system_health, manage_cache
 
-__all__ = ["register_tools"]
+__all__ = ["TOOLS"]
 
-
-def register_tools(server: RagMCP) -> None:
-    from mcp_server.tools import extract, query, research, utility
-
-    query.register(server)
-    research.register(server)
-    extract.register(server)
-    utility.register(server)
+TOOLS: tuple[Callable[..., Any], ...] = (
+    process_document, chunk_document, retrieve_chunks, query_spreadsheet,
+    search_documents, get_passage,
+    extract_pdf_text, extract_docx_text, extract_pptx_text, extract_xlsx_tables, extract_csv_tables,
+    extract_image_text,
+    detect_language, get_system_health, manage_cache,
+)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any
 
 from mcp.server.fastmcp import Context
 from pydantic import BaseModel, Field
@@ -12,14 +12,9 @@ from mcp_server.core.errors import ValidationError
 from mcp_server.health import system_health
 from mcp_server.processors.language import detect_language as _detect
 from mcp_server.processors.language import language_name
-from mcp_server.tools.query import app_of, require_text
+from mcp_server.tools.common import app_of, require_text, tool
 
-if TYPE_CHECKING:
-    from mcp_server.server import RagMCP
-
-__all__ = ["LanguageResult", "register"]
-
-CacheAction = Literal["stats", "clear"]
+__all__ = ["CacheResult", "LanguageResult", "detect_language", "get_system_health", "manage_cache"]
 
 
 class LanguageResult(BaseModel):
@@ -33,32 +28,31 @@ class CacheResult(BaseModel):
                                                "or what was removed.")
 
 
-def register(server: RagMCP) -> None:
-    settings = server.rag_settings
+@tool("utility", title="Detect language")
+async def detect_language(text: str, ctx: Context) -> LanguageResult:
+    """Detect the language of a text (first 5,000 characters, seeded majority vote of 3 runs).
 
-    @server.guarded_tool("utility", title="Detect language")
-    async def detect_language(text: str) -> LanguageResult:
-        """Detect the language of a text (first 5,000 characters, seeded majority vote of 3 runs).
+    Text shorter than 10 characters, or any failure, answers "en".
+    """
+    require_text(text, "text", app_of(ctx).settings.max_text_length)
+    code = await run_sync(_detect, text)
+    return LanguageResult(language_code=code, language_name=language_name(code))
 
-        Text shorter than 10 characters, or any failure, answers "en".
-        """
-        require_text(text, "text", settings.max_text_length)
-        code = await run_sync(_detect, text)
-        return LanguageResult(language_code=code, language_name=language_name(code))
 
-    @server.guarded_tool("utility", title="System health")
-    async def get_system_health(ctx: Context) -> dict[str, Any]:
-        """Status, version, feature flags (RERANK_AVAILABLE, OCR_AVAILABLE, LANG_DETECT_AVAILABLE),
-        the weights serving each model role, supported formats, device, cache statistics."""
-        return await run_sync(system_health, app_of(ctx))
+@tool("utility", title="System health")
+async def get_system_health(ctx: Context) -> dict[str, Any]:
+    """Status, version, feature flags (RERANK_AVAILABLE, OCR_AVAILABLE, LANG_DETECT_AVAILABLE),
+    the weights serving each model role, supported formats, device, cache statistics."""
+    return await run_sync(system_health, app_of(ctx))
 
-    @server.guarded_tool("utility", title="Manage cache", read_only=False, destructive=True)
-    async def manage_cache(action: str, ctx: Context) -> CacheResult:
-        """"stats": hit/miss counts and sizes of the download, document and retriever caches;
-        "clear": empty all three (memory and the on-disk indexes)."""
-        service = app_of(ctx).service
-        if action == "stats":
-            return CacheResult(action=action, layers=await run_sync(service.stats))
-        if action == "clear":
-            return CacheResult(action=action, layers=await service.clear())
-        raise ValidationError(f"argument 'action' must be 'stats' or 'clear', not {action!r}", argument="action")
+
+@tool("utility", title="Manage cache", read_only=False, destructive=True)
+async def manage_cache(action: str, ctx: Context) -> CacheResult:
+    """"stats": hit/miss counts and sizes of the download, document and retriever caches;
+    "clear": empty all three (memory and the on-disk indexes)."""
+    service = app_of(ctx).service
+    if action == "stats":
+        return CacheResult(action=action, layers=await run_sync(service.stats))
+    if action == "clear":
+        return CacheResult(action=action, layers=await service.clear())
+    raise ValidationError(f"argument 'action' must be 'stats' or 'clear', not {action!r}", argument="action")

@@ -1,4 +1,5 @@
-"""Every setting is documented, with its default, in .env.example and the README table."""
+"""Every setting is documented, with its default, in .env.example and the README table; every
+registered format is in the README's supported-formats table."""
 
 from __future__ import annotations
 
@@ -23,3 +24,9 @@ def test_env_example_lists_every_setting_with_its_default() -> None:
 def test_readme_configuration_table_is_current() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert _config_docs().render_table() in readme
+
+
+def test_readme_supported_formats_table_is_current() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    docs = _config_docs()
+    assert f"{docs.FORMATS_START}\n{docs.render_formats_table()}\n{docs.FORMATS_END}" in readme

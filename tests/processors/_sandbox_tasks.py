@@ -49,3 +49,13 @@ def busy(seconds: float) -> str:
     while time.monotonic() < end:
         pass
     return "done"
+
+
+def niceness() -> int:
+    return os.nice(0)
+
+
+def language_profiles_loaded() -> bool:
+    from langdetect import detector_factory
+
+    return detector_factory._factory is not None

@@ -52,7 +52,7 @@ def test_csv_corpus_files_give_their_expected_text(
 
 @pytest.mark.parametrize(
     ("name", "encoding", "delimiter"),
-    [("stanley-cups-utf-16.csv", "utf-16", ","), ("test_mskanji.csv", "cp932", ","),
+    [("stanley-cups-utf-16.csv", "utf-16-be", ","), ("test_mskanji.csv", "cp932", ","),
      ("csv-tab.csv", "utf-8", "\t"), ("semicolon-delimited.csv", "utf-8", ";")],
 )
 def test_encoding_and_delimiter_are_detected(

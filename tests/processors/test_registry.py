@@ -10,25 +10,25 @@ import pytest
 from mcp_server.core.errors import ProcessingError, UnsupportedFormatError
 from mcp_server.core.models import FetchedDocument
 from mcp_server.processors import (
-    SUPPORTED_FORMATS,
     DocumentInput,
     ProcessOptions,
     document_input,
     get_processor,
     process_document,
+    supported_formats,
 )
 
 
 def test_supported_formats_come_from_the_registered_processors() -> None:
-    types = [info.doc_type for info in SUPPORTED_FORMATS]
+    formats = supported_formats()
+    types = [info.doc_type for info in formats]
     for doc_type in ("pdf", "image", "html", "txt"):
         assert doc_type in types
         processor = get_processor(doc_type)
         assert processor is not None
-        info = SUPPORTED_FORMATS[types.index(doc_type)]
-        assert info.extensions == processor.extensions and info.description
+        assert processor.format is formats[types.index(doc_type)] and processor.format.description
     assert types[-2:] == ["html", "txt"]  # generic formats last
-    assert SUPPORTED_FORMATS[0].to_dict()["extensions"]
+    assert formats[0].describe()["extensions"]
 
 
 def test_unknown_text_is_read_as_txt() -> None:

@@ -18,6 +18,8 @@ from tests.processors._sandbox_tasks import (
     busy,
     echo,
     hang,
+    language_profiles_loaded,
+    niceness,
     pid,
     raise_rate_limit,
     raise_typed,
@@ -40,6 +42,16 @@ def run(coro):  # type: ignore[no-untyped-def]
 def test_a_function_runs_in_another_process(pool: ParserPool) -> None:
     assert run(pool.run(echo, "hello")) == "hello"
     assert run(pool.run(pid)) != os.getpid()
+
+
+def test_workers_run_below_the_server_priority_so_busy_parsers_leave_it_the_cores(pool: ParserPool) -> None:
+    own = os.nice(0)
+    assert run(pool.run(niceness)) == min(19, own + Settings(_env_file=None).parse_nice) > own
+
+
+def test_a_fresh_worker_has_the_language_profiles_before_its_first_document(pool: ParserPool) -> None:
+    # loaded once in the forkserver; otherwise each worker's first document pays ~1 s for them
+    assert run(pool.run(language_profiles_loaded))
 
 
 def test_a_hanging_parse_times_out_and_the_pool_keeps_serving(pool: ParserPool) -> None:

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from mcp_server.core.errors import ProcessingError
 from mcp_server.processors import DocumentInput, ProcessOptions, process_document
-from mcp_server.processors.text import TextProcessor, decode_bytes
+from mcp_server.processors.encoding import decode_bytes
+from mcp_server.processors.text import TextProcessor
 from tests.processors._corpus import process_file
 
 # (file, must_include, must_not_include)

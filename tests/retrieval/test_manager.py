@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import anyio
@@ -14,7 +14,14 @@ import pytest
 from mcp_server.core.models import Chunk
 from mcp_server.core.settings import Settings
 from mcp_server.retrieval import FakeEmbedder, IndexManager, IndexStore, ModelRegistry
-from mcp_server.retrieval.store import CHUNKS_FILE, FORMAT_VERSION, INDEX_FILE, MANIFEST_FILE, SENTENCES_FILE
+from mcp_server.retrieval.store import (
+    CHUNKS_FILE,
+    FORMAT_VERSION,
+    INDEX_FILE,
+    MANIFEST_FILE,
+    SENTENCES_FILE,
+    stored_file,
+)
 from tests.retrieval._chunks import make_chunks
 
 pytestmark = pytest.mark.anyio
@@ -83,13 +90,14 @@ async def test_a_restart_answers_from_disk_without_embedding(settings: Settings)
 async def test_a_truncated_faiss_file_is_quarantined_and_rebuilt(settings: Settings) -> None:
     await manager(settings).get_or_build(SHA, "1", "p", make_chunks(TEXTS))
     folder = only_folder(settings.index_dir)
-    data = (folder / INDEX_FILE).read_bytes()
-    (folder / INDEX_FILE).write_bytes(data[: len(data) // 2])
+    vectors = stored_file(folder, INDEX_FILE)
+    data = vectors.read_bytes()
+    vectors.write_bytes(data[: len(data) // 2])
     fresh = manager(settings)
     index, cached = await fresh.get_or_build(SHA, "1", "p", make_chunks(TEXTS))
     assert cached is False and len(index) == len(TEXTS)
     corrupt = [p for p in settings.index_dir.iterdir() if ".corrupt-" in p.name]
-    assert len(corrupt) == 1 and (corrupt[0] / INDEX_FILE).stat().st_size == len(data) // 2
+    assert len(corrupt) == 1 and (corrupt[0] / vectors.name).stat().st_size == len(data) // 2
     assert fresh.stats()["disk"]["count"] == 1 and fresh.stats()["disk"]["quarantined"] == 1
 
 
@@ -101,7 +109,7 @@ async def test_a_bad_or_mismatching_disk_index_is_rebuilt(settings: Settings, da
     if damage == "missing-manifest":
         (folder / MANIFEST_FILE).unlink()
     elif damage == "garbage-chunks":
-        (folder / CHUNKS_FILE).write_text("[{]")
+        stored_file(folder, CHUNKS_FILE).write_text("[{]")
     elif damage == "other-model":
         (folder / MANIFEST_FILE).write_text(json.dumps({**manifest, "model_id": "someone-else"}))
     else:
@@ -204,7 +212,7 @@ def test_an_index_written_by_the_store_loads_back_identically(tmp_path: Path) ->
     assert not [p for p in (tmp_path / "k1").iterdir() if p.name.endswith(".tmp")]
 
 
-def test_a_save_interrupted_before_its_manifest_is_never_loaded(
+def test_a_save_interrupted_before_its_manifest_switch_leaves_the_old_index_loadable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from mcp_server.retrieval import DocumentIndex
@@ -216,17 +224,22 @@ def test_a_save_interrupted_before_its_manifest_is_never_loaded(
     store.save("k1", old, chunker_version="1")
     real_write = store_module.write_atomic
 
-    def killed_after_the_vectors(path: Path, data: bytes) -> None:
-        if path.name != INDEX_FILE:
+    def killed_before_the_manifest(path: Path, write: Callable[[str], None]) -> str:
+        if path.name == MANIFEST_FILE:
             raise KeyboardInterrupt("simulated SIGKILL")
-        real_write(path, data)
+        return real_write(path, write)
 
-    monkeypatch.setattr(store_module, "write_atomic", killed_after_the_vectors)
+    monkeypatch.setattr(store_module, "write_atomic", killed_before_the_manifest)
     new = DocumentIndex.build(make_chunks(TEXTS[:2]), embedder.embed(TEXTS[:2]), model_id="fake")
     with pytest.raises(KeyboardInterrupt):
         store.save("k1", new, chunker_version="1")
-    assert store.load("k1") is None  # new vectors + old manifest: checksum mismatch
-    assert store.quarantined == 1 and not (tmp_path / "k1").exists()
+    loaded = store.load("k1")  # every new file written, the switch not made: the old index
+    assert loaded is not None and loaded.chunks == old.chunks and store.quarantined == 0
+    monkeypatch.setattr(store_module, "write_atomic", real_write)
+    store.save("k1", new, chunker_version="1")  # the next save also clears the orphaned files
+    assert len(list((tmp_path / "k1").iterdir())) == 4
+    loaded = store.load("k1")
+    assert loaded is not None and loaded.chunks == new.chunks
 
 
 async def test_two_workers_building_the_same_document_end_with_one_index(settings: Settings) -> None:
@@ -282,7 +295,7 @@ def test_the_sentence_map_round_trips_through_the_store(tmp_path: Path) -> None:
     manifest = json.loads((tmp_path / "k1" / MANIFEST_FILE).read_text())
     assert (manifest["chunk_count"], manifest["vector_count"]) == (3, 6)
     assert SENTENCES_FILE in manifest["sha256"]
-    assert json.loads((tmp_path / "k1" / SENTENCES_FILE).read_text()) == [0, 0, 1, 2, 2, 2]
+    assert json.loads(stored_file(tmp_path / "k1", SENTENCES_FILE).read_text()) == [0, 0, 1, 2, 2, 2]
     loaded = store.load("k1")
     assert loaded is not None and loaded.owners.tolist() == [0, 0, 1, 2, 2, 2]
     query = "engines stall"
@@ -301,7 +314,7 @@ def test_a_sentence_map_that_misses_a_chunk_is_quarantined(tmp_path: Path) -> No
     store.save("k1", DocumentIndex.embed(make_chunks(TEXTS[:2]), embedder), chunker_version="1")
     folder = tmp_path / "k1"
     forged = b"[0,0]"  # well-formed JSON with a valid checksum, but chunk 1 has no vector
-    (folder / SENTENCES_FILE).write_bytes(forged)
+    stored_file(folder, SENTENCES_FILE).write_bytes(forged)
     manifest = json.loads((folder / MANIFEST_FILE).read_text())
     manifest["sha256"][SENTENCES_FILE] = hashlib.sha256(forged).hexdigest()
     (folder / MANIFEST_FILE).write_text(json.dumps(manifest))
@@ -321,9 +334,10 @@ async def test_an_index_in_the_old_one_vector_per_chunk_format_is_rebuilt(settin
     old.add(fast(first).embed(TEXTS))
     vectors = faiss.serialize_index(old).tobytes()
     (folder / INDEX_FILE).write_bytes(vectors)
-    (folder / SENTENCES_FILE).unlink()
+    (folder / CHUNKS_FILE).write_bytes(stored_file(folder, CHUNKS_FILE).read_bytes())
     manifest = json.loads((folder / MANIFEST_FILE).read_text())
     manifest.update(format=1, vector_count=len(TEXTS))
+    del manifest["files"]  # format 1 had fixed file names
     del manifest["chunk_count"]
     manifest["sha256"] = {INDEX_FILE: hashlib.sha256(vectors).hexdigest(), CHUNKS_FILE: manifest["sha256"][CHUNKS_FILE]}
     (folder / MANIFEST_FILE).write_text(json.dumps(manifest))

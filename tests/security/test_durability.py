@@ -1,9 +1,10 @@
 """SECURITY.md §6: index files on disk (D1-D4).
 
 D1: a writer process saving two index versions in turn is SIGKILLed at 50 random points; every
-load afterwards returns exactly one complete version (checksums verified) or nothing, and a
-nothing means the torn folder was quarantined so the caller rebuilds. D2: corrupt, truncated and
-mismatching files are detected, moved aside and rebuilt. D3: four processes building the same
+load afterwards returns exactly one complete version, the old or the new one (checksums verified),
+never nothing once a version was committed, and nothing is quarantined: a save writes its files
+under new names and switches the manifest last. D2: corrupt, truncated and mismatching files are
+detected, moved aside and rebuilt. D3: four processes building the same
 document at once end with one build and one index. D4: no pickle on disk.
 """
 
@@ -13,6 +14,7 @@ import json
 import random
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -21,7 +23,14 @@ import pytest
 
 from mcp_server.core.settings import Settings
 from mcp_server.retrieval.manager import IndexManager
-from mcp_server.retrieval.store import CHUNKS_FILE, INDEX_FILE, MANIFEST_FILE, SENTENCES_FILE, IndexStore
+from mcp_server.retrieval.store import (
+    CHUNKS_FILE,
+    INDEX_FILE,
+    MANIFEST_FILE,
+    SENTENCES_FILE,
+    IndexStore,
+    stored_file,
+)
 from tests.mcp_harness import ROOT
 
 from . import _index_worker as worker
@@ -41,13 +50,22 @@ def expected(version: int) -> tuple[int, str]:
     return len(made), f"version {version}"
 
 
-def test_sigkill_at_50_random_points_never_leaves_a_partial_index_loadable(tmp_path: Path) -> None:
+def _mid_save(folder: Path) -> bool:
+    """Files beside the current version: a save was cut between its first file and its cleanup."""
+    if not (folder / MANIFEST_FILE).is_file():
+        return folder.is_dir() and any(folder.iterdir())
+    current = {MANIFEST_FILE, *json.loads((folder / MANIFEST_FILE).read_text())["files"].values()}
+    return any(entry.name not in current for entry in folder.iterdir())
+
+
+def test_sigkill_at_50_random_points_leaves_the_old_or_the_new_index(tmp_path: Path) -> None:
     store = IndexStore(tmp_path)
     versions = {expected(0), expected(1)}
     rng = random.Random(20240611)
-    outcomes = {"complete": 0, "quarantined": 0, "absent": 0}
+    outcomes = {"complete": 0, "mid_save": 0, "absent": 0}
+    seen: set[tuple[int, str]] = set()
     # Kill points spread over about two whole saves as timed on this machine now (a busy machine
-    # saves slower), so some kills follow a complete save and some land between two files.
+    # saves slower), so kills land before, between and after the files of a save.
     scratch, made = IndexStore(tmp_path / "timing"), worker.index(1)
     started = time.perf_counter()
     scratch.save(KEY, made, chunker_version=worker.CHUNKER)
@@ -57,9 +75,9 @@ def test_sigkill_at_50_random_points_never_leaves_a_partial_index_loadable(tmp_p
     assert proc.stdin is not None and proc.stdout is not None
     try:
         rounds = 0
-        # 50 kills, and more (up to 200) until a kill has landed both after a whole save and between
-        # two files (on a busy machine a save can outlast every early kill point).
-        while rounds < 50 or (min(outcomes["quarantined"], outcomes["complete"]) == 0 and rounds < 200):
+        # 50 kills, and more (up to 200) until a kill has landed inside a save and both versions
+        # have been read back (on a busy machine a save can outlast every early kill point).
+        while rounds < 50 or ((outcomes["mid_save"] == 0 or len(seen) < 2) and rounds < 200):
             rounds += 1
             proc.stdin.write(f"go {rng.randrange(2)}\n")
             proc.stdin.flush()
@@ -69,29 +87,56 @@ def test_sigkill_at_50_random_points_never_leaves_a_partial_index_loadable(tmp_p
             proc.stdin.write(f"reap {pid}\n")
             proc.stdin.flush()
             assert proc.stdout.readline().strip() == "ok"
-            before = store.quarantined
+            outcomes["mid_save"] += _mid_save(store.path(KEY))
             loaded = store.load(KEY)
-            if loaded is not None:
-                assert signature(loaded) in versions  # a whole version, never a mix
-                assert len(loaded) == signature(loaded)[0]
-                outcomes["complete"] += 1
-            elif store.quarantined > before:
-                assert not store.path(KEY).exists()  # moved aside: the next build starts clean
-                outcomes["quarantined"] += 1
-            else:
-                outcomes["absent"] += 1
+            if loaded is None:
+                assert not seen, "a committed index vanished after a kill"
+                outcomes["absent"] += 1  # killed before the very first save was committed
+                continue
+            assert signature(loaded) in versions  # a whole version, never a mix
+            assert len(loaded) == signature(loaded)[0]
+            seen.add(signature(loaded))
+            outcomes["complete"] += 1
     finally:
         proc.stdin.write("quit\n")
         proc.stdin.close()
         proc.wait(timeout=30)
         proc.stdout.close()
     print("kill outcomes:", outcomes)
-    assert outcomes["complete"] >= 1 and outcomes["quarantined"] >= 1, outcomes
-    # After all that, one more save gives a clean, loadable index.
+    assert store.quarantined == 0 and not list(tmp_path.glob(f"{KEY}.corrupt-*"))
+    assert outcomes["mid_save"] >= 1 and seen == versions, (outcomes, seen)
+    # After all that, one more save gives a clean, loadable index and clears what kills left.
     with store.lock(KEY):
         store.save(KEY, worker.index(1), chunker_version=worker.CHUNKER)
     reloaded = store.load(KEY)
     assert reloaded is not None and signature(reloaded) == expected(1)
+    assert not _mid_save(store.path(KEY))
+
+
+def test_readers_without_the_lock_see_whole_versions_while_a_writer_switches_them(tmp_path: Path) -> None:
+    store = IndexStore(tmp_path)
+    versions = [worker.index(0), worker.index(1)]
+    store.save(KEY, versions[1], chunker_version=worker.CHUNKER)
+    done = threading.Event()
+
+    def write() -> None:
+        try:
+            for n in range(30):
+                with store.lock(KEY):
+                    store.save(KEY, versions[n % 2], chunker_version=worker.CHUNKER)
+        finally:
+            done.set()
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    seen: list[tuple[int, str]] = []
+    while not done.is_set():
+        loaded = store.load(KEY)
+        assert loaded is not None  # never nothing: the manifest names files that exist
+        seen.append(signature(loaded))
+    writer.join()
+    assert set(seen) <= {expected(0), expected(1)} and seen
+    assert store.quarantined == 0
 
 
 def _truncate(path: Path) -> None:
@@ -114,25 +159,25 @@ def _manifest(change: Callable[[dict[str, object]], None]) -> Callable[[Path], N
 
 
 DAMAGE: dict[str, Callable[[Path], None]] = {
-    "truncated vectors": lambda folder: _truncate(folder / INDEX_FILE),
-    "flipped vector bit": lambda folder: _flip(folder / INDEX_FILE),
-    "truncated chunks": lambda folder: _truncate(folder / CHUNKS_FILE),
-    "flipped chunk bit": lambda folder: _flip(folder / CHUNKS_FILE),
-    "truncated sentence map": lambda folder: _truncate(folder / SENTENCES_FILE),
-    "flipped sentence map bit": lambda folder: _flip(folder / SENTENCES_FILE),
-    "missing sentence map": lambda folder: (folder / SENTENCES_FILE).unlink(),
+    "truncated vectors": lambda folder: _truncate(stored_file(folder, INDEX_FILE)),
+    "flipped vector bit": lambda folder: _flip(stored_file(folder, INDEX_FILE)),
+    "truncated chunks": lambda folder: _truncate(stored_file(folder, CHUNKS_FILE)),
+    "flipped chunk bit": lambda folder: _flip(stored_file(folder, CHUNKS_FILE)),
+    "truncated sentence map": lambda folder: _truncate(stored_file(folder, SENTENCES_FILE)),
+    "flipped sentence map bit": lambda folder: _flip(stored_file(folder, SENTENCES_FILE)),
+    "missing sentence map": lambda folder: (stored_file(folder, SENTENCES_FILE)).unlink(),
     "old format": _manifest(lambda m: m.update(format=1)),
     "truncated manifest": lambda folder: _truncate(folder / MANIFEST_FILE),
-    "missing manifest": lambda folder: (folder / MANIFEST_FILE).unlink(),
-    "missing vectors": lambda folder: (folder / INDEX_FILE).unlink(),
-    "empty vectors": lambda folder: (folder / INDEX_FILE).write_bytes(b""),
+    "missing vectors": lambda folder: (stored_file(folder, INDEX_FILE)).unlink(),
+    "empty vectors": lambda folder: (stored_file(folder, INDEX_FILE)).write_bytes(b""),
     "wrong vector count": _manifest(lambda m: m.update(vector_count=1)),
     "wrong dimension": _manifest(lambda m: m.update(dimension=3)),
     "wrong model": _manifest(lambda m: m.update(model_id="another-model")),
     "wrong chunker": _manifest(lambda m: m.update(chunker_version="0")),
     "future format": _manifest(lambda m: m.update(format=99)),
     "no checksums": _manifest(lambda m: m.pop("sha256")),
-    "swapped files": lambda folder: (folder / INDEX_FILE).write_bytes((folder / CHUNKS_FILE).read_bytes()),
+    "swapped files": lambda folder: stored_file(folder, INDEX_FILE).write_bytes(
+        stored_file(folder, CHUNKS_FILE).read_bytes()),
 }
 
 
@@ -154,6 +199,18 @@ async def test_a_damaged_index_is_quarantined_and_rebuilt(damage: str, tmp_path:
     assert cached and len(again) == len(made)
 
 
+async def test_a_folder_without_its_manifest_holds_no_index_and_is_rebuilt_over(tmp_path: Path) -> None:
+    settings = Settings(_env_file=None, index_dir=tmp_path)  # type: ignore[call-arg]
+    made = worker.chunks(0)
+    await IndexManager(settings, worker.MODELS).get_or_build("doc", worker.CHUNKER, "params", made)
+    restarted = IndexManager(settings, worker.MODELS)
+    folder = restarted.store.path(restarted.index_key("doc", worker.CHUNKER, "params"))
+    (folder / MANIFEST_FILE).unlink()  # what a first save killed before its switch leaves
+    index, cached = await restarted.get_or_build("doc", worker.CHUNKER, "params", made)
+    assert not cached and restarted.counters["builds"] == 1 and restarted.store.quarantined == 0
+    assert len(index) == len(made) and len(list(folder.iterdir())) == 4  # the orphans were cleared
+
+
 def test_four_processes_building_one_document_end_with_one_index(tmp_path: Path) -> None:
     procs = [subprocess.Popen([sys.executable, "-m", "tests.security._index_worker", "build", str(tmp_path)],
                               stdout=subprocess.PIPE, cwd=ROOT, text=True) for _ in range(4)]
@@ -170,7 +227,8 @@ async def test_index_files_on_disk_are_json_and_faiss_never_pickle(tmp_path: Pat
     manager = IndexManager(settings, worker.MODELS)
     await manager.get_or_build("doc", worker.CHUNKER, "params", worker.chunks(1))
     files = [p for p in tmp_path.rglob("*") if p.is_file() and ".locks" not in p.parts]
-    assert {p.name for p in files} == {INDEX_FILE, CHUNKS_FILE, SENTENCES_FILE, MANIFEST_FILE}
+    assert {p.name for p in files} == {MANIFEST_FILE, *(stored_file(files[0].parent, name).name
+                                                        for name in (INDEX_FILE, CHUNKS_FILE, SENTENCES_FILE))}
     for path in files:
         data = path.read_bytes()
         assert not data.startswith(b"\x80"), f"{path.name} looks like a pickle"

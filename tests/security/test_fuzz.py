@@ -25,7 +25,7 @@ from hypothesis.control import current_build_context
 from PIL import Image
 
 from mcp_server.core.errors import MCPServerError
-from mcp_server.processors import ProcessOptions, get_processor
+from mcp_server.processors import ProcessOptions, get_processor, supported_formats
 from mcp_server.processors.base import DocumentInput
 from tests.conftest import DOCS
 
@@ -183,3 +183,7 @@ def _regressions() -> list[Path]:
 @pytest.mark.parametrize("path", _regressions(), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_an_input_that_once_escaped_a_processor_now_gives_a_typed_error(path: Path) -> None:
     only_typed_errors(path.parent.name, path.read_bytes())
+
+
+def test_every_registered_format_is_fuzzed() -> None:
+    assert set(SEEDS) == {fmt.doc_type for fmt in supported_formats()}

@@ -190,5 +190,7 @@ async def test_health_reports_the_weights_serving_each_role(mcp: ThreadedServer)
     roles = health["models"]["roles"]
     assert set(roles) >= {"fast", "accurate", "reranker"}
     assert health["features"]["OCR_AVAILABLE"] is True
-    assert health["features"]["RERANK_AVAILABLE"] is False  # no cross-encoder weights on this machine
-    assert health["status"] == "degraded"
+    # make_settings configures MiniLM for both embedder roles and no reranker, on every machine
+    assert roles["fast"]["loaded"] and roles["accurate"]["weights"] == "fast"
+    assert health["features"]["RERANK_AVAILABLE"] is False and roles["reranker"]["fallback"] is None
+    assert health["status"] == "healthy"

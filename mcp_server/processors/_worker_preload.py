@@ -1,0 +1,14 @@
+"""Imported once by the parser pool's forkserver, so every worker forked from it starts with
+what each one would otherwise load on its first document: PyMuPDF (~1 s of imports) and
+langdetect's 55 language profiles (~1 s of JSON, paid by the first ``detect_language``)."""
+
+from __future__ import annotations
+
+import contextlib
+
+from mcp_server.processors import _pdf_read  # noqa: F401  (imports PyMuPDF)
+
+with contextlib.suppress(ImportError):  # language detection is optional: it answers "en" without
+    from langdetect.detector_factory import init_factory
+
+    init_factory()

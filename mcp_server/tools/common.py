@@ -1,0 +1,116 @@
+"""What every tool module shares: the metadata-only ``tool`` decorator and the argument helpers.
+
+A tool is a module-level async function marked with ``@tool(kind, title=...)``; the mark is data
+only, and ``create_server`` registers the marked functions (``tools.TOOLS``), so no tool module
+imports the server. Tools read the long-lived resources and the settings from ``ctx``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from mcp.server.fastmcp import Context
+from mcp.types import ToolAnnotations
+
+from mcp_server.context import AppContext
+from mcp_server.core.concurrency import Progress, run_sync
+from mcp_server.core.errors import ValidationError
+from mcp_server.core.settings import Settings, TimeoutClass
+from mcp_server.research import pack_texts
+from mcp_server.tools.schemas import RetrieveItem
+
+__all__ = [
+    "ToolSpec", "app_of", "fit_budget", "progress_of", "require_budget", "require_text", "settings_of", "spec_of",
+    "tool",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+_SPEC = "__rag_tool__"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolSpec:
+    """How the server registers a tool: its timeout class and its MCP annotations."""
+
+    kind: TimeoutClass
+    title: str
+    read_only: bool = True
+    idempotent: bool = True
+    open_world: bool = False
+    destructive: bool = False
+
+    def annotations(self) -> ToolAnnotations:
+        return ToolAnnotations(
+            title=self.title,
+            readOnlyHint=self.read_only,
+            idempotentHint=self.idempotent,
+            openWorldHint=self.open_world,
+            destructiveHint=self.destructive if not self.read_only else None,
+        )
+
+
+def tool(
+    kind: TimeoutClass, *, title: str, read_only: bool = True, idempotent: bool = True, open_world: bool = False,
+    destructive: bool = False,
+) -> Callable[[F], F]:
+    """Mark a function as a tool with its timeout class and annotations; nothing is registered."""
+    spec = ToolSpec(kind=kind, title=title, read_only=read_only, idempotent=idempotent, open_world=open_world,
+                    destructive=destructive)
+
+    def mark(fn: F) -> F:
+        setattr(fn, _SPEC, spec)
+        return fn
+
+    return mark
+
+
+def spec_of(fn: Callable[..., Any]) -> ToolSpec:
+    spec = getattr(fn, _SPEC, None)
+    if not isinstance(spec, ToolSpec):
+        raise TypeError(f"{getattr(fn, '__name__', fn)!r} is not marked with @tool")
+    return spec
+
+
+def app_of(ctx: Context) -> AppContext:
+    return ctx.request_context.lifespan_context
+
+
+def settings_of(ctx: Context) -> Settings:
+    return app_of(ctx).settings
+
+
+def progress_of(ctx: Context) -> Progress:
+    async def report(done: float, total: float | None, message: str) -> None:
+        await ctx.report_progress(done, total, message)
+
+    return report
+
+
+def require_text(value: str, name: str, limit: int) -> str:
+    if not value.strip():
+        raise ValidationError(f"argument '{name}' must not be empty", argument=name)
+    if len(value) > limit:
+        raise ValidationError(f"argument '{name}' is {len(value)} characters; the limit is {limit}", argument=name)
+    return value
+
+
+def require_budget(max_tokens: int | None) -> int | None:
+    if max_tokens is not None and max_tokens < 1:
+        raise ValidationError(f"argument 'max_tokens' must be at least 1, not {max_tokens}", argument="max_tokens")
+    return max_tokens
+
+
+Item = TypeVar("Item", bound=RetrieveItem)
+
+
+async def fit_budget(items: list[Item], app: AppContext, budget: int | None) -> tuple[list[Item], int | None, int]:
+    """(the best items whose texts fit ``budget`` tokens, tokens used, items left out); unchanged without one."""
+    if budget is None:
+        return items, None, 0
+    packed = await run_sync(pack_texts, [item.text for item in items], app.models.token_counter, budget)
+    kept = items[: len(packed.texts)]
+    if packed.truncated:
+        kept[0] = kept[0].model_copy(update={"text": packed.texts[0], "truncated": True})
+    return kept, packed.tokens, packed.omitted

@@ -6,7 +6,7 @@ else None); ``retrieve_chunks`` calls ``open`` then ``search``.
 """
 
 from mcp_server.retrieval.embedders import Embedder, FakeEmbedder, SentenceTransformerEmbedder
-from mcp_server.retrieval.index import MAX_NEIGHBORS, MAX_TOP_K, DocumentIndex, clamp_top_k
+from mcp_server.retrieval.index import MAX_NEIGHBORS, MAX_TOP_K, DocumentIndex
 from mcp_server.retrieval.manager import IndexManager, make_index_key
 from mcp_server.retrieval.models import MINILM_ID, ModelRegistry, RoleStatus
 from mcp_server.retrieval.rerankers import CrossEncoderReranker, FakeReranker, Reranker
@@ -31,6 +31,5 @@ __all__ = [
     "RoleStatus",
     "SentenceTransformerEmbedder",
     "SharedIndexStore",
-    "clamp_top_k",
     "make_index_key",
 ]

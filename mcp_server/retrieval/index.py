@@ -31,6 +31,7 @@ import bm25s
 import faiss
 import numpy as np
 
+from mcp_server.core.bounds import clamp
 from mcp_server.core.models import Chunk, ChunkLocation, SearchHit
 from mcp_server.retrieval.embedders import Embedder, ProgressFn
 from mcp_server.retrieval.lexical import bm25_tokens
@@ -38,7 +39,7 @@ from mcp_server.retrieval.rerankers import Reranker
 from mcp_server.retrieval.sentences import sentence_units
 
 __all__ = [
-    "MAX_NEIGHBORS", "MAX_TOP_K", "RRF_K", "DocumentIndex", "SearchMode", "UnitSelect", "clamp_top_k", "merge_texts",
+    "MAX_NEIGHBORS", "MAX_TOP_K", "RRF_K", "DocumentIndex", "SearchMode", "UnitSelect", "merge_texts",
     "overlap_share",
 ]
 
@@ -63,10 +64,6 @@ EMBED_SLICE = 4096  # sentences embedded and added to FAISS at a time (bounds th
 
 # (unit texts, owning chunk of each) -> mask of the units to embed (``DocumentIndex.extended``)
 UnitSelect = Callable[[list[str], np.ndarray], np.ndarray]
-
-
-def clamp_top_k(top_k: int) -> int:
-    return max(1, min(int(top_k), MAX_TOP_K))
 
 
 @dataclass(slots=True)
@@ -186,8 +183,7 @@ class DocumentIndex:
         self, query_vec: np.ndarray, query: str, top_k: int = 5, *,
         reranker: Reranker | None = None, neighbors: int = 0, mode: SearchMode = "hybrid",
     ) -> list[SearchHit]:
-        top_k = clamp_top_k(top_k)
-        neighbors = max(0, min(int(neighbors), MAX_NEIGHBORS))
+        top_k, neighbors = clamp(top_k, 1, MAX_TOP_K), clamp(neighbors, 0, MAX_NEIGHBORS)
         if not self.chunks:
             return []
         n = min(len(self.chunks), max(CANDIDATES_PER_RESULT * top_k, MIN_CANDIDATES))

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 import bm25s
 import numpy as np
 
+from mcp_server.core.bounds import clamp
 from mcp_server.core.models import Chunk, ChunkLocation, SearchHit
 from mcp_server.retrieval.index import (
     BM25_WEIGHT,
@@ -94,7 +95,7 @@ def search_pool(
     per_document: int | None = None, reranker: Reranker | None = None,
 ) -> list[PoolHit]:
     """The best ``top_k`` chunks of all sources (at most ``per_document`` from each), best first."""
-    top_k = max(1, min(int(top_k), MAX_POOL_TOP_K))
+    top_k = clamp(top_k, 1, MAX_POOL_TOP_K)
     per_doc = min(per_document, top_k) if per_document else top_k
     n_each = max(3 * per_doc, MIN_CANDIDATES)
     vectors: dict[tuple[str, str], np.ndarray] = {}

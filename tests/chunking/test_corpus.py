@@ -66,7 +66,7 @@ def test_the_872_page_handbook_chunks_with_heading_paths(corpus_dir: Path, count
     doc = docx_document(corpus_dir / "docs/docx/handbook-872p.docx")
     assert len(doc.content) > 800_000
     chunks = _chunk(doc, counter)
-    assert len(chunks) > 400  # 2 model windows a chunk (chunker 3): 434 chunks, 832 before
+    assert len(chunks) > 400  # 2 model windows a chunk (chunker 3 on): 434 chunks, 832 before
     with_path = [c for c in chunks if c.location.heading_path]
     assert len(with_path) > 0.95 * len(chunks)
     for chunk in with_path[::25]:  # the path names the last heading before the chunk

@@ -14,6 +14,8 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
+
 from mcp_server.core.concurrency import run_sync
 from mcp_server.core.settings import Settings
 from mcp_server.fetch import Fetcher
@@ -52,16 +54,19 @@ def _warm_up(models: ModelRegistry) -> None:
 async def open_app_context(settings: Settings) -> AsyncIterator[AppContext]:
     started = time.perf_counter()
     limiter: RateLimiter = InProcessRateLimiter(settings)
-    if settings.load_models:
-        models = await run_sync(ModelRegistry.load, settings)
-        await run_sync(_warm_up, models)
-    else:
-        models = ModelRegistry.fake()
     async with AsyncExitStack() as stack:
-        fetcher = Fetcher(settings)
-        stack.push_async_callback(fetcher.aclose)
         parsers = ParserPool(settings)
         stack.callback(parsers.close)
+        async with anyio.create_task_group() as starting:  # the parser workers start while the models load
+            if settings.parse_prestart:
+                starting.start_soon(parsers.start)
+            if settings.load_models:
+                models = await run_sync(ModelRegistry.load, settings)
+                await run_sync(_warm_up, models)
+            else:
+                models = ModelRegistry.fake()
+        fetcher = Fetcher(settings)
+        stack.push_async_callback(fetcher.aclose)
         caches: dict[str, Any] = {}
         shared_indexes = None
         if settings.redis_url:  # several workers share limits and caches; unset = in-process

@@ -50,7 +50,8 @@ class ExplicitSettings(Settings):
 def make_settings(**overrides: Any) -> Settings:
     """Settings for tests: no log files, loopback fixtures fetchable, fast retries, and models that
     do not depend on what the machine's model cache holds (MiniLM, bundled with the package, serves
-    both embedder roles; no reranker), unless a test asks for others."""
+    both embedder roles; no reranker), unless a test asks for others. Parser workers start on
+    first use (many test servers never parse)."""
     base: dict[str, Any] = {
         "log_dir": None,
         "fetch_allowlist": ["127.0.0.1"],
@@ -58,6 +59,7 @@ def make_settings(**overrides: Any) -> Settings:
         "embedding_fast": MINILM_ID,
         "embedding_accurate": "",
         "reranker": "",
+        "parse_prestart": False,  # workers start with a test's first document, as most never parse
         "index_dir": overrides.pop("index_dir", None) or Path(tempfile.mkdtemp(prefix="rag-test-index-")),
     }
     base.update(overrides)

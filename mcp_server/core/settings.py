@@ -114,6 +114,11 @@ class Settings(BaseSettings):
     parse_workers: int = Field(2, ge=1, le=32, description="Parser worker processes.")
     parse_timeout: float = Field(120, gt=0, description="Time one document may take to parse (seconds).")
     parse_memory_mb: int = Field(2048, ge=128, description="Address-space limit of a parser process (MB).")
+    parse_prestart: bool = Field(
+        True,
+        description="Start the parser workers (and their preloaded imports) while the server starts, so the "
+        "first document does not wait 1-2 s for them.",
+    )
     parse_nice: int = Field(
         10, ge=0, le=19,
         description="Niceness added to parser processes (and their OCR children): busy parsers yield the cores "

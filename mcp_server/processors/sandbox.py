@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import logging
 import multiprocessing
 import os
 import sys
@@ -30,11 +31,13 @@ from mcp_server.core.settings import Settings
 __all__ = ["ParserPool"]
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 # PyMuPDF is imported by the PDF reader only (the server process never loads it); workers get
 # it and langdetect's profiles preloaded (_worker_preload), so a first document does not pay ~2 s.
 _PRELOAD = ["mcp_server.processors", "mcp_server.processors._worker_preload"]
 _MAX_TASKS = 200  # recycle workers now and then: parsers may leak
+_START_TIMEOUT = 60  # seconds a worker may take to start at server start before it is given up
 
 
 def _init_worker(memory_mb: int, niceness: int, sys_path: list[str]) -> None:
@@ -53,6 +56,10 @@ def _init_worker(memory_mb: int, niceness: int, sys_path: list[str]) -> None:
     # /health or a warm search waits behind a parser bomb; lower priority leaves it the cores
     # whenever it has work, and parsers still use all of them otherwise.
     os.nice(niceness)
+
+
+def _started() -> None:
+    """The task of ``ParserPool.start``: nothing, once the worker runs."""
 
 
 def _call(fn: Callable[..., T], args: tuple[Any, ...]) -> T:
@@ -84,7 +91,19 @@ class ParserPool:
             context=context,
         )
         self._closed = False
+        self._workers = settings.parse_workers
         metrics.parser_pool_size(settings.parse_workers)
+
+    async def start(self) -> None:
+        """Start every worker now (the forkserver, its preloaded imports, the forks) instead of on
+        the first document. A worker that fails to start is logged; the pool replaces it."""
+        futures = [self._pool.schedule(_call, args=(_started, ()), timeout=_START_TIMEOUT)
+                   for _ in range(self._workers)]
+        for future in futures:
+            try:
+                await asyncio.wrap_future(future)
+            except Exception as exc:  # noqa: BLE001 - the first document will try again
+                log.warning("parser.start_failed", extra={"error": repr(exc)})
 
     @metrics.parser_task
     async def run(self, fn: Callable[..., T], *args: Any, timeout: float | None = None) -> T:

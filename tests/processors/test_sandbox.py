@@ -6,12 +6,15 @@ import asyncio
 import os
 from collections.abc import Iterator
 
+import psutil
 import pytest
 
+from mcp_server.context import open_app_context
 from mcp_server.core.errors import ProcessingError, RateLimitError, UnsupportedFormatError
 from mcp_server.core.settings import Settings
 from mcp_server.processors import DocumentInput, ProcessOptions, process_document
 from mcp_server.processors.sandbox import ParserPool
+from tests.mcp_harness import make_settings
 from tests.processors._sandbox_tasks import (
     abort,
     allocate_10gb,
@@ -110,3 +113,18 @@ def test_process_document_runs_in_the_pool(pool: ParserPool, corpus_dir) -> None
     inp = DocumentInput(data=path.read_bytes(), doc_type="txt", filename=path.name)
     doc = run(pool.run(process_document, inp, ProcessOptions()))
     assert "This is a test document" in doc.content
+
+
+def _parser_processes() -> set[int]:
+    return {child.pid for child in psutil.Process().children(recursive=True)}
+
+
+def test_a_starting_server_starts_its_parser_workers_so_the_first_document_does_not(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    async def started_with(prestart: bool) -> set[int]:
+        before = _parser_processes()
+        settings = make_settings(parse_prestart=prestart, parse_workers=2, load_models=False, index_dir=tmp_path)
+        async with open_app_context(settings):
+            return _parser_processes() - before
+
+    assert not run(started_with(False))  # workers start on first use...
+    assert len(run(started_with(True))) >= 2  # ...or with the server: a forkserver and two workers

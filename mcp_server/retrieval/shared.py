@@ -71,6 +71,17 @@ def _decode(fields: Mapping[bytes, bytes]) -> SharedEntry:
     return manifest, {name: fields[name.encode()] for name in FILES}
 
 
+def _decoded(store: SharedIndexStore, key: str, fields: Mapping[bytes, bytes] | None) -> SharedEntry | None:
+    """The entry read from ``fields``; None when absent, and when damaged (then quarantined)."""
+    if not fields:
+        return None
+    try:
+        return _decode(fields)
+    except (KeyError, ValueError) as exc:
+        store.quarantine(key, f"{type(exc).__name__}: {exc}")
+        return None
+
+
 class MemoryIndexStore:
     """The fake: one dict of entries and one of leases (with expiry on ``clock``), shared by the
     ``IndexManager``s of a test standing for several hosts; ``down = True`` plays an outage."""
@@ -88,14 +99,7 @@ class MemoryIndexStore:
         return "memory (unavailable)" if self.down else "memory"
 
     def get(self, key: str) -> SharedEntry | None:
-        fields = None if self.down else self.entries.get(key)
-        if fields is None:
-            return None
-        try:
-            return _decode(fields)
-        except (KeyError, ValueError) as exc:
-            self.quarantine(key, f"{type(exc).__name__}: {exc}")
-            return None
+        return _decoded(self, key, None if self.down else self.entries.get(key))
 
     def exists(self, key: str) -> bool:
         return not self.down and key in self.entries
@@ -194,14 +198,7 @@ class RedisIndexStore:
                 fields, _ = pipe.execute()
             return dict(fields)
 
-        fields = self._call(read, None)
-        if not fields:
-            return None
-        try:
-            return _decode(fields)
-        except (KeyError, ValueError) as exc:
-            self.quarantine(key, f"{type(exc).__name__}: {exc}")
-            return None
+        return _decoded(self, key, self._call(read, None))
 
     def exists(self, key: str) -> bool:
         return bool(self._call(lambda: self._client.exists(self._entry(key)), False))

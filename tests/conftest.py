@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.server
 import os
+import shutil
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -65,6 +67,19 @@ class FileServer:
     def close(self) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+@contextlib.contextmanager
+def serve_copies(root: Path, *relatives: str) -> Iterator[FileServer]:
+    """A loopback server over ``root`` once these corpus documents are copied into it (by base
+    name); a test writes its own extra files into ``root`` before or after."""
+    for relative in relatives:
+        shutil.copy(DOCS / relative, root / Path(relative).name)
+    server = FileServer(root)
+    try:
+        yield server
+    finally:
+        server.close()
 
 
 @pytest.fixture(scope="session")

@@ -3,7 +3,6 @@ index after the background build, a restart without parsing, failed parses answe
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,7 +11,7 @@ import anyio
 import pytest
 
 from mcp_server.server import create_server
-from tests.conftest import DOCS, FileServer
+from tests.conftest import FileServer, serve_copies
 from tests.mcp_harness import ThreadedServer, http_client, make_settings, payload
 
 pytestmark = pytest.mark.anyio
@@ -22,12 +21,9 @@ BIG = "norwich-city.txt"  # 75 chunks: big enough for a partial index with 3 can
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FileServer]:
-    root = tmp_path_factory.mktemp("served")
-    for name in ("txt/norwich-city.txt", "pdf/redp5110_sampled.pdf", "pptx/powerpoint_sample.pptx"):
-        shutil.copy(DOCS / name, root / Path(name).name)
-    server = FileServer(root)
-    yield server
-    server.close()
+    with serve_copies(tmp_path_factory.mktemp("served"), "txt/norwich-city.txt", "pdf/redp5110_sampled.pdf",
+                      "pptx/powerpoint_sample.pptx") as server:
+        yield server
 
 
 async def call(server: ThreadedServer, tool: str, **arguments: Any) -> tuple[bool, dict[str, Any]]:

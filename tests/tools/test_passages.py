@@ -11,7 +11,7 @@ import pytest
 
 from mcp_server.chunking import TokenCounter
 from mcp_server.server import RagMCP, create_server
-from tests.conftest import DOCS, FileServer
+from tests.conftest import DOCS, FileServer, serve_copies
 from tests.mcp_harness import ThreadedServer, http_client, make_settings, payload
 
 pytestmark = pytest.mark.anyio
@@ -22,12 +22,9 @@ PDF, COPY, PPTX, DOCX = "multi_page.pdf", "same-bytes-other-name.pdf", "powerpoi
 @pytest.fixture(scope="module")
 def files(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FileServer]:
     root = tmp_path_factory.mktemp("served")
-    for name in (f"pdf/{PDF}", f"pptx/{PPTX}", f"docx/{DOCX}"):
-        shutil.copy(DOCS / name, root / Path(name).name)
     shutil.copy(DOCS / "pdf" / PDF, root / COPY)
-    server = FileServer(root)
-    yield server
-    server.close()
+    with serve_copies(root, f"pdf/{PDF}", f"pptx/{PPTX}", f"docx/{DOCX}") as server:
+        yield server
 
 
 @pytest.fixture(scope="module")

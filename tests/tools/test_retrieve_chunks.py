@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.conftest import DOCS, FileServer
+from tests.conftest import DOCS, FileServer, serve_copies
 from tests.mcp_harness import ThreadedServer, http_client, make_settings, payload
 
 pytestmark = pytest.mark.anyio
@@ -19,14 +19,11 @@ pytestmark = pytest.mark.anyio
 @pytest.fixture(scope="module")
 def files(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FileServer]:
     root = tmp_path_factory.mktemp("served")
-    for name in ("pdf/multi_page.pdf", "pdf/redp5110_sampled.pdf", "pptx/powerpoint_sample.pptx",
-                 "xlsx/stanley-cups.xlsx", "docx/testWORD.docx"):
-        shutil.copy(DOCS / name, root / Path(name).name)
     shutil.copy(DOCS / "pdf/multi_page.pdf", root / "same-bytes-other-name.pdf")
     (root / "changing.txt").write_text("The first version talks about apples and orchards.\n" * 20)
-    server = FileServer(root)
-    yield server
-    server.close()
+    with serve_copies(root, "pdf/multi_page.pdf", "pdf/redp5110_sampled.pdf", "pptx/powerpoint_sample.pptx",
+                      "xlsx/stanley-cups.xlsx", "docx/testWORD.docx") as server:
+        yield server
 
 
 @pytest.fixture(scope="module")

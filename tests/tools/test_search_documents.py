@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,7 +11,7 @@ import pytest
 
 from mcp_server.research import MAX_DOCUMENTS
 from mcp_server.retrieval.index import RRF_K
-from tests.conftest import DOCS, FileServer
+from tests.conftest import FileServer, serve_copies
 from tests.fetch.servers import LoopbackServer, respond
 from tests.mcp_harness import ThreadedServer, http_client, make_settings, payload
 
@@ -24,13 +23,10 @@ PDF, DOCX, PPTX = "multi_page.pdf", "testWORD.docx", "powerpoint_sample.pptx"
 @pytest.fixture(scope="module")
 def files(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FileServer]:
     root = tmp_path_factory.mktemp("served")
-    for name in (f"pdf/{PDF}", f"docx/{DOCX}", f"pptx/{PPTX}"):
-        shutil.copy(DOCS / name, root / Path(name).name)
     for name in ("alpha", "beta", "gamma"):
         (root / f"{name}.txt").write_text(f"The {name} memo is about {name} things.\n" * 5)
-    server = FileServer(root)
-    yield server
-    server.close()
+    with serve_copies(root, f"pdf/{PDF}", f"docx/{DOCX}", f"pptx/{PPTX}") as server:
+        yield server
 
 
 @pytest.fixture(scope="module")

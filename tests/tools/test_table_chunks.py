@@ -8,13 +8,12 @@ repeat the title line and the header row above its rows.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import DOCS, FileServer
+from tests.conftest import FileServer, serve_copies
 from tests.mcp_harness import ThreadedServer, http_client, make_settings, payload
 
 pytestmark = pytest.mark.anyio
@@ -27,11 +26,8 @@ ROW = "| SKU-1123 | Hardware | $55.00 | $27,500.00 | 2024-10-30 | Verified |"
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FileServer]:
-    root = tmp_path_factory.mktemp("served")
-    shutil.copy(DOCS / PDF, root / Path(PDF).name)
-    server = FileServer(root)
-    yield server
-    server.close()
+    with serve_copies(tmp_path_factory.mktemp("served"), PDF) as server:
+        yield server
 
 
 @pytest.fixture(scope="module")

@@ -48,7 +48,7 @@ def open_image(data: bytes, max_pixels: int) -> tuple[Image.Image, str, int]:
                 )
             image.load()
             source_format, frames = str(image.format), int(getattr(image, "n_frames", 1))
-        return _upright(image), source_format, frames
+            return _upright(image), source_format, frames
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
         raise ProcessingError(f"image too large: over {max_pixels} pixels", limit=max_pixels) from exc
     except UnidentifiedImageError as exc:
@@ -60,12 +60,10 @@ def open_image(data: bytes, max_pixels: int) -> tuple[Image.Image, str, int]:
 
 
 def _upright(image: Image.Image) -> Image.Image:
-    """The image turned as its EXIF orientation says; a damaged EXIF block (Pillow raises or
-    warns while reading it) leaves the pixels as stored: the text is still there to read."""
+    """The image turned as its EXIF orientation says; a damaged EXIF block that Pillow cannot
+    read leaves the pixels as stored: the text is still there to read."""
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return ImageOps.exif_transpose(image) or image
+        return ImageOps.exif_transpose(image) or image
     except (OSError, ValueError, SyntaxError, EOFError):
         return image
 

@@ -8,13 +8,11 @@ averages a specific sentence away among its neighbours; the max keeps it (SQuAD 
 
 Search pipeline (all synchronous; the manager runs it in a worker thread):
 
-    dense top-N (best unit) ┐
-    unit votes top-N        ├─ reciprocal rank fusion ─ cross-encoder rerank (if any) ─ diversity ─ neighbours
-    BM25 top-N              ┘
+    dense top-N  ┐
+                 ├─ reciprocal rank fusion ─ cross-encoder rerank (if any) ─ diversity ─ neighbours
+    BM25 top-N   ┘
 
-N = max(5 x top_k, 50). The unit votes rank chunks by how many of the query's best units they
-hold (a statement whose row groups each match part of the question over a lone lucky sentence);
-they weigh 0.75 against the best-unit ranking's and BM25's 1. BM25 reads the text through
+N = max(5 x top_k, 50); dense weighs 1.5x in the fusion. BM25 reads the text through
 ``lexical.py`` (no page markers, numbers without thousands separators). The diversity pass only
 *drops* chunks that repeat text already chosen (overlapping spans, identical text); it never
 re-sorts, because the seed's importance re-sort halved its MRR.
@@ -45,24 +43,17 @@ __all__ = [
     "overlap_share",
 ]
 
-# hybrid fuses all rankings; dense (best unit and votes) or bm25 alone are for benchmarks and ablations
+# hybrid fuses both rankings; dense / bm25 use one (for benchmarks and ablations)
 SearchMode = Literal["hybrid", "dense", "bm25"]
 
 MAX_TOP_K = 20
 MAX_NEIGHBORS = 2
 RRF_K = 60  # the constant of Cormack et al.; flat enough that both rankings count
-# Weights of the rankings in the fusion. On long filings the best-unit ranking alone weighed 1.5x
-# (its sentence and table-row units found the right page more often than BM25's whole-chunk word
-# counts); with the unit votes beside it at 0.75, 1.0 holds the same hit rate with a better MRR
-# (financebench 0.600/0.395 -> 0.650/0.434, both splits; SQuAD MRR 0.917 -> 0.905; bench/README.md).
-DENSE_WEIGHT = 1.0
+# Weights of the two rankings in the fusion. Dense counts 1.5x: on long filings its sentence and
+# table-row units found the right page more often than BM25's whole-chunk word counts, whose
+# top ranks went to chunks that merely repeat the query's words (bench/README.md, financebench).
+DENSE_WEIGHT = 1.5
 BM25_WEIGHT = 1.0
-# The vote: each of the VOTE_DEPTH best units gives its chunk 1 / (VOTE_K + its rank); the chunks
-# are ranked by their sums. A chunk of many good units beats one with a single slightly better
-# sentence. 0 turns it off. Depths 200-800 and weights 0.6-0.9 measured the same (bench/README.md).
-VOTE_WEIGHT = 0.75
-VOTE_K = 10
-VOTE_DEPTH = 400
 # Candidates each ranking contributes: max(5 x top_k, 50). A long report has hundreds of
 # chunks; the right one is often near rank 20-40 in one ranking and high in the other.
 MIN_CANDIDATES = 50
@@ -218,19 +209,15 @@ class DocumentIndex:
     def _fuse(
         self, query_vec: np.ndarray, query: str, n: int, mode: SearchMode, allowed: np.ndarray | None = None,
     ) -> dict[int, _Candidate]:
-        """The candidates of the three rankings (dense best unit, unit votes, BM25), each with
-        its fused score; only among ``allowed`` positions when given."""
+        """The candidates of both rankings with their fused scores; only among ``allowed``
+        positions when given."""
         candidates: dict[int, _Candidate] = {}
         vec = np.ascontiguousarray(np.asarray(query_vec, dtype=np.float32).reshape(1, -1))
-        dense, votes = self._dense_rankings(vec, n, allowed)
-        for rank, (pos, sim) in enumerate(dense):
+        for rank, (pos, sim) in enumerate(self._dense_ranking(vec, n, allowed)):
             cand = candidates.setdefault(pos, _Candidate(pos))
             cand.dense = sim
             if mode != "bm25":
                 cand.rrf += DENSE_WEIGHT / (RRF_K + rank + 1)
-        if mode != "bm25" and VOTE_WEIGHT > 0:
-            for rank, pos in enumerate(votes):
-                candidates.setdefault(pos, _Candidate(pos)).rrf += VOTE_WEIGHT / (RRF_K + rank + 1)
         bm25 = self._bm25_scores(query)
         if bm25 is not None and allowed is not None:
             kept = np.zeros_like(bm25)
@@ -256,43 +243,32 @@ class DocumentIndex:
                 cand.dense = float(best[cand.pos])
         return candidates
 
-    def _dense_rankings(
-        self, vec: np.ndarray, n: int, allowed: np.ndarray | None = None,
-    ) -> tuple[list[tuple[int, float]], list[int]]:
-        """Up to ``n`` (chunk position, best unit cosine), best first; and up to ``n`` chunk
-        positions by their units' votes (``VOTE_K``, ``VOTE_DEPTH``), best first. One FAISS
-        search; among ``allowed`` positions, exact cosines of their units instead."""
-        depth = max(n * SENTENCE_FANOUT, VOTE_DEPTH if VOTE_WEIGHT > 0 else 0)
+    def _dense_ranking(self, vec: np.ndarray, n: int, allowed: np.ndarray | None = None) -> list[tuple[int, float]]:
+        """Up to ``n`` (chunk position, best sentence cosine), best first; among ``allowed``
+        positions when given (exact cosines of their sentences, no FAISS cut-off)."""
         if allowed is not None:
             allowed = np.asarray(allowed, dtype=np.int64)
             allowed = allowed[self._covered[allowed]]
             if not len(allowed):
-                return [], []
-            unit_ids = np.concatenate([np.arange(self._starts[p], self._starts[p + 1]) for p in allowed])
-            unit_sims = self.faiss.reconstruct_batch(unit_ids.astype(np.int64)) @ vec[0]
-            order = np.argsort(-unit_sims, kind="stable")
-            ids, sims = unit_ids[order], unit_sims[order]
-        elif self.faiss.ntotal:
-            found_sims, found_ids = self.faiss.search(vec, min(self.faiss.ntotal, depth))
-            ids, sims = found_ids[0], found_sims[0]
-        else:  # a partial index may have no vectors yet
-            return [], []
+                return []
+            best = self.dense_scores(vec[0], allowed)
+            order = np.argsort(-best, kind="stable")[:n]
+            return [(int(allowed[i]), float(best[i])) for i in order]
+        if not self.faiss.ntotal:  # a partial index may have no vectors yet
+            return []
+        sims, ids = self.faiss.search(vec, min(self.faiss.ntotal, n * SENTENCE_FANOUT))
         ranking: list[tuple[int, float]] = []
         seen: set[int] = set()
-        votes: dict[int, float] = {}
-        for rank, (sid, sim) in enumerate(zip(ids, sims, strict=True)):
+        for sid, sim in zip(ids[0], sims[0], strict=True):
             if sid < 0:
                 continue
             pos = int(self.owners[sid])
-            if rank < VOTE_DEPTH:
-                votes[pos] = votes.get(pos, 0.0) + 1.0 / (VOTE_K + rank + 1)
-            if pos not in seen and len(ranking) < n:  # best first: a chunk's first unit is its max
+            if pos not in seen:  # sentences come best first: the first one of a chunk is its max
                 seen.add(pos)
                 ranking.append((pos, float(sim)))
-            elif rank >= VOTE_DEPTH and len(ranking) == n:
-                break
-        voted = sorted(votes, key=lambda pos: (-votes[pos], pos))[:n]
-        return ranking, voted
+                if len(ranking) == n:
+                    break
+        return ranking
 
     def _bm25_scores(self, query: str) -> np.ndarray | None:
         if self._bm25 is None:
@@ -327,7 +303,7 @@ class DocumentIndex:
     def candidate_positions(
         self, query_vec: np.ndarray, query: str, n: int, allowed: np.ndarray | None = None,
     ) -> list[int]:
-        """The union of the dense, vote and BM25 top ``n`` chunk positions in this document's own
+        """The union of the dense and the BM25 top ``n`` chunk positions in this document's own
         ranking order (the fusion ``search`` ranks by), only among ``allowed`` positions when
         given (exact cosines for those, no FAISS cut-off)."""
         fused = self._fuse(query_vec, query, n, "hybrid", allowed)

@@ -12,8 +12,7 @@ document only *proposes* candidates (its dense and BM25 top-n, in its own rankin
   that model's candidates (z-scores), the only common scale two models have;
 - BM25: one Okapi BM25 index over the pooled candidates' texts, so IDF and length normalisation
   are shared by every document (a word that only one document uses weighs as such);
-- reciprocal rank fusion of the two global rankings (k=60; dense ``POOL_DENSE_WEIGHT``, BM25 the
-  weight of ``index.py``).
+- reciprocal rank fusion of the two global rankings (k=60, the weights of ``index.py``).
 
 The global scores decide which documents get places in the answer and how many; a document's
 own ranking decides which of its chunks fill them: the i-th best global score among a
@@ -43,6 +42,7 @@ from mcp_server.core.bounds import clamp
 from mcp_server.core.models import Chunk, ChunkLocation, SearchHit
 from mcp_server.retrieval.index import (
     BM25_WEIGHT,
+    DENSE_WEIGHT,
     DUPLICATE_OVERLAP,
     MIN_CANDIDATES,
     RRF_K,
@@ -56,10 +56,6 @@ from mcp_server.retrieval.rerankers import Reranker
 __all__ = ["MAX_POOL_TOP_K", "PoolHit", "PoolSource", "search_pool"]
 
 MAX_POOL_TOP_K = 50
-# The pooled dense ranking's weight in the global fusion (BM25: ``index.BM25_WEIGHT``). Pooled
-# cosines are best-unit cosines only (no unit votes: votes do not compare across documents), and
-# weighing them 1.5x is what put the right filing's passages first (bench/search_documents.py).
-POOL_DENSE_WEIGHT = 1.5
 
 # (model id, text) -> unit query vector
 EmbedQuery = Callable[[str, str], np.ndarray]
@@ -142,7 +138,7 @@ def _rank_one(
     dense = _comparable_dense(sources, entries)
     bm25 = _pooled_bm25(sources, entries, query, tokens)
     for rank, j in enumerate(np.argsort(-dense, kind="stable")):
-        entries[j].fused += POOL_DENSE_WEIGHT / (RRF_K + rank + 1)
+        entries[j].fused += DENSE_WEIGHT / (RRF_K + rank + 1)
     for rank, j in enumerate(np.argsort(-bm25, kind="stable")):
         if bm25[j] <= 0:  # no query term at all: not a BM25 candidate
             break

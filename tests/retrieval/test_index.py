@@ -192,29 +192,6 @@ def _unit_vectors(cosines: list[float]) -> np.ndarray:
     return np.array([[c, float(np.sqrt(1 - c * c)), 0.0, 0.0] for c in cosines], dtype=np.float32)
 
 
-def test_units_vote_for_their_chunk_so_many_matching_rows_outweigh_one_lucky_sentence(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from mcp_server.retrieval import index as index_module
-
-    # chunk 0: one sentence a little closer to the query; chunk 1: a table whose four row groups
-    # all match it well; chunks 2-9: unrelated
-    cosines = [[0.82], [0.80, 0.79, 0.79, 0.78]] + [[0.1]] * 8
-    owners = np.array([pos for pos, units in enumerate(cosines) for _ in units])
-    vectors = _unit_vectors([c for units in cosines for c in units])
-    chunks = make_chunks([f"chunk {i}" for i in range(len(cosines))])
-    index = DocumentIndex.build(chunks, vectors, model_id="m", owners=owners)
-    query = np.array([1.0, 0.0, 0.0, 0.0], dtype=np.float32)
-
-    def first(dense: float, vote: float) -> int:
-        monkeypatch.setattr(index_module, "DENSE_WEIGHT", dense)
-        monkeypatch.setattr(index_module, "VOTE_WEIGHT", vote)
-        return index.search(query, "nothing", 1, mode="dense")[0].chunk.chunk_index
-
-    assert first(dense=1.0, vote=0.0) == 0  # the best single unit alone
-    assert first(dense=0.0, vote=1.0) == 1  # the votes alone
-    top = index.search(query, "nothing", 1, mode="dense")[0]
-    assert top.dense is not None and abs(top.dense - 0.80) < 1e-5  # its dense score is still its best unit
-
-
 def test_candidates_among_all_allowed_positions_rank_as_without_a_filter() -> None:
     # well separated cosines, so FAISS and the exact path cannot order two units differently
     rng = np.random.default_rng(7)

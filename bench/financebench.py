@@ -4,6 +4,7 @@
     .venv/bin/python bench/financebench.py --split dev        # tune here ...
     .venv/bin/python bench/financebench.py --split holdout    # ... and check here
     .venv/bin/python bench/financebench.py --mcp              # + retrieve_chunks over MCP (the figure)
+    .venv/bin/python bench/financebench.py --mcp --settled    # + the same questions once each index is complete
     .venv/bin/python bench/financebench.py --docs 3M_2022_10K,ULTABEAUTY_2023Q4_EARNINGS --per-doc
 
 A question is a hit when a returned result's pages include one of its 1-based evidence pages;
@@ -18,7 +19,10 @@ Rows:
   server <mode>     the server's own code in process: processor registry -> chunk_document with
                     the service's chunk parameters -> DocumentIndex.embed -> search(mode=...), for
                     every value of ``SearchMode`` (new modes appear by themselves)
-  MCP retrieve_chunks  (``--mcp``) a real server process, documents served on 127.0.0.1
+  MCP retrieve_chunks  (``--mcp``) a real server process, documents served on 127.0.0.1; every
+                    question asked at once, so big documents answer from a partial index
+  ... (complete index)  (``--settled``) the same questions again once the document's complete
+                    index is built: what an agent's later calls on the document get
 
 Re-runs are fast: parsed documents, embeddings and the reference indexes are cached under
 bench/results/cache (keyed by content and code hashes; ``--no-cache`` bypasses it). Results
@@ -274,24 +278,28 @@ def server_rows(grouped: dict[str, list[dict[str, Any]]], modes: Sequence[str], 
 
 
 # --- retrieve_chunks over MCP --------------------------------------------------------------
-def mcp_row(grouped: dict[str, list[dict[str, Any]]], parse_timeout: float | None,
-            log: Callable[[str], None]) -> Row:
+def mcp_rows(grouped: dict[str, list[dict[str, Any]]], parse_timeout: float | None, settled: bool,
+             log: Callable[[str], None]) -> list[Row]:
     import asyncio
 
     from bench._fbmcp import mcp_results
 
-    found = asyncio.run(mcp_results(FINANCEBENCH / "docs", grouped, K, parse_timeout=parse_timeout, log=log))
-    row = Row(name="MCP retrieve_chunks")
+    found = asyncio.run(mcp_results(FINANCEBENCH / "docs", grouped, K, parse_timeout=parse_timeout, log=log,
+                                    settled=settled))
+    row = Row(name="MCP retrieve_chunks" + (" (first answers)" if settled else ""))
     row.doc_seconds = found["cold_s"]
     row.notes = {name: f"error: {message}" for name, message in found["errors"].items()}
     row.latencies_ms = found["warm_ms"]
     partial = found["partial"]
     log(f"answers from a partial index: {sum(partial.values())} of {sum(map(len, grouped.values()))} "
         f"({', '.join(f'{name} {count}' for name, count in partial.items()) or 'none'})")
+    later = Row(name="MCP retrieve_chunks (complete index)", notes=dict(row.notes))
     for questions in grouped.values():
         for q in questions:
             row.record(q, [Result(text=text, pages=pages) for text, pages in found["questions"][q["id"]]])
-    return row
+            if settled:
+                later.record(q, [Result(text=text, pages=pages) for text, pages in found["settled"].get(q["id"], [])])
+    return [row, later] if settled else [row]
 
 
 # --- output ---------------------------------------------------------------------------------
@@ -358,6 +366,9 @@ def main() -> None:
     parser.add_argument("--no-cache", action="store_true", help="parse, embed and build everything afresh")
     parser.add_argument("--mcp", action="store_true",
                         help="also measure retrieve_chunks over MCP on a real server (always cold: a fresh index)")
+    parser.add_argument("--settled", action="store_true",
+                        help="with --mcp: once a document's index is complete, ask its questions again "
+                             "(a second row: the answers of later calls)")
     parser.add_argument("--parse-timeout", type=float, default=None,
                         help="the server's MCP_PARSE_TIMEOUT for --mcp (default: the server's own, 120 s)")
     parser.add_argument("--code", type=Path, help="import mcp_server from this folder (e.g. an export of main)")
@@ -387,7 +398,7 @@ def main() -> None:
         rows += server_rows(grouped, modes, not args.no_cache, log)
         log("in-process server rows done")
     if args.mcp:
-        rows.append(mcp_row(grouped, args.parse_timeout, log))
+        rows += mcp_rows(grouped, args.parse_timeout, args.settled, log)
         log("MCP row done")
     seconds = time.perf_counter() - started
 

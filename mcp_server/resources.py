@@ -7,14 +7,26 @@ from collections.abc import Callable
 from typing import Any
 
 from mcp.server.fastmcp import FastMCP
+from mcp.shared.exceptions import McpError
+from mcp.types import ErrorData
 
-__all__ = ["register_resources"]
+__all__ = ["RESOURCE_NOT_FOUND", "register_resources", "unknown_resource_error"]
+
+# The MCP specification's code for resources/read of a URI the server does not have (the SDK names
+# no constant for it).
+RESOURCE_NOT_FOUND = -32002
 
 
 def supported_formats() -> list[dict[str, object]]:
     from mcp_server.processors import supported_formats as registered_formats
 
     return [entry.describe() for entry in registered_formats()]
+
+
+def unknown_resource_error(uri: str) -> McpError:
+    """The JSON-RPC error for resources/read of a URI the server does not have; ``data`` carries the
+    URI as asked, the message a readable prefix of it."""
+    return McpError(ErrorData(code=RESOURCE_NOT_FOUND, message=f"Resource not found: {uri[:200]}", data={"uri": uri}))
 
 
 def register_resources(server: FastMCP[Any], describe_tools: Callable[[], list[dict[str, Any]]]) -> None:

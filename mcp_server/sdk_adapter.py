@@ -2,7 +2,9 @@
 
 FastMCP has no public way to: validate a tool's arguments once and then call the function with
 them (``Tool.run`` parses again and flattens typed errors into ``ToolError`` text); answer
-``tools/call`` for an unknown name with a JSON-RPC error instead of an ``isError`` result; set
+``tools/call`` for an unknown name with a JSON-RPC error instead of an ``isError`` result, and
+``resources/read`` or ``prompts/get`` for an unknown URI or name with a chosen error code instead
+of 0 (FastMCP raises ``ValueError`` there, which the low-level server answers with code 0); set
 the version the server reports; list the registered tools synchronously; or serve the low-level
 server on streams of our choosing (stdio with a claimed stdout). ``pyproject.toml`` pins ``mcp``
 to one minor release; an upgrade re-checks this file (tests/test_server.py and tests/clients_js
@@ -20,9 +22,18 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.server.fastmcp.tools import Tool
 from mcp.shared.message import SessionMessage
-from mcp.types import CallToolRequest, ServerResult
+from mcp.types import CallToolRequest, GetPromptRequest, ReadResourceRequest, ServerResult
 
-__all__ = ["BoundTool", "find_tool", "registered_tools", "reject_unknown_tools", "serve_streams", "set_version"]
+__all__ = [
+    "BoundTool",
+    "find_tool",
+    "registered_tools",
+    "reject_unknown_prompts",
+    "reject_unknown_resources",
+    "reject_unknown_tools",
+    "serve_streams",
+    "set_version",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +103,37 @@ def reject_unknown_tools(server: FastMCP[Any], error: Callable[[str], Exception]
         return await handle_call(request)
 
     handlers[CallToolRequest] = checked
+
+
+def reject_unknown_resources(server: FastMCP[Any], error: Callable[[str], Exception]) -> None:
+    """Answer resources/read for a URI that is neither a resource nor matches a template by raising
+    ``error(uri)``. The check only looks the URI up: a template's function runs on the read itself."""
+    handlers = server._mcp_server.request_handlers
+    handle_read = handlers[ReadResourceRequest]
+    manager = server._resource_manager
+
+    async def checked(request: ReadResourceRequest) -> ServerResult:
+        uri = str(request.params.uri)
+        known = any(str(resource.uri) == uri for resource in manager.list_resources())
+        if not known and not any(template.matches(uri) for template in manager.list_templates()):
+            raise error(uri)
+        return await handle_read(request)
+
+    handlers[ReadResourceRequest] = checked
+
+
+def reject_unknown_prompts(server: FastMCP[Any], error: Callable[[str], Exception]) -> None:
+    """Answer prompts/get for an unregistered name by raising ``error(name)``: FastMCP's own handler
+    turns every exception, McpError included, into a ``ValueError`` (code 0)."""
+    handlers = server._mcp_server.request_handlers
+    handle_get = handlers[GetPromptRequest]
+
+    async def checked(request: GetPromptRequest) -> ServerResult:
+        if server._prompt_manager.get_prompt(request.params.name) is None:
+            raise error(request.params.name)
+        return await handle_get(request)
+
+    handlers[GetPromptRequest] = checked
 
 
 async def serve_streams(

@@ -14,14 +14,23 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from mcp.server.fastmcp import FastMCP
+from mcp.shared.exceptions import McpError
+from mcp.types import INVALID_PARAMS, ErrorData
 
 from mcp_server import SERVER_NAME, __version__
 from mcp_server.context import AppContext, open_app_context
 from mcp_server.core.settings import Settings, TimeoutClass
 from mcp_server.middleware.guard import unknown_tool_error
 from mcp_server.middleware.http import client_identity, transport_security_settings
-from mcp_server.resources import register_resources
-from mcp_server.sdk_adapter import find_tool, registered_tools, reject_unknown_tools, set_version
+from mcp_server.resources import register_resources, unknown_resource_error
+from mcp_server.sdk_adapter import (
+    find_tool,
+    registered_tools,
+    reject_unknown_prompts,
+    reject_unknown_resources,
+    reject_unknown_tools,
+    set_version,
+)
 from mcp_server.tools import TOOLS
 from mcp_server.tools.common import spec_of
 
@@ -44,6 +53,11 @@ Errors come back as {"error", "code", "request_id"}; RATE_LIMITED carries retry_
 """
 
 
+def unknown_prompt_error(name: str) -> McpError:
+    """The JSON-RPC error for prompts/get of a name the server does not have (it has no prompts)."""
+    return McpError(ErrorData(code=INVALID_PARAMS, message=f"Unknown prompt: {name[:200]}", data={"name": name}))
+
+
 class RagMCP(FastMCP[AppContext]):
     def __init__(self, settings: Settings, *, app_context_factory: Callable[[Settings], Any] | None = None):
         self.rag_settings = settings
@@ -63,8 +77,11 @@ class RagMCP(FastMCP[AppContext]):
             log_level=settings.log_level,
         )
         set_version(self, __version__)
-        # an unknown tool name is a JSON-RPC error (-32602), as the MCP specification asks
+        # unknown names are the JSON-RPC errors the MCP specification asks for, not the SDK's code 0:
+        # a tool or prompt name is invalid params (-32602), a resource URI is "not found" (-32002)
         reject_unknown_tools(self, unknown_tool_error)
+        reject_unknown_resources(self, unknown_resource_error)
+        reject_unknown_prompts(self, unknown_prompt_error)
 
     @asynccontextmanager
     async def _lifespan(self, _: FastMCP[AppContext]) -> AsyncIterator[AppContext]:

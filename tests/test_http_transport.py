@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 import pytest
+from mcp.shared.exceptions import McpError
 
 from mcp_server.server import create_server
 from tests.mcp_harness import ThreadedServer, http_client, make_settings, payload, wait_forever
@@ -36,6 +37,21 @@ async def test_sdk_client_lists_tools_calls_a_tool_and_reads_resources(open_serv
     assert payload(result)["language_code"] == "fr"
     assert "pdf" in formats.contents[0].text  # type: ignore[union-attr]
     assert "retrieve_chunks" in described.contents[0].text  # type: ignore[union-attr]
+
+
+async def test_an_unknown_resource_is_not_found_and_an_unknown_prompt_is_invalid_params_over_http(
+    open_server: ThreadedServer,
+) -> None:
+    async with http_client(open_server.mcp_url) as client:
+        with pytest.raises(McpError) as resource:
+            await client.read_resource("rag://nope")
+        with pytest.raises(McpError) as prompt:
+            await client.get_prompt("no_such_prompt")
+        known = await client.read_resource("rag://supported-formats")
+    assert (resource.value.error.code, resource.value.error.data) == (-32002, {"uri": "rag://nope"})
+    assert "rag://nope" in resource.value.error.message
+    assert (prompt.value.error.code, prompt.value.error.message) == (-32602, "Unknown prompt: no_such_prompt")
+    assert "pdf" in known.contents[0].text  # type: ignore[union-attr]
 
 
 async def test_bad_arguments_over_http_are_validation_errors(open_server: ThreadedServer) -> None:

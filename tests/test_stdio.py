@@ -10,6 +10,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from mcp.shared.exceptions import McpError
 
 from tests.mcp_harness import ROOT, payload, stdio_session
 
@@ -26,6 +27,19 @@ async def test_stdio_client_lists_tools_calls_a_tool_and_reads_resources() -> No
     assert payload(result)["language_code"] == "it"
     assert "docx" in resource.contents[0].text  # type: ignore[union-attr]
     assert payload(bad)["code"] == "VALIDATION_ERROR"
+
+
+async def test_an_unknown_resource_is_not_found_and_an_unknown_prompt_is_invalid_params_over_stdio() -> None:
+    async with stdio_session() as client:
+        with pytest.raises(McpError) as resource:
+            await client.read_resource("rag://nope")
+        with pytest.raises(McpError) as prompt:
+            await client.get_prompt("no_such_prompt")
+        known = await client.read_resource("rag://tool-descriptions")
+    assert (resource.value.error.code, resource.value.error.data) == (-32002, {"uri": "rag://nope"})
+    assert "rag://nope" in resource.value.error.message
+    assert (prompt.value.error.code, prompt.value.error.message) == (-32602, "Unknown prompt: no_such_prompt")
+    assert "retrieve_chunks" in known.contents[0].text  # type: ignore[union-attr]
 
 
 def test_stdout_carries_only_json_rpc_in_stdio_mode(tmp_path: Path) -> None:

@@ -22,7 +22,8 @@ EXPECTED_FAILURES = JS_DIR / "conformance-expected-failures.yml"
 # Why an expected failure may fail; any other message is a failure of this server.
 REASONS = re.compile(
     r"MCP error -32602: Unknown tool: test_"  # a demo tool: the protocol error the spec asks for
-    r"|MCP error -?\d+: Unknown (resource: test://|prompt: test_)"  # a demo resource or prompt
+    r"|MCP error -32002: Resource not found: test://"  # a demo resource: the spec's "not found" code
+    r"|MCP error -32602: Unknown prompt: test_"  # a demo prompt: invalid params, as the spec asks
     r"|MCP error -32601: Method not found"  # an optional capability this server does not declare
     r"|Server did not provide session ID"  # stateless streamable HTTP, by design (--workers N)
 )

@@ -23,7 +23,9 @@ from tests.mcp_harness import ThreadedServer, make_settings
 from tests.test_server import EXPECTED_TOOLS
 
 RESOURCES = ("rag://supported-formats", "rag://tool-descriptions")
+UNKNOWN_RESOURCE = "rag://no-such-resource"
 TOOL_IS_ERROR = 5  # the Inspector CLI's exit status for a result with isError
+REQUEST_FAILED = 1  # its exit status for a JSON-RPC error (it prints the message, not the code)
 
 
 def call_args(call: Call, corpus: str) -> list[str]:
@@ -37,7 +39,7 @@ def printed(node: Path, node_home: Path, keyed_server: ThreadedServer, corpus_se
     jobs = {
         "tools/list": ["--method", "tools/list"],
         "resources/list": ["--method", "resources/list"],
-        **{uri: ["--method", "resources/read", "--uri", uri] for uri in RESOURCES},
+        **{uri: ["--method", "resources/read", "--uri", uri] for uri in (*RESOURCES, UNKNOWN_RESOURCE)},
         **{call.id: call_args(call, corpus_server.base) for call in GOOD + BAD},
     }
     with ThreadPoolExecutor(max_workers=3) as pool:
@@ -64,6 +66,12 @@ def test_the_inspector_lists_and_reads_both_resources(printed: dict[str, Run]) -
     tools = json.loads(result_of(printed["rag://tool-descriptions"])["contents"][0]["text"])
     assert "pdf" in {entry["doc_type"] for entry in formats["formats"]}
     assert {entry["name"] for entry in tools["tools"]} == EXPECTED_TOOLS
+
+
+def test_the_inspector_shows_an_unknown_resource_as_not_found_with_its_uri(printed: dict[str, Run]) -> None:
+    run = printed[UNKNOWN_RESOURCE]
+    assert run.returncode == REQUEST_FAILED, run.printed
+    assert f"Resource not found: {UNKNOWN_RESOURCE}" in run.stderr, run.printed
 
 
 @pytest.mark.parametrize("call", GOOD, ids=lambda call: call.id)

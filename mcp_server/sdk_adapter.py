@@ -16,7 +16,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.server.fastmcp import Context, FastMCP
@@ -35,6 +35,8 @@ __all__ = [
     "set_version",
 ]
 
+
+_Request = TypeVar("_Request", CallToolRequest, ReadResourceRequest, GetPromptRequest)
 
 @dataclass(frozen=True, slots=True)
 class BoundTool:
@@ -94,46 +96,55 @@ def reject_unknown_tools(server: FastMCP[Any], error: Callable[[str], Exception]
 
     The low-level handler turns every exception a tool raises, McpError included, into an
     ``isError`` tool result, so the check wraps that handler instead of living in ``call_tool``."""
-    handlers = server._mcp_server.request_handlers
-    handle_call = handlers[CallToolRequest]
 
-    async def checked(request: CallToolRequest) -> ServerResult:
-        if server._tool_manager.get_tool(request.params.name) is None:
-            raise error(request.params.name)
-        return await handle_call(request)
+    def unknown(request: CallToolRequest) -> str | None:
+        name = request.params.name
+        return name if server._tool_manager.get_tool(name) is None else None
 
-    handlers[CallToolRequest] = checked
+    _guard(server, CallToolRequest, unknown, error)
 
 
 def reject_unknown_resources(server: FastMCP[Any], error: Callable[[str], Exception]) -> None:
     """Answer resources/read for a URI that is neither a resource nor matches a template by raising
     ``error(uri)``. The check only looks the URI up: a template's function runs on the read itself."""
-    handlers = server._mcp_server.request_handlers
-    handle_read = handlers[ReadResourceRequest]
     manager = server._resource_manager
 
-    async def checked(request: ReadResourceRequest) -> ServerResult:
+    def unknown(request: ReadResourceRequest) -> str | None:
         uri = str(request.params.uri)
-        known = any(str(resource.uri) == uri for resource in manager.list_resources())
-        if not known and not any(template.matches(uri) for template in manager.list_templates()):
-            raise error(uri)
-        return await handle_read(request)
+        if any(str(resource.uri) == uri for resource in manager.list_resources()):
+            return None
+        return None if any(template.matches(uri) for template in manager.list_templates()) else uri
 
-    handlers[ReadResourceRequest] = checked
+    _guard(server, ReadResourceRequest, unknown, error)
 
 
 def reject_unknown_prompts(server: FastMCP[Any], error: Callable[[str], Exception]) -> None:
     """Answer prompts/get for an unregistered name by raising ``error(name)``: FastMCP's own handler
     turns every exception, McpError included, into a ``ValueError`` (code 0)."""
+
+    def unknown(request: GetPromptRequest) -> str | None:
+        name = request.params.name
+        return name if server._prompt_manager.get_prompt(name) is None else None
+
+    _guard(server, GetPromptRequest, unknown, error)
+
+
+def _guard(
+    server: FastMCP[Any], request_type: type[_Request], unknown: Callable[[_Request], str | None],
+    error: Callable[[str], Exception],
+) -> None:
+    """Wrap the SDK's handler of ``request_type``: a request that names something unregistered
+    (``unknown`` returns the name) is answered by raising ``error(name)``, the rest as before."""
     handlers = server._mcp_server.request_handlers
-    handle_get = handlers[GetPromptRequest]
+    handle = handlers[request_type]
 
-    async def checked(request: GetPromptRequest) -> ServerResult:
-        if server._prompt_manager.get_prompt(request.params.name) is None:
-            raise error(request.params.name)
-        return await handle_get(request)
+    async def checked(request: _Request) -> ServerResult:
+        name = unknown(request)
+        if name is not None:
+            raise error(name)
+        return await handle(request)
 
-    handlers[GetPromptRequest] = checked
+    handlers[request_type] = checked
 
 
 async def serve_streams(

@@ -2,9 +2,10 @@
 
 The document's base index has BM25 over every chunk and no vectors. A query adds vectors for its
 candidates — its best BM25 chunks, the first chunks when fewer match — and, of each candidate,
-only the few sentences that share the most query terms: a chunk's dense score is then the best
-cosine among those, a lower bound of what the complete index gives, at about a fifth of the
-cost of embedding whole candidates (SQuAD and FinanceBench figures: bench/partial_quality.py).
+only the few sentences whose shared query terms weigh the most (idf over the candidates): a
+chunk's dense score is then the best cosine among those, a lower bound of what the complete
+index gives, at about a fifth of the cost of embedding whole candidates (SQuAD and FinanceBench
+figures: bench/partial_quality.py).
 """
 
 from __future__ import annotations
@@ -46,13 +47,20 @@ def partial_candidates(index: DocumentIndex, query: str, n: int) -> list[int]:
 
 
 def best_sentences(query: str, per_chunk: int) -> UnitSelect:
-    """Keep, of each chunk, the ``per_chunk`` units sharing the most query terms (ties: the
-    earlier one), or its first unit when none shares a term."""
+    """Keep, of each chunk, the ``per_chunk`` units whose shared query terms weigh the most (ties:
+    the earlier one), or its first unit when none shares a term. A term weighs its inverse
+    document frequency over the candidates' units: in a report every unit names the company, so
+    a unit sharing the question's rarer words ("legal", "inventories") is the one to embed."""
     terms = _terms([query])[0]
 
     def select(texts: list[str], owners: np.ndarray) -> np.ndarray:
-        shared = np.array([len(terms & unit) for unit in _terms(texts)], dtype=np.int64)
-        keep = np.zeros(len(texts), dtype=np.bool_)
+        unit_terms = _terms(texts)
+        n = len(texts)
+        frequency = {term: sum(term in unit for unit in unit_terms) for term in terms}
+        # BM25's idf, always positive
+        weight = {term: float(np.log(1 + (n - df + 0.5) / (df + 0.5))) for term, df in frequency.items()}
+        shared = np.array([sum(weight[t] for t in terms & unit) for unit in unit_terms], dtype=np.float64)
+        keep = np.zeros(n, dtype=np.bool_)
         for owner in np.unique(owners):
             units = np.nonzero(owners == owner)[0]
             best = units[np.argsort(-shared[units], kind="stable")][:per_chunk]

@@ -536,3 +536,19 @@ async def test_find_returns_an_index_by_key_from_memory_then_disk_and_never_buil
     assert fast(fresh).texts_embedded == 0 and fresh.counters["builds"] == 0
     await fresh.clear()
     assert await fresh.find(built.key) is None
+
+
+def test_a_partial_answer_prefers_the_sentence_sharing_a_rare_query_term_over_several_common_ones() -> None:
+    from mcp_server.retrieval.partial import best_sentences
+
+    # every unit names the company, most the year and a report; only one the lawsuit
+    texts = [
+        "Acme reported its 2022 results in March.", "A lawsuit against the firm was filed.",  # chunk 0
+        "Acme reported 2022 sales by region.", "Acme reported 2022 costs.",  # chunk 1
+        "Acme reported 2022 cash flows.", "Acme opened a plant.",  # chunk 2
+        "Acme reported hiring in 2022.", "Acme, the company.",  # chunk 3
+    ]
+    owners = np.repeat(np.arange(4), 2)
+    keep = best_sentences("Did Acme report the lawsuit in 2022?", 1)(texts, owners)
+    assert keep.tolist()[:2] == [False, True]  # three shared common terms weigh less than one rare one
+    assert keep.sum() == 4  # still one unit per chunk

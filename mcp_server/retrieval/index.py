@@ -300,14 +300,16 @@ class DocumentIndex:
         return chosen
 
     # --- cross-document search (retrieval/pool.py ranks the pooled candidates once more) ----
-    def candidate_positions(
+    def candidates(
         self, query_vec: np.ndarray, query: str, n: int, allowed: np.ndarray | None = None,
-    ) -> list[int]:
-        """The union of the dense and the BM25 top ``n`` chunk positions in this document's own
-        ranking order (the fusion ``search`` ranks by), only among ``allowed`` positions when
-        given (exact cosines for those, no FAISS cut-off)."""
+    ) -> list[tuple[int, float]]:
+        """The union of the dense and the BM25 top ``n`` chunks as (position, best sentence cosine),
+        in this document's own ranking order (the fusion ``search`` ranks by), only among
+        ``allowed`` positions when given (exact cosines for those, no FAISS cut-off). A chunk
+        without vectors (a partial index) scores -inf."""
         fused = self._fuse(query_vec, query, n, "hybrid", allowed)
-        return sorted(fused, key=lambda pos: (-fused[pos].rrf, pos))
+        ranked = sorted(fused.values(), key=lambda c: (-c.rrf, c.pos))
+        return [(c.pos, float("-inf") if c.dense is None else c.dense) for c in ranked]
 
     def dense_scores(self, query_vec: np.ndarray, positions: Sequence[int] | np.ndarray) -> np.ndarray:
         """Exact dense score (best sentence cosine) of each chunk in ``positions``, in that order."""

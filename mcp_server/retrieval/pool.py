@@ -129,10 +129,8 @@ def _rank_one(
         if not index.chunks:
             continue
         vec = vector(index.model_id, query)
-        positions = index.candidate_positions(vec, query, min(n_each, len(index.chunks)), src.allowed)
-        sims = index.dense_scores(vec, positions)
-        entries += [_Entry(s, pos, dense=float(sim), local=rank)
-                    for rank, (pos, sim) in enumerate(zip(positions, sims, strict=True))]
+        found = index.candidates(vec, query, min(n_each, len(index.chunks)), src.allowed)
+        entries += [_Entry(s, pos, dense=sim, local=rank) for rank, (pos, sim) in enumerate(found)]
     if not entries:
         return _Ranking()
     dense = _comparable_dense(sources, entries)

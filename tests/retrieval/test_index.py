@@ -192,7 +192,7 @@ def _unit_vectors(cosines: list[float]) -> np.ndarray:
     return np.array([[c, float(np.sqrt(1 - c * c)), 0.0, 0.0] for c in cosines], dtype=np.float32)
 
 
-def test_candidates_among_all_allowed_positions_rank_as_without_a_filter() -> None:
+def test_candidates_among_all_allowed_positions_rank_and_score_as_without_a_filter() -> None:
     # well separated cosines, so FAISS and the exact path cannot order two units differently
     rng = np.random.default_rng(7)
     cosines = rng.permutation(np.linspace(0.05, 0.95, 120)).reshape(60, 2)
@@ -202,6 +202,9 @@ def test_candidates_among_all_allowed_positions_rank_as_without_a_filter() -> No
                                 owners=owners)
     query, vec = "revenue item 3", np.array([1.0, 0.0, 0.0, 0.0], dtype=np.float32)
     everything = np.arange(60, dtype=np.int64)
-    assert index.candidate_positions(vec, query, 20, everything) == index.candidate_positions(vec, query, 20)
+    filtered, unfiltered = index.candidates(vec, query, 20, everything), index.candidates(vec, query, 20)
+    assert [pos for pos, _ in filtered] == [pos for pos, _ in unfiltered]
+    assert np.allclose([sim for _, sim in filtered], [sim for _, sim in unfiltered])
+    assert all(abs(sim - cosines[pos].max()) < 1e-5 for pos, sim in unfiltered)  # each its best unit's cosine
     some = everything[::2]
-    assert set(index.candidate_positions(vec, query, 20, some)) <= set(some.tolist())
+    assert {pos for pos, _ in index.candidates(vec, query, 20, some)} <= set(some.tolist())

@@ -104,7 +104,7 @@ def test_each_documents_passages_keep_its_own_ranking_order() -> None:
     query = "acme revenue"
     hits = search_pool([PoolSource(index=first), PoolSource(index=second)], [query], embed, top_k=8)
     for s, index in enumerate((first, second)):
-        own = index.candidate_positions(QUERY, query, 20)
+        own = [pos for pos, _ in index.candidates(QUERY, query, 20)]
         got = [h.hit.chunk.chunk_index for h in hits if h.source == s]
         assert got == [pos for pos in own if pos in got]  # a subsequence of its own order
     assert [h.hit.score for h in hits] == sorted((h.hit.score for h in hits), reverse=True)

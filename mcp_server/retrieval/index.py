@@ -33,8 +33,8 @@ import numpy as np
 
 from mcp_server.core.bounds import clamp
 from mcp_server.core.models import Chunk, ChunkLocation, SearchHit
+from mcp_server.retrieval.analysis import analyzer_for, base_language, query_tokens
 from mcp_server.retrieval.embedders import Embedder, ProgressFn
-from mcp_server.retrieval.lexical import bm25_tokens
 from mcp_server.retrieval.rerankers import Reranker
 from mcp_server.retrieval.sentences import sentence_units
 
@@ -58,6 +58,12 @@ BM25_WEIGHT = 1.0
 # chunks; the right one is often near rank 20-40 in one ranking and high in the other.
 MIN_CANDIDATES = 50
 CANDIDATES_PER_RESULT = 5
+# BM25's weight follows how much of the query the document's vocabulary knows: a question in the
+# document's language finds most of its words (at least half for nine in ten XQuAD questions in
+# every language), one in another language finds a few names and numbers, and BM25's ranking over
+# those few would drown the cross-lingual dense ranking. Full weight from HIGH, none below LOW.
+LEXICAL_COVERAGE_LOW = 0.4
+LEXICAL_COVERAGE_HIGH = 0.7
 SENTENCE_FANOUT = 4  # sentences fetched per dense chunk candidate; several may share a chunk
 DUPLICATE_OVERLAP = 0.5  # a chunk sharing more than this share of its span with a chosen one is dropped
 EMBED_SLICE = 4096  # sentences embedded and added to FAISS at a time (bounds the vectors held twice)
@@ -95,7 +101,9 @@ class DocumentIndex:
         self.model_id = model_id
         self._set_vectors(faiss_index, owners)
         self._bm25: bm25s.BM25 | None = None
-        corpus = bm25_tokens([c.text for c in self.chunks]) if self.chunks else []
+        # each chunk is read by its own language's analyzer; a query by each language present
+        self.languages = _languages(self.chunks)
+        corpus = analyse_chunks(self.chunks)
         if any(corpus):  # bm25s cannot index a corpus without a single token
             self._bm25 = bm25s.BM25()
             self._bm25.index(corpus, show_progress=False)
@@ -169,7 +177,7 @@ class DocumentIndex:
 
     def bm25_top(self, query: str, n: int) -> list[int]:
         """Positions of the ``n`` best BM25 chunks for ``query`` (those matching a query term)."""
-        scores = self._bm25_scores(query)
+        scores, _ = self._bm25_scores(query)
         if scores is None:
             return []
         order = np.argsort(-scores, kind="stable")[:n]
@@ -218,7 +226,8 @@ class DocumentIndex:
             cand.dense = sim
             if mode != "bm25":
                 cand.rrf += DENSE_WEIGHT / (RRF_K + rank + 1)
-        bm25 = self._bm25_scores(query)
+        bm25, coverage = self._bm25_scores(query)
+        bm25_weight = BM25_WEIGHT * lexical_weight(coverage)
         if bm25 is not None and allowed is not None:
             kept = np.zeros_like(bm25)
             kept[allowed] = bm25[allowed]
@@ -229,7 +238,7 @@ class DocumentIndex:
                 if bm25[pos] <= 0:  # no query term at all: not a BM25 candidate
                     break
                 cand = candidates.setdefault(int(pos), _Candidate(int(pos)))
-                cand.rrf += BM25_WEIGHT / (RRF_K + rank + 1)
+                cand.rrf += bm25_weight / (RRF_K + rank + 1)
         if bm25 is not None:
             for cand in candidates.values():
                 cand.bm25 = float(bm25[cand.pos])
@@ -270,13 +279,19 @@ class DocumentIndex:
                     break
         return ranking
 
-    def _bm25_scores(self, query: str) -> np.ndarray | None:
+    def query_tokens(self, query: str) -> list[str]:
+        """The query's BM25 tokens as this document's analyzers read them (known or not)."""
+        return query_tokens(query, self.languages)
+
+    def _bm25_scores(self, query: str) -> tuple[np.ndarray | None, float]:
+        """(each chunk's BM25 score, None when no query word is known; the share of the query's
+        distinct words that the document's vocabulary knows)."""
         if self._bm25 is None:
-            return None
-        tokens = [t for t in bm25_tokens([query])[0] if t in self._bm25.vocab_dict]
-        if not tokens:
-            return None
-        return np.asarray(self._bm25.get_scores(tokens), dtype=np.float32)
+            return None, 0.0
+        asked = self.query_tokens(query)
+        tokens = [t for t in asked if t in self._bm25.vocab_dict]
+        coverage = len(set(tokens)) / len(set(asked)) if asked else 0.0
+        return (np.asarray(self._bm25.get_scores(tokens), dtype=np.float32) if tokens else None), coverage
 
     def _diverse(self, ranked: list[_Candidate], top_k: int) -> list[_Candidate]:
         """Walk in relevance order; skip chunks that repeat what is already chosen."""
@@ -358,6 +373,34 @@ class DocumentIndex:
                 hit, chunk=dataclasses.replace(hit.chunk, location=location), text=merge_texts(span)
             ))
         return out
+
+
+def lexical_weight(coverage: float) -> float:
+    """BM25's share of its weight for a query of which ``coverage`` of the words are known."""
+    span = LEXICAL_COVERAGE_HIGH - LEXICAL_COVERAGE_LOW
+    return min(1.0, max(0.0, (coverage - LEXICAL_COVERAGE_LOW) / span))
+
+
+def _languages(chunks: Sequence[Chunk]) -> list[str]:
+    """The languages of a document's chunks, the one with the most text first (["en"] when none is known)."""
+    chars: dict[str, int] = {}
+    for chunk in chunks:
+        language = base_language(chunk.language) or "en"
+        chars[language] = chars.get(language, 0) + len(chunk.text)
+    return sorted(chars, key=lambda language: -chars[language]) or ["en"]
+
+
+def analyse_chunks(chunks: Sequence[Chunk]) -> list[list[str]]:
+    """BM25 tokens of each chunk by its language's analyzer (one batch per language)."""
+    out: list[list[str]] = [[] for _ in chunks]
+    by_language: dict[str, list[int]] = {}
+    for i, chunk in enumerate(chunks):
+        by_language.setdefault(base_language(chunk.language) or "en", []).append(i)
+    for language, positions in by_language.items():
+        for i, tokens in zip(positions, analyzer_for(language).tokens([chunks[i].text for i in positions]),
+                             strict=True):
+            out[i] = tokens
+    return out
 
 
 def _embed_into(

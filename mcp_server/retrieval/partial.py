@@ -10,18 +10,23 @@ figures: bench/partial_quality.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import bm25s
 import numpy as np
 
+from mcp_server.retrieval.analysis import query_tokens
 from mcp_server.retrieval.embedders import Embedder
 from mcp_server.retrieval.index import DocumentIndex, UnitSelect
 
-__all__ = ["SENTENCES_PER_CANDIDATE", "best_sentences", "partial_candidates", "partial_view"]
+__all__ = ["PARTIAL_SECONDS", "SENTENCES_PER_CANDIDATE", "best_sentences", "partial_candidates", "partial_view"]
 
 # A 1,500-character chunk has ~15 sentences; the three sharing most query terms carry its match.
 SENTENCES_PER_CANDIDATE = 3
+# What a first answer may spend embedding, at the embedder's measured speed: the units of the
+# lowest-ranked candidates are left out past it. MiniLM embeds every selected unit well within it;
+# the multilingual model, five times slower, keeps its first answers in seconds this way.
+PARTIAL_SECONDS = 2.5
 
 try:  # the same stemming as the BM25 index, so "located" selects a sentence with "location"
     import Stemmer
@@ -31,7 +36,9 @@ except ImportError:  # pragma: no cover - PyStemmer is a declared dependency
     _STEM = None
 
 
-def _terms(texts: list[str]) -> list[set[str]]:
+def _terms(texts: list[str], languages: Sequence[str] = ("en",)) -> list[set[str]]:
+    if list(languages) != ["en"]:  # the document's own analyzers
+        return [set(query_tokens(text, languages)) for text in texts]
     tokens = bm25s.tokenize(texts, stopwords="en", stemmer=_STEM, return_ids=False, show_progress=False)
     return [set(t) for t in tokens]
 
@@ -46,15 +53,19 @@ def partial_candidates(index: DocumentIndex, query: str, n: int) -> list[int]:
     return best + fill
 
 
-def best_sentences(query: str, per_chunk: int) -> UnitSelect:
+def best_sentences(
+    query: str, per_chunk: int, *, languages: Sequence[str] = ("en",), ranks: dict[int, int] | None = None,
+    max_chars: float = float("inf"),
+) -> UnitSelect:
     """Keep, of each chunk, the ``per_chunk`` units whose shared query terms weigh the most (ties:
     the earlier one), or its first unit when none shares a term. A term weighs its inverse
     document frequency over the candidates' units: in a report every unit names the company, so
-    a unit sharing the question's rarer words ("legal", "inventories") is the one to embed."""
-    terms = _terms([query])[0]
+    a unit sharing the question's rarer words ("legal", "inventories") is the one to embed.
+    Past ``max_chars`` of kept text, the units of the chunks ranked last (``ranks``) go."""
+    terms = _terms([query], languages)[0]
 
     def select(texts: list[str], owners: np.ndarray) -> np.ndarray:
-        unit_terms = _terms(texts)
+        unit_terms = _terms(texts, languages)
         n = len(texts)
         frequency = {term: sum(term in unit for unit in unit_terms) for term in terms}
         # BM25's idf, always positive
@@ -65,6 +76,15 @@ def best_sentences(query: str, per_chunk: int) -> UnitSelect:
             units = np.nonzero(owners == owner)[0]
             best = units[np.argsort(-shared[units], kind="stable")][:per_chunk]
             keep[best[shared[best] > 0] if shared[best[0]] > 0 else best[:1]] = True
+        if ranks is not None and sum(len(texts[i]) for i in np.nonzero(keep)[0]) > max_chars:
+            spent = 0
+            for owner in sorted(np.unique(owners).tolist(), key=lambda pos: ranks.get(pos, len(ranks))):
+                units = np.nonzero(keep & (owners == owner))[0]
+                cost = sum(len(texts[i]) for i in units)
+                if spent and spent + cost > max_chars:
+                    keep[units] = False  # the first candidate always keeps its units
+                else:
+                    spent += cost
         return keep
 
     return select
@@ -77,5 +97,10 @@ def partial_view(
     """``base`` plus vectors for this query's candidates (``per_chunk`` 0: all their sentences).
     Built afresh per query from the vector-less base (repeated sentences come from the
     embedder's cache), so every query's dense ranking holds its own candidates only."""
-    select = best_sentences(query, per_chunk) if per_chunk > 0 else None
-    return base.extended(partial_candidates(base, query, candidates), embedder, progress=progress, select=select)
+    chosen = partial_candidates(base, query, candidates)
+    select = None
+    if per_chunk > 0:
+        select = best_sentences(query, per_chunk, languages=base.languages,
+                                ranks={pos: rank for rank, pos in enumerate(chosen)},
+                                max_chars=embedder.estimate_chars(PARTIAL_SECONDS))
+    return base.extended(chosen, embedder, progress=progress, select=select)

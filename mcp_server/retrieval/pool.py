@@ -40,6 +40,7 @@ import numpy as np
 
 from mcp_server.core.bounds import clamp
 from mcp_server.core.models import Chunk, ChunkLocation, SearchHit
+from mcp_server.retrieval.analysis import query_tokens
 from mcp_server.retrieval.index import (
     BM25_WEIGHT,
     DENSE_WEIGHT,
@@ -47,9 +48,10 @@ from mcp_server.retrieval.index import (
     MIN_CANDIDATES,
     RRF_K,
     DocumentIndex,
+    analyse_chunks,
+    lexical_weight,
     overlap_share,
 )
-from mcp_server.retrieval.lexical import bm25_tokens  # the tokenizer of every document's BM25
 from mcp_server.retrieval.passages import passage_id
 from mcp_server.retrieval.rerankers import Reranker
 
@@ -134,13 +136,14 @@ def _rank_one(
     if not entries:
         return _Ranking()
     dense = _comparable_dense(sources, entries)
-    bm25 = _pooled_bm25(sources, entries, query, tokens)
+    bm25, coverage = _pooled_bm25(sources, entries, query, tokens)
+    bm25_weight = BM25_WEIGHT * lexical_weight(coverage)
     for rank, j in enumerate(np.argsort(-dense, kind="stable")):
         entries[j].fused += DENSE_WEIGHT / (RRF_K + rank + 1)
     for rank, j in enumerate(np.argsort(-bm25, kind="stable")):
         if bm25[j] <= 0:  # no query term at all: not a BM25 candidate
             break
-        entries[j].fused += BM25_WEIGHT / (RRF_K + rank + 1)
+        entries[j].fused += bm25_weight / (RRF_K + rank + 1)
     for entry, score in zip(entries, bm25, strict=True):
         entry.bm25 = float(score)
     _places_in_own_order(entries)
@@ -177,21 +180,24 @@ def _comparable_dense(sources: Sequence[PoolSource], entries: list[_Entry]) -> n
 
 def _pooled_bm25(
     sources: Sequence[PoolSource], entries: list[_Entry], query: str, tokens: dict[tuple[int, int], list[str]],
-) -> np.ndarray:
+) -> tuple[np.ndarray, float]:
+    """BM25 over the pooled candidates (one IDF for all), and the share of the query's words they know."""
     missing = [(e.source, e.pos) for e in entries if (e.source, e.pos) not in tokens]
-    if missing:
-        texts = [sources[s].index.chunks[p].text for s, p in missing]
-        tokens.update(zip(missing, bm25_tokens(texts), strict=True))
+    if missing:  # each chunk as its own document's BM25 reads it (its language's analyzer)
+        chunks = [sources[s].index.chunks[p] for s, p in missing]
+        tokens.update(zip(missing, analyse_chunks(chunks), strict=True))
     corpus = [tokens[e.source, e.pos] for e in entries]
     scores = np.zeros(len(entries), dtype=np.float64)
     if not any(corpus):  # bm25s cannot index a corpus without a single token
-        return scores
+        return scores, 0.0
     index = bm25s.BM25()
     index.index(corpus, show_progress=False)
-    wanted = [t for t in bm25_tokens([query])[0] if t in index.vocab_dict]
+    languages = [lang for e in entries for lang in sources[e.source].index.languages]
+    asked = query_tokens(query, languages)
+    wanted = [t for t in asked if t in index.vocab_dict]
     if wanted:
         scores[:] = index.get_scores(wanted)
-    return scores
+    return scores, (len(set(wanted)) / len(set(asked)) if asked else 0.0)
 
 
 # --- several phrasings ---------------------------------------------------------------------------

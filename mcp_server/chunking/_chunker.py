@@ -11,6 +11,7 @@ from mcp_server.chunking._scoring import content_type, importance_score
 from mcp_server.chunking._splitter import Span, Splitter
 from mcp_server.chunking._tokens import TokenCounter
 from mcp_server.core.models import Chunk, ProcessedDocument
+from mcp_server.processors.language import dominant_script, passage_languages
 
 __all__ = ["chunk_document"]
 
@@ -62,6 +63,7 @@ def chunk_document(doc: ProcessedDocument, params: ChunkParams, counter: TokenCo
 
     where = LocationIndex(locations)
     total = len(spans)
+    languages = passage_languages(texts, doc.detected_language, dominant_script(content))
     return [
         Chunk(
             text=text,
@@ -72,8 +74,9 @@ def chunk_document(doc: ProcessedDocument, params: ChunkParams, counter: TokenCo
             content_type=content_type(text),
             doc_type=doc.doc_type,
             location=where.locate(int(layout.starts[span.first]), int(layout.ends[span.last])),
+            language=language,
         )
-        for index, (span, text, count) in enumerate(zip(spans, texts, counts, strict=True))
+        for index, (span, text, count, language) in enumerate(zip(spans, texts, counts, languages, strict=True))
     ]
 
 

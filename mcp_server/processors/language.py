@@ -7,8 +7,14 @@ keeps the original design's robustness against a stray run. Failures answer "en"
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 
-__all__ = ["LANGUAGE_NAMES", "detect_language", "language_detection_available", "language_name"]
+import numpy as np
+
+__all__ = [
+    "LANGUAGE_NAMES", "detect_language", "dominant_script", "language_detection_available", "language_name",
+    "passage_languages",
+]
 
 _MAX_CHARS = 5000
 _MIN_CHARS = 10
@@ -72,3 +78,67 @@ def detect_language(text: str) -> str:
     if not votes:
         return _DEFAULT
     return votes.most_common(1)[0][0]
+
+
+# Scripts by code point range (start of each range, then its script; "" = no letter of interest).
+# A passage in another script than its document's gets a language of its own (``passage_languages``).
+_RANGES: tuple[tuple[int, str], ...] = (
+    (0x0000, ""), (0x0041, "Latin"), (0x005B, ""), (0x0061, "Latin"), (0x007B, ""), (0x00C0, "Latin"),
+    (0x0250, ""), (0x0370, "Greek"), (0x0400, "Cyrillic"), (0x0530, "Armenian"),
+    (0x0590, "Hebrew"), (0x0600, "Arabic"), (0x0700, ""), (0x0750, "Arabic"), (0x0780, ""), (0x0900, "Devanagari"),
+    (0x0980, "Bengali"), (0x0A00, "Gurmukhi"), (0x0A80, "Gujarati"), (0x0B00, "Oriya"), (0x0B80, "Tamil"),
+    (0x0C00, "Telugu"), (0x0C80, "Kannada"), (0x0D00, "Malayalam"), (0x0D80, "Sinhala"), (0x0E00, "Thai"),
+    (0x0E80, "Lao"), (0x0F00, ""), (0x1000, "Myanmar"), (0x10A0, "Georgian"), (0x1100, "Hangul"), (0x1200, ""),
+    (0x1780, "Khmer"), (0x1800, ""), (0x1E00, "Latin"), (0x1F00, "Greek"), (0x2000, ""), (0x3040, "Kana"),
+    (0x3100, ""), (0x3130, "Hangul"), (0x3190, ""), (0x3400, "Han"), (0x4DC0, ""), (0x4E00, "Han"), (0xA000, ""),
+    (0xAC00, "Hangul"), (0xD7B0, ""), (0xF900, "Han"), (0xFB00, ""), (0xFB50, "Arabic"), (0xFE00, ""),
+    (0xFE70, "Arabic"), (0xFF00, ""), (0x20000, "Han"), (0x2FA20, ""),
+)
+_STARTS = np.array([start for start, _ in _RANGES], dtype=np.uint32)
+_NAMES = [name for _, name in _RANGES]
+_SCRIPT_SAMPLE = 2000  # characters of a passage that decide its script
+# A Han, kana or Hangul character is a syllable or a word, not a letter: it counts as two letters.
+_SYLLABIC = {"Han": 2, "Kana": 2, "Hangul": 2}
+KANA_SHARE = 0.1  # Han text with this share of kana is Japanese
+
+
+def dominant_script(text: str, sample: int = _SCRIPT_SAMPLE) -> str:
+    """The script most letters of ``text`` (its first ``sample`` characters) are written in, or ""
+    when it has no letters. Han with a tenth of kana counts as "Kana" (Japanese)."""
+    codes = np.frombuffer(text[:sample].encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    if not len(codes):
+        return ""
+    kinds = np.searchsorted(_STARTS, codes, side="right") - 1
+    counts = np.bincount(kinds, minlength=len(_NAMES))
+    letters = {name: 0 for name in _NAMES if name}
+    for kind in np.nonzero(counts)[0]:
+        if _NAMES[kind]:
+            letters[_NAMES[kind]] += int(counts[kind]) * _SYLLABIC.get(_NAMES[kind], 1)
+    total = sum(letters.values())
+    if not total:
+        return ""
+    if letters["Kana"] and letters["Kana"] >= KANA_SHARE * (letters["Kana"] + letters["Han"]):
+        letters["Kana"] += letters.pop("Han")
+    return max(letters, key=lambda name: letters[name])
+
+
+def passage_languages(texts: Sequence[str], document_language: str, document_script: str) -> list[str]:
+    """The language of each passage of a document: the document's, unless the passage is written in
+    another script than the document (a Chinese quotation in an English report), when the detector
+    decides for that passage alone. Passages of the document's own script keep its language: telling
+    German from English passages would cost a detector run per passage on every document."""
+    out: list[str] = []
+    for text in texts:
+        script = dominant_script(text)
+        out.append(document_language if script in ("", document_script) else detect_language(_written_in(text, script)))
+    return out
+
+
+def _written_in(text: str, script: str) -> str:
+    """The characters of ``text`` in ``script`` (and the spaces between them): what the detector
+    should read of a passage that quotes one language inside another."""
+    sample = text[:_SCRIPT_SAMPLE]
+    codes = np.frombuffer(sample.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    names = np.array(_NAMES, dtype=object)[np.searchsorted(_STARTS, codes, side="right") - 1]
+    keep = np.isin(names, ["Kana", "Han"] if script == "Kana" else [script])
+    return "".join(ch if k or ch.isspace() else " " for ch, k in zip(sample, keep, strict=True))

@@ -43,6 +43,7 @@ from cachetools import TTLCache
 
 from mcp_server.core import metrics
 from mcp_server.core.concurrency import KeyedLock, Progress, run_sync
+from mcp_server.core.errors import ModelLoadError
 from mcp_server.core.models import Chunk, SearchHit
 from mcp_server.core.settings import Settings
 from mcp_server.retrieval.embedders import Embedder
@@ -196,7 +197,7 @@ class IndexManager:
                 self.counters["misses"] += 1
                 metrics.index_lookup("miss")
                 chunk_list = list(await chunks() if callable(chunks) else chunks)
-                embedder = self.models.embedder_for(len(chunk_list))
+                embedder = self.models.embedder_for(*_profile(chunk_list))
                 if query is None or self._build_now(chunk_list, embedder):
                     fresh, built = await self._build_here(key, chunker_version, chunk_list, progress)
                     metrics.cache_insert("index", self._memory, key)
@@ -282,7 +283,7 @@ class IndexManager:
             if existing is not None:
                 metrics.index_build("coalesced")  # another worker or host built it meanwhile
                 return existing, False
-            embedder = self.models.embedder_for(len(chunks))
+            embedder = self.models.embedder_for(*_profile(chunks))
             metrics.index_build("started")
             started = time.perf_counter()
             slot: AbstractAsyncContextManager[Any] = metrics.build_slot(self._gpu())
@@ -333,9 +334,11 @@ class IndexManager:
         def check(manifest: Manifest) -> str | None:
             if manifest.get("chunker_version") != chunker_version:
                 return f"chunker version {manifest.get('chunker_version')} != {chunker_version}"
-            embedder = self.models.embedder_for(int(manifest.get("chunk_count", 0)))
-            if manifest.get("model_id") != embedder.model_id:
-                return f"model {manifest.get('model_id')} != {embedder.model_id}"
+            # the key names every model and rule; this guards the vectors: they must be a loaded model's
+            try:
+                embedder = self.models.embedder_by_id(str(manifest.get("model_id")))
+            except ModelLoadError:
+                return f"model {manifest.get('model_id')} is not loaded"
             if manifest.get("dimension") != embedder.dimension:
                 return f"dimension {manifest.get('dimension')} != {embedder.dimension}"
             return None
@@ -394,16 +397,14 @@ class IndexManager:
             ],
             "disk": self.store.stats(),
             "shared": self.tiers.stats(),
-            "embedding_cache_entries": sum(
-                e.cache_entries for e in {id(e): e for e in (self.models.fast, self.models.accurate)}.values()
-            ),
+            "embedding_cache_entries": sum(e.cache_entries for e in self.models.embedders),
         }
 
     async def clear(self) -> dict[str, int]:
         """Forget every index in memory and on disk, and the embedders' vector caches."""
         entries = len(self._memory)
         self._memory.clear()
-        for embedder in {id(e): e for e in (self.models.fast, self.models.accurate)}.values():
+        for embedder in self.models.embedders:
             embedder.clear_cache()
         removed = await run_sync(self.store.clear)
         cleared = {"memory": entries, "disk": removed}
@@ -442,6 +443,11 @@ class IndexManager:
                 log.debug("index.progress_failed", extra={"error": str(exc)})
 
         return report
+
+
+def _profile(chunks: Sequence[Chunk]) -> tuple[int, list[str], list[int]]:
+    """What the embedder choice reads of a document: its chunk count, languages and lengths."""
+    return len(chunks), [c.language for c in chunks], [len(c.text) for c in chunks]
 
 
 @asynccontextmanager

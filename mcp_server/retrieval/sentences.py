@@ -17,6 +17,7 @@ import re
 from collections.abc import Sequence
 
 import numpy as np
+import regex
 
 from mcp_server.chunking import title_line
 from mcp_server.core.models import Chunk
@@ -27,8 +28,15 @@ __all__ = [
 ]
 
 # A sentence ends at . ! ? (optionally followed by closing quotes/brackets) before whitespace and
-# a capital, digit or opening quote; a newline always ends one.
-_BOUNDARY = re.compile(r"(?<=[.!?])([\"')\]\u201d\u2019]*)\s+(?=[\"'(\[\u201c\u2018]?[A-Z0-9])|\s*\n\s*")
+# a capital letter of any cased script, a letter of a caseless one (Arabic, Devanagari, ...), a
+# digit or an opening quote; after the full stops of scripts that need no space (CJK 。！？, the
+# Devanagari danda, the Arabic question mark); a newline always ends one.
+_CLOSERS = "\"')\\]\u201d\u2019\u00bb\u300d\u300f\uff09"
+_BOUNDARY = regex.compile(
+    rf"(?<=[.!?])([{_CLOSERS}]*)\s+(?=[\"'(\[\u201c\u2018\u00ab]?[\p{{Lu}}\p{{Lt}}\p{{Lo}}0-9])"
+    rf"|(?<=[\u3002\uff01\uff1f\u0964\u0965\u061f\u06d4])([{_CLOSERS}]*)\s*(?=\S)"
+    r"|\s*\n\s*"
+)
 # Shorter fragments ("Mr.", "Fig. 3", a bare heading) are too thin to embed alone: they join the
 # following sentence (the last one joins the previous).
 MIN_SENTENCE_CHARS = 20
@@ -47,7 +55,8 @@ def split_sentences(text: str) -> list[str]:
     spans: list[list[int]] = []
     pos = 0
     for match in _BOUNDARY.finditer(text):
-        end = match.end(1) if match.group(1) is not None else match.start()  # keep closing quotes
+        closed = next((g for g in (1, 2) if match.group(g) is not None), None)
+        end = match.end(closed) if closed is not None else match.start()  # keep closing quotes
         if end > pos:
             spans.append([pos, end])
         pos = match.end()

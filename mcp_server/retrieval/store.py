@@ -194,6 +194,7 @@ class IndexStore:
             "chunk_count": len(index),
             "vector_count": index.faiss.ntotal,
             "dimension": index.dimension,
+            "languages": index.languages,
             "created": time.time(),
         }
         writers = {INDEX_FILE: lambda tmp: faiss.write_index(index.faiss, tmp), CHUNKS_FILE: _bytes(chunks),

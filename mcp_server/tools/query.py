@@ -68,7 +68,8 @@ async def retrieve_chunks(
     # top_k and neighbors are clamped where they are used (DocumentIndex.search), once
     found = await app.service.retrieve(url, query, top_k=top_k, neighbors=neighbors, progress=progress_of(ctx))
     items, tokens, omitted = await fit_budget([retrieve_item(h) for h in found.hits], app, budget)
-    index = IndexStatus(status="complete" if found.complete else "partial", dense_coverage=found.dense_coverage)
+    index = IndexStatus(status="complete" if found.complete else "partial", dense_coverage=found.dense_coverage,
+                        model=found.model_id, languages=found.languages)
     return RetrieveResult(results=items, total_chunks_indexed=found.total_chunks, document_type=found.doc_type,
                           cached=found.cached, timings_ms=found.timings_ms, index=index, tokens=tokens,
                           omitted=omitted)

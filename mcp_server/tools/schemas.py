@@ -69,6 +69,8 @@ class ChunkItem(BaseModel):
     content_type: str = Field(description="table, list, heading or text.")
     location: dict[str, Any] = Field(description="start_char/end_char into process_document's content, "
                                                  "plus page(s), slide, sheet and rows, heading_path where known.")
+    language: str = Field("", description="The passage's language (ISO 639-1): the document's, or its own where "
+                                          "it is written in another script (a quotation).")
 
 
 class ChunkResult(BaseModel):
@@ -103,6 +105,10 @@ class IndexStatus(BaseModel):
         "over every chunk plus embeddings of this query's candidates, while the complete index builds in "
         "the background; later calls use the complete one.")
     dense_coverage: float = Field(ge=0.0, le=1.0, description="Share of the chunks that have embeddings.")
+    model: str = Field(description="The embedding model of the index (and of the query's vector): the multilingual "
+                                   "one for documents not in English.")
+    languages: list[str] = Field(description="Languages of the document's passages (ISO 639-1), most text first; "
+                                             "BM25 reads each passage, and the query, with its language's analyzer.")
 
 
 class RetrieveResult(BaseModel):
@@ -202,7 +208,7 @@ def chunk_item(chunk: Chunk, limit: int = 5000) -> ChunkItem:
     return ChunkItem(text=text, text_length=length, truncated=truncated, chunk_index=chunk.chunk_index,
                      total_chunks=chunk.total_chunks, token_count=chunk.token_count,
                      importance_score=chunk.importance_score, content_type=chunk.content_type,
-                     location=chunk.location.to_dict())
+                     location=chunk.location.to_dict(), language=chunk.language)
 
 
 def retrieve_item(hit: SearchHit, limit: int = 5000) -> RetrieveItem:

@@ -61,7 +61,8 @@ async def test_results_carry_text_scores_locations_and_timings(mcp: ThreadedServ
     assert best["scores"]["dense"] is not None and best["scores"]["bm25"] is not None
     assert [r["score"] for r in body["results"]] == sorted((r["score"] for r in body["results"]), reverse=True)
     assert {"download", "process", "index"} <= set(body["timings_ms"])
-    assert body["index"] == {"status": "complete", "dense_coverage": 1.0}
+    assert body["index"] == {"status": "complete", "dense_coverage": 1.0, "languages": ["en"],
+                             "model": "sentence-transformers/all-MiniLM-L6-v2"}
 
 
 async def test_the_same_bytes_at_two_urls_are_embedded_once(mcp: ThreadedServer, files: FileServer) -> None:

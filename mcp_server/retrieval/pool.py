@@ -137,7 +137,8 @@ def _rank_one(
         return _Ranking()
     dense = _comparable_dense(sources, entries)
     bm25, coverage = _pooled_bm25(sources, entries, query, tokens)
-    bm25_weight = BM25_WEIGHT * lexical_weight(coverage)
+    languages = list(dict.fromkeys(lang for src in sources for lang in src.index.languages))
+    bm25_weight = BM25_WEIGHT * lexical_weight(coverage, query, languages)
     for rank, j in enumerate(np.argsort(-dense, kind="stable")):
         entries[j].fused += DENSE_WEIGHT / (RRF_K + rank + 1)
     for rank, j in enumerate(np.argsort(-bm25, kind="stable")):

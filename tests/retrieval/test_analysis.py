@@ -52,7 +52,7 @@ def test_a_language_with_a_snowball_stemmer_matches_inflected_forms() -> None:
     de = analyzer_for("de")
     assert de.tokens(["Häuser"])[0] == de.tokens(["Haus"])[0]
     ru = analyzer_for("ru")
-    assert ru.tokens(["книгами"])[0] == ru.tokens(["книга"])[0]
+    assert ru.tokens(["городами"])[0] == ru.tokens(["город"])[0] == ["город"]
 
 
 def test_stopwords_of_the_language_are_dropped() -> None:

@@ -552,3 +552,35 @@ def test_a_partial_answer_prefers_the_sentence_sharing_a_rare_query_term_over_se
     keep = best_sentences("Did Acme report the lawsuit in 2022?", 1)(texts, owners)
     assert keep.tolist()[:2] == [False, True]  # three shared common terms weigh less than one rare one
     assert keep.sum() == 4  # still one unit per chunk
+
+
+GERMAN = [f"Absatz {i} erzählt von {word} und sonst nichts." for i, word in
+          enumerate(["Äpfeln", "Flüssen", "Motoren", "Gedichten", "Vulkanen", "Tigern"])]
+
+
+async def test_an_index_is_searched_only_with_query_vectors_of_the_model_that_built_it(settings: Settings) -> None:
+    models = ModelRegistry.fake(multilingual=True)
+    m = manager(settings, models)
+    german, _ = await m.get_or_build(SHA, "1", "params", make_chunks(GERMAN, language="de"))
+    english, _ = await m.get_or_build("b" * 64, "1", "params", make_chunks(TEXTS, language="en"))
+    assert german.model_id == "fake-multilingual" and english.model_id == "fake-fast"
+    asked: list[str] = []
+    for embedder in models.embedders:
+        original = embedder.embed_queries
+        embedder.embed_queries = (  # type: ignore[method-assign]
+            lambda texts, original=original, name=embedder.model_id: asked.append(name) or original(texts))
+    await m.search(german, "Wovon erzählt Absatz 2?", 2)
+    await m.search(english, "Which paragraph tells about rivers?", 2)
+    assert asked == ["fake-multilingual", "fake-fast"]
+
+
+async def test_a_stored_index_of_a_model_that_is_not_loaded_is_not_used(settings: Settings) -> None:
+    chunks = make_chunks(GERMAN, language="de")
+    built = manager(settings, ModelRegistry.fake(multilingual=True))
+    index, _ = await built.get_or_build(SHA, "1", "params", chunks)
+    assert index.model_id == "fake-multilingual"
+    key = built.index_key(SHA, "1", "params")
+    # a registry without that model finds the folder under the same key but must not trust its vectors
+    other = manager(settings, ModelRegistry.fake())
+    found, _ = await other.tiers.find(key, other._check("1"))
+    assert found is None

@@ -167,11 +167,21 @@ def inprocess(models: Any, text: str) -> tuple[Callable[[str, int], Retrieved], 
 
 
 # --- the server over MCP ------------------------------------------------------------------------
-async def over_mcp(langs: list[str], cross: str | None, k: int) -> dict[str, dict[str, Any]]:
+def _question_sets(lang: str, questions: list[dict[str, Any]], cross: str | None
+                   ) -> list[tuple[str, list[dict[str, Any]]]]:
+    """("", the document's own questions), and (" (<cross> questions)", the same questions in the
+    ``cross`` language) for every other document: gold answers stay the document's."""
+    sets = [("", questions)]
+    if cross and lang != cross:
+        sets.append((f" ({cross} questions)", load(cross)[1]))
+    return sets
+
+
+async def over_mcp(langs: list[str], cross: str | None, k: int) -> dict[str, dict[str, dict[str, Any]]]:
     from tests.conftest import FileServer
     from tests.mcp_harness import http_client, payload, server_process
 
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, dict[str, dict[str, Any]]] = {}
     files = FileServer(XQUAD)
     try:
         with tempfile.TemporaryDirectory() as index_dir, server_process(
@@ -188,29 +198,28 @@ async def over_mcp(langs: list[str], cross: str | None, k: int) -> dict[str, dic
                     return body
 
                 for lang in langs:
-                    text, questions = load(lang)
-                    asked = load(cross)[1] if cross else questions
+                    _, questions = load(lang)
                     url = files.url(f"{lang}/doc.txt")
                     started = time.perf_counter()
-                    first = await ask(url, asked[0]["question"])
+                    first = await ask(url, questions[0]["question"])
                     cold_first = time.perf_counter() - started
                     while first["index"]["status"] != "complete":
                         await asyncio.sleep(0.5)
-                        first = await ask(url, asked[0]["question"])
+                        first = await ask(url, questions[0]["question"])
                     cold_complete = time.perf_counter() - started
-                    answers = []
-                    latencies = []
-                    for q in asked:
-                        t0 = time.perf_counter()
-                        body = await ask(url, q["question"])
-                        latencies.append(time.perf_counter() - t0)
-                        answers.append([(r["text"], r["location"]["start_char"], r["location"]["end_char"])
-                                        for r in body["results"]])
-                    out[lang] = {**score(questions, answers, k), "cold_first": cold_first,
-                                 "cold_complete": cold_complete, "warm_p50_ms": statistics.median(latencies) * 1000,
-                                 "model": body.get("index", {}).get("model"),
-                                 "language": body.get("index", {}).get("language")}
-                    print(f"  mcp {lang}: {out[lang]}", flush=True)
+                    for tag, asked in _question_sets(lang, questions, cross):
+                        answers, latencies = [], []
+                        for q in asked:
+                            t0 = time.perf_counter()
+                            body = await ask(url, q["question"])
+                            latencies.append(time.perf_counter() - t0)
+                            answers.append([(r["text"], r["location"]["start_char"], r["location"]["end_char"])
+                                            for r in body["results"]])
+                        out.setdefault(tag, {})[lang] = {
+                            **score(questions, answers, k), "cold_first": cold_first, "cold_complete": cold_complete,
+                            "warm_p50_ms": statistics.median(latencies) * 1000,
+                            "model": first["index"].get("model"), "languages": first["index"].get("languages")}
+                        print(f"  mcp{tag} {lang}: {out[tag][lang]}", flush=True)
     finally:
         files.close()
     return out
@@ -225,7 +234,7 @@ def main() -> None:
     parser.add_argument("--cache", action="store_true", help="keep embeddings across runs (in-process tuning)")
     parser.add_argument("--no-reference", action="store_true")
     args = parser.parse_args()
-    langs = [lang for lang in args.langs.split(",") if lang and lang != args.cross]
+    langs = [lang for lang in args.langs.split(",") if lang]
     rows: dict[str, dict[str, dict[str, Any]]] = {}
     load_average = os.getloadavg()
 
@@ -236,48 +245,58 @@ def main() -> None:
         models = ModelRegistry.load(Settings())
         caches = [DiskCache(e, RESULTS / f"embcache-{e.model_id.replace('/', '_')}.pkl")
                   for e in models.embedders] if args.cache else []
-        rows["server (in process)"] = {}
         for lang in langs:
             text, questions = load(lang)
-            asked = load(args.cross)[1] if args.cross else questions
             search, cold, info = inprocess(models, text)
-            answers = [search(q["question"], args.k) for q in asked]
-            rows["server (in process)"][lang] = {**score(questions, answers, args.k), "cold_complete": cold, **info}
-            print(f"  server {lang}: {rows['server (in process)'][lang]}", flush=True)
+            for tag, asked in _question_sets(lang, questions, args.cross):
+                answers = [search(q["question"], args.k) for q in asked]
+                row = rows.setdefault(f"server (in process){tag}", {})
+                row[lang] = {**score(questions, answers, args.k), "cold_complete": cold, **info}
+                print(f"  server{tag} {lang}: {row[lang]}", flush=True)
             for cache in caches:
                 cache.save()
         models.close()
     else:
-        rows["retrieve_chunks over MCP"] = asyncio.run(over_mcp(langs, args.cross, args.k))
+        for tag, per in asyncio.run(over_mcp(langs, args.cross, args.k)).items():
+            rows[f"retrieve_chunks over MCP{tag}"] = per
 
     if not args.no_reference:
         from _langchain_ref import embeddings as minilm
 
         for name, make in (("LangChain + MiniLM", minilm), ("LangChain + multilingual-e5-small", E5Embeddings)):
             emb = make()
-            rows[name] = {}
             for lang in langs:
                 text, questions = load(lang)
-                asked = load(args.cross)[1] if args.cross else questions
                 search, cold = reference(text, emb)
-                answers = [search(q["question"], args.k) for q in asked]
-                rows[name][lang] = {**score(questions, answers, args.k), "cold_complete": cold}
-                print(f"  {name} {lang}: {rows[name][lang]}", flush=True)
+                for tag, asked in _question_sets(lang, questions, args.cross):
+                    answers = [search(q["question"], args.k) for q in asked]
+                    row = rows.setdefault(f"{name}{tag}", {})
+                    row[lang] = {**score(questions, answers, args.k), "cold_complete": cold}
+                    print(f"  {name}{tag} {lang}: {row[lang]}", flush=True)
 
-    title = f"XQuAD dev, k={args.k}" + (f", {args.cross} questions over each document" if args.cross else "")
+    title = f"XQuAD dev, k={args.k}" + (f"; rows '({args.cross} questions)': the {args.cross} questions over each "
+                                        "other language's document" if args.cross else "")
     print(f"\n{title}; load average at start {load_average[0]:.2f}, at end {os.getloadavg()[0]:.2f}\n")
     print("| retriever | " + " | ".join(langs) + " |")
     print("|---|" + "---:|" * len(langs))
+
+    def cells(per: dict[str, dict[str, Any]], fmt: Callable[[dict[str, Any]], str]) -> str:
+        return " | ".join(fmt(per[lang]) if lang in per else "–" for lang in langs)
+
     for name, per in rows.items():
-        cells = [f"{per[lang]['hit']:.3f} / {per[lang]['mrr']:.3f}" for lang in langs]
-        print(f"| {name} (hit@5 / MRR) | " + " | ".join(cells) + " |")
+        print(f"| {name} (hit@5 / MRR) | " + cells(per, lambda r: f"{r['hit']:.3f} / {r['mrr']:.3f}") + " |")
     for name, per in rows.items():
-        print(f"| {name} chars/result | " + " | ".join(f"{per[lang]['chars']:.0f}" for lang in langs) + " |")
+        print(f"| {name} chars/result | " + cells(per, lambda r: f"{r['chars']:.0f}") + " |")
     for name, per in rows.items():
-        cells = [f"{per[lang].get('cold_first', per[lang]['cold_complete']):.1f}"
-                 + (f" / {per[lang]['cold_complete']:.0f}" if "cold_first" in per[lang] else "") for lang in langs]
-        print(f"| {name} cold s{' (first / complete)' if 'cold_first' in next(iter(per.values())) else ''} | "
-              + " | ".join(cells) + " |")
+        if name.endswith(" questions)"):
+            continue  # the same builds as the document's own row
+        first = "cold_first" in next(iter(per.values()))
+        print(f"| {name} cold s{' (first answer / complete index)' if first else ''} | " + cells(
+            per, lambda r: f"{r.get('cold_first', r['cold_complete']):.1f}"
+            + (f" / {r['cold_complete']:.0f}" if "cold_first" in r else "")) + " |")
+    for name, per in rows.items():
+        if "warm_p50_ms" in next(iter(per.values())):
+            print(f"| {name} warm p50 ms | " + cells(per, lambda r: f"{r['warm_p50_ms']:.0f}") + " |")
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"multilingual-{int(time.time())}.json").write_text(json.dumps(rows, indent=1))
 

@@ -3,6 +3,7 @@
     .venv/bin/python bench/multilingual.py                      # server over MCP + both references
     .venv/bin/python bench/multilingual.py --inprocess --cache  # the server's pipeline in process (tuning)
     .venv/bin/python bench/multilingual.py --langs zh,th --cross en
+    .venv/bin/python bench/multilingual.py --big                # first answers on a 1 MB document
 
 Per language: hit@5 (a returned chunk contains a gold answer), MRR, median characters per result,
 cold seconds (first answer, and the complete index), for
@@ -225,6 +226,55 @@ async def over_mcp(langs: list[str], cross: str | None, k: int) -> dict[str, dic
     return out
 
 
+async def big_document(k: int) -> None:
+    """First answers and the complete index on one big document in eleven languages (every XQuAD
+    document but the English one, concatenated: ~1 MB): a question in each language."""
+    import psutil
+
+    from tests.conftest import FileServer
+    from tests.mcp_harness import http_client, payload, server_process
+
+    langs = [lang for lang in LANGS if lang != "en"]
+    with tempfile.TemporaryDirectory() as folder, tempfile.TemporaryDirectory() as index_dir:
+        texts = {lang: load(lang) for lang in langs}
+        Path(folder, "all.txt").write_text("\n\n".join(texts[lang][0] for lang in langs), encoding="utf-8")
+        files = FileServer(Path(folder))
+        size = Path(folder, "all.txt").stat().st_size
+        with server_process([], env={"MCP_FETCH_ALLOWLIST": "127.0.0.1", "MCP_INDEX_DIR": index_dir,
+                                     "MCP_RATE_LIMIT_RPM": "1000000"}) as (proc, base):
+            server = psutil.Process(proc.pid)
+            peak = 0
+            async with http_client(f"{base}/mcp") as client:
+                started = time.perf_counter()
+                firsts = []
+                for lang in langs:
+                    question = texts[lang][1][0]
+                    t0 = time.perf_counter()
+                    result = await client.call_tool("retrieve_chunks", {"document_url": files.url("all.txt"),
+                                                                        "query": question["question"], "top_k": k})
+                    body = payload(result)
+                    gold = {a["text"] for a in question["answers"]}
+                    hit = any(any(g in r["text"] for g in gold) for r in body.get("results", []))
+                    firsts.append((lang, time.perf_counter() - t0, body.get("index", {}).get("status"), hit))
+                    peak = max(peak, sum(p.memory_info().rss for p in [server, *server.children(recursive=True)]))
+                while body.get("index", {}).get("status") != "complete":
+                    await asyncio.sleep(2)
+                    peak = max(peak, sum(p.memory_info().rss for p in [server, *server.children(recursive=True)]))
+                    body = payload(await client.call_tool("retrieve_chunks", {
+                        "document_url": files.url("all.txt"), "query": texts["de"][1][0]["question"]}))
+                complete = time.perf_counter() - started
+        files.close()
+    print(f"\nOne document of {size / 2**20:.1f} MB in eleven languages (every XQuAD dev document but "
+          f"English); load average {os.getloadavg()[0]:.2f}")
+    print("| question language | " + " | ".join(lang for lang, *_ in firsts) + " |")
+    print("|---|" + "---:|" * len(firsts))
+    print("| answer seconds | " + " | ".join(f"{s:.1f}" for _, s, _, _ in firsts) + " |")
+    print("| index | " + " | ".join(str(status) for *_, status, _ in firsts) + " |")
+    print("| a hit in the top 5 | " + " | ".join("yes" if hit else "no" for *_, hit in firsts) + " |")
+    print(f"\ncomplete index after {complete:.0f} s; peak RSS (server and its children) {peak / 2**30:.2f} GB; "
+          f"languages {body['index'].get('languages')}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--langs", default=",".join(LANGS))
@@ -233,7 +283,11 @@ def main() -> None:
     parser.add_argument("--inprocess", action="store_true", help="the server's pipeline in process, not over MCP")
     parser.add_argument("--cache", action="store_true", help="keep embeddings across runs (in-process tuning)")
     parser.add_argument("--no-reference", action="store_true")
+    parser.add_argument("--big", action="store_true", help="only: first answers on one big document in 11 languages")
     args = parser.parse_args()
+    if args.big:
+        asyncio.run(big_document(args.k))
+        return
     langs = [lang for lang in args.langs.split(",") if lang]
     rows: dict[str, dict[str, dict[str, Any]]] = {}
     load_average = os.getloadavg()

@@ -70,7 +70,7 @@ class E5Process:
         self._proc = proc
         hello = self._exchange(proc, ("hello",))
         self.dim = int(hello["dim"])
-        log.info("e5.started", extra={"engine": self.name, "pid": hello["pid"], "threads": self.threads})
+        log.info("embedding_engine.started", extra={"engine": self.name, "pid": hello["pid"], "threads": self.threads})
         return proc
 
     def call(self, *request: Any) -> Any:

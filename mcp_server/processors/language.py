@@ -13,7 +13,7 @@ import numpy as np
 
 __all__ = [
     "LANGUAGE_NAMES", "detect_language", "dominant_script", "language_detection_available", "language_name",
-    "passage_languages",
+    "language_probabilities", "passage_languages",
 ]
 
 _MAX_CHARS = 5000
@@ -56,6 +56,24 @@ def language_detection_available() -> bool:
 def language_name(code: str) -> str:
     """English name of an ISO code, or the code itself when it is not in the map."""
     return LANGUAGE_NAMES.get(code, code)
+
+
+def language_probabilities(text: str) -> dict[str, float]:
+    """langdetect's probability of each language it finds plausible for ``text`` (seeded, one
+    run); empty for short text or any failure."""
+    sample = text[:_MAX_CHARS]
+    if len(sample.strip()) < _MIN_CHARS:
+        return {}
+    try:
+        from langdetect import DetectorFactory, detect_langs
+        from langdetect.lang_detect_exception import LangDetectException
+    except ImportError:
+        return {}
+    DetectorFactory.seed = 0
+    try:
+        return {found.lang: float(found.prob) for found in detect_langs(sample)}
+    except (LangDetectException, ValueError, KeyError):
+        return {}
 
 
 def detect_language(text: str) -> str:

@@ -34,7 +34,7 @@ import numpy as np
 
 from mcp_server.core.bounds import clamp
 from mcp_server.core.models import Chunk, ChunkLocation, SearchHit
-from mcp_server.processors.language import detect_language
+from mcp_server.processors.language import language_probabilities
 from mcp_server.retrieval.analysis import analyzer_for, base_language, query_tokens
 from mcp_server.retrieval.embedders import Embedder, ProgressFn
 from mcp_server.retrieval.rerankers import Reranker
@@ -64,10 +64,12 @@ CANDIDATES_PER_RESULT = 5
 # vocabulary, and BM25's ranking over those few would drown the cross-lingual dense ranking. So
 # BM25 keeps its full weight when the document knows at least HIGH of the query's distinct words
 # (nine in ten XQuAD questions in every language do over their own document) or when the query
-# is detected in one of the document's languages; otherwise its weight falls with that share, to
-# none below LOW (an English question finds 0.1-0.4 of its words in a German, Russian or Thai one).
+# may be in one of the document's languages (the detector gives it a fifth or more: short
+# questions are often ambiguous); otherwise its weight falls with that share, to none below LOW
+# (an English question finds 0.1-0.4 of its words in a German, Russian or Thai document).
 LEXICAL_COVERAGE_LOW = 0.4
 LEXICAL_COVERAGE_HIGH = 0.7
+QUERY_LANGUAGE_SHARE = 0.2
 SENTENCE_FANOUT = 4  # sentences fetched per dense chunk candidate; several may share a chunk
 DUPLICATE_OVERLAP = 0.5  # a chunk sharing more than this share of its span with a chosen one is dropped
 EMBED_SLICE = 4096  # sentences embedded and added to FAISS at a time (bounds the vectors held twice)
@@ -382,15 +384,19 @@ class DocumentIndex:
 def lexical_weight(coverage: float, query: str, languages: Sequence[str]) -> float:
     """BM25's share of its weight for ``query``, of which ``coverage`` of the words are known to
     documents in ``languages``."""
-    if coverage >= LEXICAL_COVERAGE_HIGH or base_language(_query_language(query)) in languages:
+    if coverage >= LEXICAL_COVERAGE_HIGH or _plausible_language(query, tuple(languages)):
         return 1.0
     span = LEXICAL_COVERAGE_HIGH - LEXICAL_COVERAGE_LOW
     return min(1.0, max(0.0, (coverage - LEXICAL_COVERAGE_LOW) / span))
 
 
 @functools.lru_cache(maxsize=1024)
-def _query_language(query: str) -> str:
-    return detect_language(query)
+def _plausible_language(query: str, languages: tuple[str, ...]) -> bool:
+    """Whether the detector finds one of ``languages`` plausible for ``query``."""
+    shares: dict[str, float] = {}
+    for language, probability in language_probabilities(query).items():
+        shares[base_language(language)] = shares.get(base_language(language), 0.0) + probability
+    return any(shares.get(language, 0.0) >= QUERY_LANGUAGE_SHARE for language in languages)
 
 
 def _languages(chunks: Sequence[Chunk]) -> list[str]:

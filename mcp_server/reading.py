@@ -401,7 +401,8 @@ class Reading:
         cached = rendered is not None
         if rendered is None:
             rendered = await self.service.parsers.run(render_page, inp, page, dpi, passage_text,
-                                                      PAGE_IMAGE_MAX_PIXELS, PAGE_IMAGE_MAX_BYTES)
+                                                      PAGE_IMAGE_MAX_PIXELS, PAGE_IMAGE_MAX_BYTES,
+                                                      self.service.settings.max_image_pixels)
             await run_sync(self.images.put, cache_key, rendered)
         return PageImage(rendered=rendered, doc_type=inp.doc_type, page=page, passage_id=pid, cached=cached)
 

@@ -38,9 +38,11 @@ class RenderedPage:
 
 
 def render_page(inp: DocumentInput, page: int, dpi: int, passage_text: str | None, max_pixels: int,
-                max_bytes: int) -> RenderedPage:
+                max_bytes: int, max_image_pixels: int) -> RenderedPage:
+    """``max_pixels``/``max_bytes`` cap the PNG; ``max_image_pixels`` is Pillow's decompression-bomb
+    cap of an image document (the same check as OCR's)."""
     if inp.doc_type == "image":
-        return _render_image(inp, page, max_pixels, max_bytes)
+        return _render_image(inp, page, max_pixels, max_bytes, max_image_pixels)
     from mcp_server.processors import _pdf_read  # PyMuPDF: parser workers only
 
     pdf = _pdf_read.open_pdf(inp.data)
@@ -111,16 +113,13 @@ def _passage_box(loaded: object, text: str) -> tuple[float, float, float, float]
     return (round(page_rect.x0, 2), round(y0, 2), round(page_rect.x1, 2), round(y1, 2)) if x1 > x0 else None
 
 
-def _render_image(inp: DocumentInput, page: int, max_pixels: int, max_bytes: int) -> RenderedPage:
-    from PIL import Image
+def _render_image(inp: DocumentInput, page: int, max_pixels: int, max_bytes: int,
+                  max_image_pixels: int) -> RenderedPage:
+    from mcp_server.processors.image import open_image
 
     if page != 1:
         raise ValidationError(f"argument 'page': an image has one page, not {page}", argument="page", page_count=1)
-    try:
-        opened = Image.open(io.BytesIO(inp.data))
-        opened.load()
-    except Exception as exc:
-        raise ProcessingError("the image cannot be decoded") from exc
+    opened, _, _ = open_image(inp.data, max_image_pixels)  # the formats and the pixel cap of every image parse
     image = opened.convert("RGBA" if opened.mode in ("RGBA", "LA", "P") else "RGB")
     scale = min(1.0, (max_pixels / max(image.width * image.height, 1)) ** 0.5)
     for _ in range(_SHRINK_TRIES):

@@ -17,8 +17,8 @@ from tests.mcp_harness import ThreadedServer, http_client, make_settings, payloa
 
 pytestmark = pytest.mark.anyio
 
-PDF, PPTX, XLSX, TXT, DOCX = ("multi_page.pdf", "powerpoint_sample.pptx", "stanley-cups.xlsx", "fake-text.txt",
-                              "testWORD.docx")
+PDF, PPTX, XLSX, TXT, DOCX, JPG = ("multi_page.pdf", "powerpoint_sample.pptx", "stanley-cups.xlsx",
+                                   "fake-text.txt", "testWORD.docx", "testOCR.jpg")
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 # copied from page 4 of multi_page.pdf as a reader would: on one line (the PDF breaks it over three)
 PAGE4 = ("Programs like Scrivener allowed authors to manage large projects, from novels to screenplays, with "
@@ -28,7 +28,8 @@ PAGE4 = ("Programs like Scrivener allowed authors to manage large projects, from
 @pytest.fixture(scope="module")
 def files(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FileServer]:
     root = tmp_path_factory.mktemp("served")
-    with serve_copies(root, f"pdf/{PDF}", f"pptx/{PPTX}", f"xlsx/{XLSX}", f"txt/{TXT}", f"docx/{DOCX}") as server:
+    with serve_copies(root, f"pdf/{PDF}", f"pptx/{PPTX}", f"xlsx/{XLSX}", f"txt/{TXT}", f"docx/{DOCX}",
+                     f"jpg/{JPG}") as server:
         yield server
 
 
@@ -251,6 +252,15 @@ async def test_a_passage_id_crops_the_page_to_the_passage(files: FileServer, mcp
     failed, elsewhere = await call(mcp, "get_page_image", document_url=files.url(PDF), page=1,
                                    passage_id=found["passage_id"])
     assert failed and elsewhere["argument"] == "page" and "page 4" in elsewhere["error"]
+
+
+async def test_an_image_document_is_its_own_single_page(files: FileServer, mcp: ThreadedServer) -> None:
+    result = await raw(mcp, "get_page_image", document_url=files.url(JPG), page=1)
+    assert not result.isError, result.content
+    image = next(block for block in result.content if isinstance(block, ImageContent))
+    assert base64.b64decode(image.data).startswith(PNG_MAGIC) and payload(result)["document_type"] == "image"
+    failed, body = await call(mcp, "get_page_image", document_url=files.url(JPG), page=2)
+    assert failed and body["argument"] == "page"
 
 
 async def test_a_huge_dpi_stays_within_the_caps(files: FileServer, mcp: ThreadedServer) -> None:

@@ -42,6 +42,7 @@ __all__ = [
 MIN_READ_TOKENS = 50  # fewer leaves no room for a line of text beside the special tokens
 MAX_READ_TOKENS = 100_000
 CHARS_PER_TOKEN_CAP = 12  # a window holds at most this many characters per token of budget
+FIRST_CHARS_PER_TOKEN = 5  # the first window tried (English prose and filings run ~4 per token)
 PAGE_IMAGE_MAX_PIXELS = 4_000_000  # about 2000 x 2000
 PAGE_IMAGE_MAX_BYTES = 2_000_000  # of PNG
 DPI_RANGE = (36, 300)
@@ -198,18 +199,12 @@ def read_window(content: str, spans: Sequence[tuple[int, int]], at: int, budget:
     """(text, tokens, end, next start): the longest stretch from ``at`` that fits ``budget`` tokens,
     cut at a paragraph end if one fits, else a line end, else a word end, else inside a word.
     The stretch may cross from one span to the next (joined by a blank line)."""
-    window: list[tuple[int, int]] = []
-    room = max_chars
-    for start, end in spans:
-        if end <= at or room <= 0:
-            continue
-        lo = max(start, at)
-        hi = min(end, lo + room)
-        window.append((lo, hi))
-        room -= hi - lo
     last_end = spans[-1][1] if spans else 0
-    window_end = window[-1][1] if window else at
     real_ends = {end for _, end in spans}
+    # a first window of about what the budget holds, doubled while it fits whole: tokenizing the
+    # whole character cap (12 per token) on every call would cost several times the reading
+    chars = min(max_chars, budget * FIRST_CHARS_PER_TOKEN + 64)
+    window: list[tuple[int, int]] = []
 
     def text_to(cut: int) -> str:
         return "\n\n".join(content[lo:min(hi, cut)] for lo, hi in window if lo < cut).strip()
@@ -217,14 +212,25 @@ def read_window(content: str, spans: Sequence[tuple[int, int]], at: int, budget:
     def tokens_to(cut: int) -> int:
         return counter.count_tokens([text_to(cut)])[0]
 
-    whole = tokens_to(window_end)
+    while True:
+        window = _window(spans, at, chars)
+        window_end = window[-1][1] if window else at
+        whole = tokens_to(window_end)
+        if whole <= budget and window_end != last_end and window_end not in real_ends and chars < max_chars:
+            chars = min(max_chars, chars * 2)
+            continue
+        break
     if whole <= budget and (window_end == last_end or window_end in real_ends):
         best: tuple[int, int] | None = (window_end, whole)
     else:
         best = None
+        line_tokens = _line_prefix_tokens(content, window, counter)
         for pattern in (_PARAGRAPH, _LINE, _SPACE):
             cuts = _cuts(content, window, pattern, real_ends)
-            best = _largest_fitting(cuts, tokens_to, budget)
+            if line_tokens is not None and pattern is not _SPACE:
+                best = _largest_by_sums(cuts, line_tokens, tokens_to, budget)
+            else:
+                best = _largest_fitting(cuts, tokens_to, budget)
             if best is not None:
                 break
         if best is None:  # one "word" longer than the budget: cut inside it
@@ -234,6 +240,20 @@ def read_window(content: str, spans: Sequence[tuple[int, int]], at: int, budget:
     return text_to(cut), tokens, cut, _skip_space(content, spans, cut)
 
 
+def _window(spans: Sequence[tuple[int, int]], at: int, chars: int) -> list[tuple[int, int]]:
+    """The spans' text from ``at`` on, ``chars`` characters at most."""
+    window: list[tuple[int, int]] = []
+    room = chars
+    for start, end in spans:
+        if end <= at or room <= 0:
+            continue
+        lo = max(start, at)
+        hi = min(end, lo + room)
+        window.append((lo, hi))
+        room -= hi - lo
+    return window
+
+
 def _cuts(content: str, window: Sequence[tuple[int, int]], pattern: re.Pattern[str], real_ends: set[int]) -> list[int]:
     out: list[int] = []
     for lo, hi in window:
@@ -241,6 +261,47 @@ def _cuts(content: str, window: Sequence[tuple[int, int]], pattern: re.Pattern[s
         if hi in real_ends:
             out.append(hi)
     return sorted(set(out))
+
+
+def _line_prefix_tokens(content: str, window: Sequence[tuple[int, int]],
+                        counter: TokenCounter) -> dict[int, int] | None:
+    """Line end -> tokens of the window's text up to there, from one batched count of its lines.
+    Only for tokenizers that never join text across whitespace (WordPiece: MiniLM, BGE): a text's
+    count is then the special tokens plus the sum over its lines, so every paragraph and line cut
+    is priced at once instead of by a count per probe. None for other tokenizers."""
+    if not getattr(counter, "splits_on_whitespace", False):
+        return None
+    ends: list[int] = []
+    lines: list[str] = []
+    for lo, hi in window:
+        start = lo
+        for m in _LINE.finditer(content, lo, hi):
+            lines.append(content[start : m.start()])
+            ends.append(m.start())
+            start = m.start()
+        lines.append(content[start:hi])
+        ends.append(hi)
+    counts = counter.count_tokens(lines)
+    specials = counter.count_tokens([""])[0]
+    prefix: dict[int, int] = {}
+    total = specials
+    for end, count in zip(ends, counts, strict=True):
+        total += count - specials
+        prefix[end] = total
+    return prefix
+
+
+def _largest_by_sums(cuts: Sequence[int], prefix: dict[int, int], tokens_to: Callable[[int], int],
+                     budget: int) -> tuple[int, int] | None:
+    """The last cut whose summed count fits, checked with one real count (the sums are exact for
+    these tokenizers; should one ever disagree, the binary search decides)."""
+    fitting = [cut for cut in cuts if prefix.get(cut, budget + 1) <= budget]
+    if not fitting:
+        return None
+    exact = tokens_to(fitting[-1])
+    if exact <= budget:
+        return fitting[-1], exact
+    return _largest_fitting(cuts, tokens_to, budget)
 
 
 def _largest_fitting(cuts: Sequence[int], tokens_to: Callable[[int], int], budget: int) -> tuple[int, int] | None:

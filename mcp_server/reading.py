@@ -46,7 +46,8 @@ FIRST_CHARS_PER_TOKEN = 5  # the first window tried (English prose and filings r
 PAGE_IMAGE_MAX_PIXELS = 4_000_000  # about 2000 x 2000
 PAGE_IMAGE_MAX_BYTES = 2_000_000  # of PNG
 DPI_RANGE = (36, 300)
-QUOTE_INDEXES = 16  # documents whose quote index is kept in memory
+QUOTE_INDEXES = 16  # documents whose quote index is kept in memory ...
+QUOTE_INDEX_BYTES = 128 * 1024 * 1024  # ... within this many bytes (a 250-page 10-K's takes ~13 MB)
 IMAGE_CACHE_BYTES = 64 * 1024 * 1024
 PAGED_TYPES = ("pdf", "pptx", "xlsx", "csv")  # types whose text has pages, slides or sheets
 RENDERABLE = ("pdf", "image")
@@ -347,7 +348,8 @@ class Reading:
         self.service = service
         settings = service.settings
         self.quote_indexes: MemoryLayer[QuoteIndex] = MemoryLayer(
-            "quote_index", max_entries=QUOTE_INDEXES, ttl=settings.cache_ttl)
+            "quote_index", max_entries=QUOTE_INDEXES, ttl=settings.cache_ttl, max_bytes=QUOTE_INDEX_BYTES,
+            size_of=lambda index: index.size)
         self.images: MemoryLayer[RenderedPage] = MemoryLayer(
             "page_image", max_entries=256, ttl=settings.cache_ttl, max_bytes=IMAGE_CACHE_BYTES,
             size_of=lambda page: len(page.png) + 200)

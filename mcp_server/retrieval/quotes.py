@@ -20,7 +20,6 @@ Pure and synchronous: the caller runs it off the event loop and caches the index
 
 from __future__ import annotations
 
-import bisect
 import difflib
 import re
 from dataclasses import dataclass
@@ -116,7 +115,7 @@ def normalise(text: str) -> str:
 class QuoteIndex:
     """The normalised text of one document, its map to the original offsets, and bigram codes."""
 
-    def __init__(self, content: str, norm: str, seg_norm: list[int], seg_orig: list[int], seg_len: list[int],
+    def __init__(self, content: str, norm: str, seg_norm: np.ndarray, seg_orig: np.ndarray, seg_len: np.ndarray,
                  term_starts: np.ndarray, term_ends: np.ndarray, codes: np.ndarray, code_terms: np.ndarray,
                  vocabulary: dict[str, int]) -> None:
         self.content = content
@@ -155,13 +154,16 @@ class QuoteIndex:
         codes = np.concatenate([(ids[:-1] << 32) | ids[1:], ids | (np.int64(1) << 62)]) if len(ids) else ids
         positions = np.concatenate([np.arange(len(ids) - 1), np.arange(len(ids))]) if len(ids) else ids
         order = np.argsort(codes, kind="stable")
-        return cls(content, norm, seg_norm, seg_orig, seg_len, starts, ends, codes[order], positions[order],
-                   vocabulary)
+        # numpy, not lists: a 250-page filing has ~150k words, and Python ints would weigh ~16 MB
+        return cls(content, norm, np.asarray(seg_norm, dtype=np.int64), np.asarray(seg_orig, dtype=np.int64),
+                   np.asarray(seg_len, dtype=np.int64), starts, ends, codes[order], positions[order], vocabulary)
 
     @property
     def size(self) -> int:
-        """Rough bytes held (for the cache's accounting)."""
-        return len(self.content) * 2 + len(self.norm) * 2 + int(self._codes.nbytes) * 4 + len(self._seg_norm) * 100
+        """Rough bytes held (the cache's accounting): the normalised text, the arrays, the vocabulary."""
+        arrays = (self._seg_norm, self._seg_orig, self._seg_len, self._term_starts, self._term_ends, self._codes,
+                  self._code_terms)
+        return len(self.norm) * 2 + sum(int(a.nbytes) for a in arrays) + len(self._vocabulary) * 120
 
     # --- offsets ------------------------------------------------------------------------------
     def original(self, start: int, end: int) -> tuple[int, int]:
@@ -169,13 +171,14 @@ class QuoteIndex:
         return self._orig_at(start, first=True), self._orig_at(end - 1, first=False) + 1
 
     def _orig_at(self, n: int, *, first: bool) -> int:
-        i = max(bisect.bisect_right(self._seg_norm, n) - 1, 0)
-        offset = n - self._seg_norm[i]
-        if offset >= self._seg_len[i]:  # a space between words: the next word's start, or this one's end
+        i = max(int(np.searchsorted(self._seg_norm, n, side="right")) - 1, 0)
+        offset = n - int(self._seg_norm[i])
+        length = int(self._seg_len[i])
+        if offset >= length:  # a space between words: the next word's start, or this one's end
             if first and i + 1 < len(self._seg_norm):
-                return self._seg_orig[i + 1]
-            return self._seg_orig[i] + max(self._seg_len[i] - 1, 0)
-        return self._seg_orig[i] + offset
+                return int(self._seg_orig[i + 1])
+            return int(self._seg_orig[i]) + max(length - 1, 0)
+        return int(self._seg_orig[i]) + offset
 
     # --- matching -------------------------------------------------------------------------------
     def find(self, quote: str) -> QuoteMatch:

@@ -49,7 +49,8 @@ class VerifyResult(BaseModel):
     found: bool = Field(description="True for exact and close matches.")
     match: Literal["exact", "close", "none"] = Field(
         description="exact: equal after normalising whitespace, line-end hyphenation, typographic quotes and "
-                    f"dashes. close: similarity >= {CLOSE_SIMILARITY} with the same numbers. none: neither.")
+                    f"dashes. close: similarity >= {CLOSE_SIMILARITY}, most words and all numbers the same. "
+                    "none: neither.")
     similarity: float = Field(ge=0.0, le=1.0, description="Normalised similarity of the quote to the document's "
                                                           "wording (1.0 for exact).")
     threshold: float = Field(description="The similarity a close match needs.")

@@ -45,8 +45,8 @@ FUZZ_CLIENT = settings(max_examples=CLIENT_EXAMPLES, deadline=None, derandomize=
 # the characters the normalisation treats specially, plus digits, separators and anything else
 TRICKY = st.sampled_from(list("-\u2010\u2013\u2014\u2212'\"\u2018\u2019\u201c\u201d \n\t\r\u00a0,.0123456789\x00"))
 # (no lone surrogates: they cannot cross JSON as UTF-8, and no parser emits them)
-TEXT = st.lists(st.one_of(TRICKY, st.characters(exclude_categories=("Cs",)), st.sampled_from(["word", "Word", "self-", "30,583"])),
-                max_size=80).map("".join)
+TEXT = st.lists(st.one_of(TRICKY, st.characters(exclude_categories=("Cs",)),
+                          st.sampled_from(["word", "Word", "self-", "30,583"])), max_size=80).map("".join)
 
 
 @cache

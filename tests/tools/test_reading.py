@@ -7,6 +7,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 from mcp.types import CallToolResult, ImageContent
 
@@ -287,10 +288,19 @@ async def test_pages_that_cannot_be_rendered_are_clear_validation_errors(
     assert fragment in body["error"], body
 
 
-async def test_the_new_caches_show_in_manage_cache(files: FileServer, mcp: ThreadedServer) -> None:
-    await call(mcp, "verify_quote", document_url=files.url(PDF), quote=PAGE4)
+async def test_the_new_caches_show_in_manage_cache_and_the_calls_in_metrics(files: FileServer,
+                                                                            mcp: ThreadedServer) -> None:
+    for _ in range(2):
+        await call(mcp, "verify_quote", document_url=files.url(PDF), quote=PAGE4)
+    await call(mcp, "read_document", document_url=files.url(PDF), max_tokens=100)
+    await call(mcp, "get_page_image", document_url=files.url(PDF), page=3)
+    await call(mcp, "get_page_image", document_url=files.url(PDF), page=3)
     _, stats = await call(mcp, "manage_cache", action="stats")
-    assert stats["layers"]["quote_index"]["entries"] >= 1 and "page_image" in stats["layers"]
+    assert stats["layers"]["quote_index"]["hits"] >= 1 and stats["layers"]["page_image"]["hits"] >= 1
+    metrics = httpx.get(f"{mcp.base}/metrics").text
+    for tool in ("read_document", "verify_quote", "get_page_image"):
+        assert f'rag_tool_calls_total{{code="OK",tool="{tool}"}}' in metrics, tool
+    assert 'rag_cache_lookups_total{backend="memory",layer="quote_index",result="hit"}' in metrics
 
 
 def test_the_tool_descriptions_state_the_caps_they_enforce() -> None:

@@ -139,6 +139,14 @@ async def test_exact_ignores_line_breaks_hyphens_quotes_and_dashes_only(files: F
     assert cased["match"] != "exact"
 
 
+async def test_a_quote_from_a_word_document_stands_under_its_heading(files: FileServer,
+                                                                    mcp: ThreadedServer) -> None:
+    quote = "This document includes text that is BOLD and ITALIC."
+    failed, found = await call(mcp, "verify_quote", document_url=files.url(DOCX), quote=quote)
+    assert not failed and found["match"] == "exact", found
+    assert found["location"]["heading_path"][-1] == "Heading Level 3" and found["passage_id"].startswith("p1.")
+
+
 # --- read_document -----------------------------------------------------------------------------------
 async def test_reading_by_cursor_with_200_tokens_covers_every_page_once(files: FileServer,
                                                                        mcp: ThreadedServer) -> None:

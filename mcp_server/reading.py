@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from mcp_server.chunking import CHUNKER_VERSION
 from mcp_server.chunking._locations import LocationIndex
 from mcp_server.core.cache import MemoryLayer
-from mcp_server.core.concurrency import run_sync
+from mcp_server.core.concurrency import KeyedLock, run_sync
 from mcp_server.core.errors import ValidationError
 from mcp_server.core.models import Chunk, ChunkLocation, Location, ProcessedDocument
 from mcp_server.processors import document_input
@@ -119,6 +119,7 @@ class Reading:
             "page_image", max_entries=256, ttl=settings.cache_ttl, max_bytes=IMAGE_CACHE_BYTES,
             size_of=lambda page: len(page.png) + 200)
         service.extra_layers.extend([self.quote_indexes, self.images])
+        self._builds = KeyedLock()
 
     async def read(self, url: str, *, pages: PageRanges | None, cursor: str | None, max_tokens: int) -> ReadWindow:
         if not MIN_READ_TOKENS <= max_tokens <= MAX_READ_TOKENS:
@@ -185,9 +186,13 @@ class Reading:
     async def _quote_index(self, processed: Processed) -> QuoteIndex:
         key = processed.content_key
         index = await run_sync(self.quote_indexes.get, key)
-        if index is None:
-            index = await run_sync(QuoteIndex.build, processed.document.content)
-            await run_sync(self.quote_indexes.put, key, index)
+        if index is not None:
+            return index
+        async with self._builds.hold(key):  # ten first quotes on one document build its index once
+            index = await run_sync(self.quote_indexes.get, key)
+            if index is None:
+                index = await run_sync(QuoteIndex.build, processed.document.content)
+                await run_sync(self.quote_indexes.put, key, index)
         return index
 
     async def _passage_at(self, url: str, processed: Processed, quote: str, start: int, end: int) -> str | None:

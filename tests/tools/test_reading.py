@@ -7,6 +7,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 from mcp.types import CallToolResult, ImageContent
@@ -145,6 +146,24 @@ async def test_a_quote_from_a_word_document_stands_under_its_heading(files: File
     failed, found = await call(mcp, "verify_quote", document_url=files.url(DOCX), quote=quote)
     assert not failed and found["match"] == "exact", found
     assert found["location"]["heading_path"][-1] == "Heading Level 3" and found["passage_id"].startswith("p1.")
+
+
+async def test_concurrent_first_quotes_on_a_document_build_its_quote_index_once(files: FileServer,
+                                                                               mcp: ThreadedServer) -> None:
+    _, before = await call(mcp, "manage_cache", action="stats")
+
+    async def verify() -> None:
+        failed, found = await call(mcp, "verify_quote", document_url=files.url(XLSX), quote="Maple Leafs")
+        assert not failed and found["match"] == "exact", found
+
+    async with anyio.create_task_group() as group:
+        for _ in range(5):
+            group.start_soon(verify)
+    _, after = await call(mcp, "manage_cache", action="stats")
+    # one build; each other call finds it, before or after waiting for it (a second build would miss)
+    layer = "quote_index"
+    assert after["layers"][layer]["hits"] - before["layers"][layer]["hits"] == 4
+    assert after["layers"][layer]["entries"] - before["layers"][layer]["entries"] == 1
 
 
 # --- read_document -----------------------------------------------------------------------------------

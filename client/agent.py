@@ -36,6 +36,7 @@ from langchain_mcp_adapters.client import MultiServerMCPClient
 from langchain_mcp_adapters.sessions import StreamableHttpConnection
 from langgraph.errors import GraphRecursionError
 
+from client.citations import check_quotes, documents_named, report
 from client.config import CLIENT_DIR, ClientConfig, ConfigError, TracingConfig
 from client.llm import build_llm, describe
 
@@ -67,6 +68,15 @@ Choosing a tool:
   without downloading again. Quote from it rather than from memory.
 - Long answers: max_tokens on retrieve_chunks or search_documents keeps the best results that fit;
   `omitted` says how many were left out.
+- Reading a document through (or pages of it): read_document(document_url, pages="3-7",
+  max_tokens=4000) returns its text in reading order and next_cursor; call it again with
+  cursor=next_cursor to read on (null: the end).
+- Quoting: put every quotation in double quotes, copied word for word from a tool result, and
+  check it first with verify_quote(document_url, quote): "exact" gives its page; "close" shows the
+  document's own wording (quote that instead); "none" means do not quote it. This client checks
+  every quote of your answer again and shows the user the result.
+- Looking at a PDF page (a table, a chart): get_page_image(document_url, page, passage_id=...)
+  returns it as an image, cropped to the passage when passage_id is given.
 - Looking up rows in a spreadsheet (XLSX or CSV), e.g. "the phone number of John Doe" or "the
   1994 winner": query_spreadsheet(document_url, search_value) with the name or value to find,
   optionally column=<header> to search one column. Answer from the matching rows' cells.
@@ -231,6 +241,10 @@ class AgentSession:
             return answer
         answer = final[-1].text if isinstance(final[-1], AIMessage) else ""
         self.history = list(final)
+        # every document of the conversation: a follow-up may quote one an earlier turn read
+        checks = await check_quotes(answer, documents_named(final), self.tools)
+        if checks:  # the model's message stays as it was in the history; the user sees the check
+            answer = f"{answer.rstrip()}\n\n{report(checks)}"
         self.transcript.answer(answer)
         return answer
 

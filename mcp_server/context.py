@@ -22,6 +22,7 @@ from mcp_server.fetch import Fetcher
 from mcp_server.middleware.guard import ToolGuard
 from mcp_server.middleware.ratelimit import InProcessRateLimiter, RateLimiter
 from mcp_server.processors.sandbox import ParserPool
+from mcp_server.reading import Reading
 from mcp_server.redis_backends import open_redis_backends
 from mcp_server.retrieval.manager import IndexManager
 from mcp_server.retrieval.models import ModelRegistry
@@ -39,6 +40,7 @@ class AppContext:
     guard: ToolGuard
     models: ModelRegistry
     service: DocumentService
+    reading: Reading  # read_document, verify_quote, get_page_image: on the service, with their own caches
     started_at: float = field(default_factory=time.time)
     models_fake: bool = False
 
@@ -83,7 +85,8 @@ async def open_app_context(settings: Settings) -> AsyncIterator[AppContext]:
             settings, fetcher=fetcher, parsers=parsers, models=models, indexes=indexes, **caches,
         )
         context = AppContext(settings=settings, limiter=limiter, guard=ToolGuard(settings, limiter),
-                             models=models, service=service, models_fake=not settings.load_models)
+                             models=models, service=service, reading=Reading(service),
+                             models_fake=not settings.load_models)
         logger.info("server.ready", extra={"elapsed": round(time.perf_counter() - started, 3),
                                            "models": "fake" if context.models_fake else "loaded"})
         yield context

@@ -59,6 +59,7 @@ class Processed:
     doc_type: str  # sniffed
     document: ProcessedDocument
     cached: bool  # parsed earlier: from the document cache
+    content_key: str = ""  # hash of bytes + processing options (read cursors and quote indexes name it)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -125,6 +126,8 @@ class DocumentService:
             "failure", max_entries=FAILURE_ENTRIES, ttl=max(settings.failure_ttl, 1e-3),
         )
         self._parse_locks = KeyedLock()
+        # layers of the tools built on this service (reading.py), reported and cleared with these
+        self.extra_layers: list[CacheLayer[Any]] = []
         self.process_runs = 0  # documents actually parsed (tests use it to prove coalescing)
 
     # --- stages -----------------------------------------------------------------------
@@ -136,6 +139,9 @@ class DocumentService:
         fetched = await self.fetcher.fetch(url)
         await run_sync(self.downloads.put, url, fetched)
         return fetched
+
+    def content_key(self, fetched: FetchedDocument) -> str:
+        return self._content_key(fetched)
 
     def _content_key(self, fetched: FetchedDocument) -> str:
         material = "\x1f".join((PROCESSING_VERSION, fetched.sha256, self.options.ocr_languages))
@@ -168,7 +174,8 @@ class DocumentService:
         document, cached = await self._parse(located.content_key, located.input)
         if progress is not None:
             await progress(2, None, f"processed {len(document.content)} characters")
-        return Processed(doc_type=located.input.doc_type, document=document, cached=cached)
+        return Processed(doc_type=located.input.doc_type, document=document, cached=cached,
+                         content_key=located.content_key)
 
     async def _parse(self, key: str, inp: DocumentInput) -> tuple[ProcessedDocument, bool]:
         document = await run_sync(self.documents.get, key)
@@ -296,6 +303,7 @@ class DocumentService:
             "document": self.documents.stats(),
             "retriever": self.indexes.stats(),
             "failure": self.failures.stats(),
+            **{layer.name: layer.stats() for layer in self.extra_layers},
         }
 
     async def clear(self) -> dict[str, Any]:
@@ -304,4 +312,5 @@ class DocumentService:
             "document": await run_sync(self.documents.clear),
             "retriever": await self.indexes.clear(),
             "failure": await run_sync(self.failures.clear),
+            **{layer.name: await run_sync(layer.clear) for layer in self.extra_layers},
         }

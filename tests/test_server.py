@@ -23,7 +23,7 @@ EXPECTED_TOOLS = {
     "process_document", "chunk_document", "retrieve_chunks", "query_spreadsheet",
     "extract_pdf_text", "extract_docx_text", "extract_pptx_text", "extract_xlsx_tables",
     "extract_csv_tables", "extract_image_text", "detect_language", "get_system_health", "manage_cache",
-    "search_documents", "get_passage",
+    "search_documents", "get_passage", "read_document", "verify_quote", "get_page_image",
 }
 
 
@@ -121,7 +121,7 @@ async def test_resources_are_generated_from_the_registries() -> None:
     assert listed == {"rag://supported-formats", "rag://tool-descriptions"}
     assert formats["formats"] == [f.describe() for f in supported_formats()]
     assert {t["name"] for t in tools["tools"]} == EXPECTED_TOOLS
-    assert tools["tool_count"] == 15
+    assert tools["tool_count"] == len(EXPECTED_TOOLS) == 18
 
 
 async def test_manage_cache_rejects_unknown_actions() -> None:

@@ -24,8 +24,8 @@ class LanguageResult(BaseModel):
 
 class CacheResult(BaseModel):
     action: str
-    layers: dict[str, Any] = Field(description="Per layer (download, document, retriever): statistics, "
-                                               "or what was removed.")
+    layers: dict[str, Any] = Field(description="Per layer (download, document, retriever, failure, "
+                                               "quote_index, page_image): statistics, or what was removed.")
 
 
 @tool("utility", title="Detect language")
@@ -48,8 +48,8 @@ async def get_system_health(ctx: Context) -> dict[str, Any]:
 
 @tool("utility", title="Manage cache", read_only=False, destructive=True)
 async def manage_cache(action: str, ctx: Context) -> CacheResult:
-    """"stats": hit/miss counts and sizes of the download, document and retriever caches;
-    "clear": empty all three (memory and the on-disk indexes)."""
+    """"stats": hit/miss counts and sizes of the download, document and retriever caches (and the
+    failure, quote_index and page_image layers); "clear": empty them all (memory and the on-disk indexes)."""
     service = app_of(ctx).service
     if action == "stats":
         return CacheResult(action=action, layers=await run_sync(service.stats))

@@ -27,6 +27,7 @@ ALL_TOOLS = {
     "process_document", "chunk_document", "retrieve_chunks", "query_spreadsheet", "extract_pdf_text",
     "extract_docx_text", "extract_pptx_text", "extract_xlsx_tables", "extract_csv_tables", "extract_image_text",
     "detect_language", "get_system_health", "manage_cache", "search_documents", "get_passage",
+    "read_document", "verify_quote", "get_page_image",
 }
 
 

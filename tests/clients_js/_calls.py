@@ -40,6 +40,9 @@ def fails(tool: str, code: str, expect: str, **arguments: Any) -> Call:
 DOCS = "{corpus}/docs"
 BLOCKED = "http://169.254.169.254/latest"  # link-local cloud metadata address: refused before any connect
 ENCRYPTED_PDF = f"{DOCS}/pdf/password.pdf"
+MULTI_PAGE_PDF = f"{DOCS}/pdf/multi_page.pdf"
+PAGE4_SENTENCE = ("Programs like Scrivener allowed authors to manage large projects, from novels to screenplays, "
+                  "with features like chapter outlines and character notes.")
 
 GOOD = [
     ok("process_document", "Hamburgers are delicious", document_url=f"{DOCS}/txt/fake-text.txt"),
@@ -56,6 +59,9 @@ GOOD = [
     ok("detect_language", "German", text="Der schnelle braune Fuchs springt über den faulen Hund."),
     ok("get_system_health", "RAG Document Server"),
     ok("manage_cache", "layers", action="stats"),
+    ok("read_document", "--- Page 1 ---", document_url=MULTI_PAGE_PDF, max_tokens=200),
+    ok("verify_quote", '"exact"', document_url=MULTI_PAGE_PDF, quote=PAGE4_SENTENCE),
+    ok("get_page_image", "image/png", document_url=MULTI_PAGE_PDF, page=2),
 ]
 
 BAD = [
@@ -74,6 +80,12 @@ BAD = [
     fails("extract_image_text", "VALIDATION_ERROR", "needs a IMAGE document", image_url=f"{DOCS}/txt/fake-text.txt"),
     fails("detect_language", "VALIDATION_ERROR", "argument 'text' must not be empty", text=""),
     fails("manage_cache", "VALIDATION_ERROR", "must be 'stats' or 'clear', not 'explode'", action="explode"),
+    fails("read_document", "VALIDATION_ERROR", "argument 'cursor': not a cursor of read_document",
+          document_url=MULTI_PAGE_PDF, cursor="bogus"),
+    fails("verify_quote", "VALIDATION_ERROR", "argument 'quote' must not be empty", document_url=MULTI_PAGE_PDF,
+          quote="  "),
+    fails("get_page_image", "VALIDATION_ERROR", "get_page_image needs a PDF", document_url=f"{DOCS}/txt/fake-text.txt",
+          page=1),
 ]
 
 EVERY_CALL = GOOD + BAD

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.clients_js._calls import BAD, GOOD, Call, error_body
+from tests.clients_js._calls import BAD, GOOD, MULTI_PAGE_PDF, Call, error_body
 from tests.clients_js._node import Run, inspector
 from tests.clients_js.conftest import API_KEY
 from tests.conftest import FileServer
@@ -92,6 +92,29 @@ def test_every_tool_error_shows_its_code_and_message_in_the_inspector(call: Call
     assert result["isError"] is True and "structuredContent" not in result
     body = error_body(result["content"][0]["text"])
     assert body["code"] == call.code and call.expect in body["error"] and len(body["request_id"]) == 12
+
+
+def test_the_inspector_prints_a_png_image_block_and_a_read_cursor_that_reads_on(
+    printed: dict[str, Run], node_home: Path, keyed_server: ThreadedServer, corpus_server: FileServer,
+) -> None:
+    image_run = printed["get_page_image-ok"]
+    images = [block for block in result_of(image_run)["content"] if block["type"] == "image"]
+    assert len(images) == 1 and images[0]["mimeType"] == "image/png", image_run.printed
+    assert images[0]["data"].startswith("iVBORw0KGgo")  # base64 of the PNG signature
+    assert '"type": "image"' in image_run.stdout and "iVBORw0KGgo" in image_run.stdout
+    read_run = printed["read_document-ok"]
+    cursor = result_of(read_run)["structuredContent"]["next_cursor"]
+    assert cursor and cursor in read_run.stdout, read_run.printed
+    # the cursor, as printed, continues the read in a new Inspector process (a new session)
+    arguments = {"document_url": MULTI_PAGE_PDF.replace("{corpus}", corpus_server.base), "cursor": cursor,
+                 "max_tokens": 200}
+    following = inspector([keyed_server.mcp_url, "--header", f"Authorization: Bearer {API_KEY}", "--method",
+                           "tools/call", "--tool-name", "read_document", "--tool-args-json", json.dumps(arguments)],
+                          home=node_home)
+    assert following.returncode == 0, following.printed
+    second = result_of(following)["structuredContent"]
+    first = result_of(read_run)["structuredContent"]
+    assert second["location"]["start_char"] >= first["location"]["end_char"] and second["text"] != first["text"]
 
 
 def test_a_rate_limited_call_shows_rate_limited_and_retry_after_in_the_inspector(node: Path, node_home: Path) -> None:

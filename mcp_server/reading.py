@@ -1,0 +1,262 @@
+"""Read and cite: a document read in token-budgeted windows, quotes verified, pages rendered.
+
+``Reading`` sits on ``DocumentService`` like ``research.Research``: every document goes through
+the same download cache, parser pool and document cache; what it adds is kept in two more cache
+layers of the service (``quote_index``: one ``QuoteIndex`` per content key; ``page_image``: PNGs).
+
+Read cursors are stateless (``read_windows.Cursor``), so any worker (or host) continues a read
+another one started.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from mcp_server.chunking import CHUNKER_VERSION
+from mcp_server.chunking._locations import LocationIndex
+from mcp_server.core.cache import MemoryLayer
+from mcp_server.core.concurrency import KeyedLock, run_sync
+from mcp_server.core.errors import ValidationError
+from mcp_server.core.models import Chunk, ChunkLocation, Location, ProcessedDocument
+from mcp_server.processors import document_input
+from mcp_server.processors.page_image import RenderedPage, render_page
+from mcp_server.read_windows import (
+    CHARS_PER_TOKEN_CAP,
+    Cursor,
+    canonical_pages,
+    locations_of,
+    read_window,
+    selection,
+    skip_space,
+    unit_spans,
+)
+from mcp_server.research import PageRanges
+from mcp_server.retrieval.passages import parse_passage_id, passage_id, text_checksum
+from mcp_server.retrieval.quotes import QuoteIndex, QuoteMatch
+from mcp_server.service import DocumentService, Processed
+
+__all__ = [
+    "MAX_READ_TOKENS", "MIN_READ_TOKENS", "PAGE_IMAGE_MAX_BYTES", "PAGE_IMAGE_MAX_PIXELS", "PageImage", "ReadWindow",
+    "Reading", "Verified",
+]
+
+MIN_READ_TOKENS = 50  # fewer leaves no room for a line of text beside the special tokens
+MAX_READ_TOKENS = 100_000
+PAGE_IMAGE_MAX_PIXELS = 4_000_000  # about 2000 x 2000
+PAGE_IMAGE_MAX_BYTES = 2_000_000  # of PNG
+DPI_RANGE = (36, 300)
+QUOTE_INDEXES = 16  # documents whose quote index is kept in memory ...
+QUOTE_INDEX_BYTES = 128 * 1024 * 1024  # ... within this many bytes (a 250-page 10-K's takes ~13 MB)
+IMAGE_CACHE_BYTES = 64 * 1024 * 1024
+RENDERABLE = ("pdf", "image")
+
+
+# --- values ---------------------------------------------------------------------------------------
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ReadWindow:
+    text: str
+    tokens: int
+    start: int  # the window's span in the document's text
+    end: int
+    location: ChunkLocation
+    next_cursor: str | None
+    doc_type: str
+    total_chars: int
+    units: tuple[int, ...]  # pages, slides or sheets (1-based) the window touches
+    cached: bool
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Verified:
+    found: QuoteMatch
+    passage_id: str | None
+    location: ChunkLocation | None
+    doc_type: str
+    units: tuple[int, ...]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PageImage:
+    rendered: RenderedPage
+    doc_type: str
+    page: int
+    passage_id: str | None
+    cached: bool
+
+
+def _units_of(location: ChunkLocation, doc_type: str) -> tuple[int, ...]:
+    if location.pages:
+        return location.pages
+    if location.slide is not None:
+        return (location.slide,)
+    return ()
+
+
+def _holder(chunks: Sequence[Chunk], start: int, end: int) -> Chunk | None:
+    """The chunk holding the span: the first that holds all of it, else the one that holds most."""
+    best: Chunk | None = None
+    best_overlap = 0
+    for chunk in chunks:
+        loc = chunk.location
+        if loc.start_char <= start and end <= loc.end_char:
+            return chunk
+        overlap = min(end, loc.end_char) - max(start, loc.start_char)
+        if overlap > best_overlap:
+            best, best_overlap = chunk, overlap
+    return best
+
+
+# --- the service ----------------------------------------------------------------------------------
+class Reading:
+    def __init__(self, service: DocumentService) -> None:
+        self.service = service
+        settings = service.settings
+        self.quote_indexes: MemoryLayer[QuoteIndex] = MemoryLayer(
+            "quote_index", max_entries=QUOTE_INDEXES, ttl=settings.cache_ttl, max_bytes=QUOTE_INDEX_BYTES,
+            size_of=lambda index: index.size)
+        self.images: MemoryLayer[RenderedPage] = MemoryLayer(
+            "page_image", max_entries=256, ttl=settings.cache_ttl, max_bytes=IMAGE_CACHE_BYTES,
+            size_of=lambda page: len(page.png) + 200)
+        service.extra_layers.extend([self.quote_indexes, self.images])
+        self._builds = KeyedLock()
+
+    async def read(self, url: str, *, pages: PageRanges | None, cursor: str | None, max_tokens: int) -> ReadWindow:
+        if not MIN_READ_TOKENS <= max_tokens <= MAX_READ_TOKENS:
+            raise ValidationError(f"argument 'max_tokens' must be {MIN_READ_TOKENS} to {MAX_READ_TOKENS}, not "
+                                  f"{max_tokens}", argument="max_tokens")
+        given = Cursor.decode(cursor) if cursor is not None else None  # a malformed one fails before any download
+        processed = await self.service.process(url)
+        doc, key = processed.document, processed.content_key[:32]
+        if given is not None:
+            if given.key != key:
+                raise ValidationError(
+                    "argument 'cursor': stale cursor: it was issued for other bytes (the document at this URL "
+                    "changed, or the cursor belongs to another document); read again without a cursor",
+                    argument="cursor")
+            if pages is not None and canonical_pages(pages) != given.pages:
+                raise ValidationError("argument 'pages' must be left out with a cursor, or be the same as in the "
+                                      "call that issued it", argument="pages")
+            pages = PageRanges.parse(given.pages) if given.pages else None
+        locations = locations_of(doc)
+        spans = selection(doc, locations, pages)
+        if given is not None:
+            at = given.offset
+            if not any(start <= at < end for start, end in spans):
+                raise ValidationError("argument 'cursor': not a cursor of read_document (its offset is outside "
+                                      "the text read); read again without a cursor", argument="cursor")
+        else:
+            first = skip_space(doc.content, spans, 0)
+            at = first if first is not None else (spans[0][0] if spans else 0)
+        counter = self.service.models.token_counter
+        max_chars = min(self.service.settings.max_content_chars, max_tokens * CHARS_PER_TOKEN_CAP + 64)
+        if not spans:
+            text, tokens, end, following = "", 0, 0, None
+        else:
+            text, tokens, end, following = await run_sync(read_window, doc.content, spans, at, max_tokens, counter,
+                                                          max_chars)
+        location = LocationIndex(locations).locate(at, max(end, at))
+        next_cursor = None
+        if following is not None:
+            next_cursor = Cursor(key=key, offset=following, pages=canonical_pages(pages) if pages else "").encode()
+        return ReadWindow(text=text, tokens=tokens, start=at, end=end, location=location, next_cursor=next_cursor,
+                          doc_type=processed.doc_type, total_chars=len(doc.content),
+                          units=_units_of(location, doc.doc_type) or self._sheet_units(doc, locations, at, end),
+                          cached=processed.cached)
+
+    @staticmethod
+    def _sheet_units(doc: ProcessedDocument, locations: Sequence[Location], start: int, end: int) -> tuple[int, ...]:
+        if doc.doc_type not in ("xlsx", "csv"):
+            return ()
+        units = unit_spans(doc, locations)
+        return tuple(sorted(u for u, spans in units.items() if any(s < end and start < e for s, e in spans)))
+
+    async def verify(self, url: str, quote: str) -> Verified:
+        processed = await self.service.process(url)
+        index = await self._quote_index(processed)
+        found = await run_sync(index.find, quote)
+        if found.start is None or found.end is None:
+            return Verified(found=found, passage_id=None, location=None, doc_type=processed.doc_type, units=())
+        doc = processed.document
+        location = LocationIndex(locations_of(doc)).locate(found.start, found.end)
+        pid = await self._passage_at(url, processed, quote, found.start, found.end)
+        return Verified(found=found, passage_id=pid, location=location, doc_type=processed.doc_type,
+                        units=_units_of(location, doc.doc_type))
+
+    async def _quote_index(self, processed: Processed) -> QuoteIndex:
+        key = processed.content_key
+        index = await run_sync(self.quote_indexes.get, key)
+        if index is not None:
+            return index
+        async with self._builds.hold(key):  # ten first quotes on one document build its index once
+            index = await run_sync(self.quote_indexes.get, key)
+            if index is None:
+                index = await run_sync(QuoteIndex.build, processed.document.content)
+                await run_sync(self.quote_indexes.put, key, index)
+        return index
+
+    async def _passage_at(self, url: str, processed: Processed, quote: str, start: int, end: int) -> str | None:
+        """The passage id retrieve_chunks gives the chunk holding the span. The index is looked up
+        (memory, then disk) and only built when it is nowhere, as retrieve_chunks would build it for
+        this quote (a big document: a partial index now, the complete one in the background)."""
+        indexes = self.service.indexes
+        key = indexes.index_key(processed.content_key, CHUNKER_VERSION, self.service.index_config())
+        index = await indexes.find(key)
+        if index is None:
+            indexed = await self.service.index(url, query=quote)
+            index, key = indexed.index, indexed.key
+        chunk = _holder(index.chunks, start, end)
+        return None if chunk is None else passage_id(key, chunk.chunk_index, chunk.text)
+
+    async def page_image(self, url: str, page: int, *, pid: str | None, dpi: int) -> PageImage:
+        if not DPI_RANGE[0] <= dpi <= DPI_RANGE[1]:
+            raise ValidationError(f"argument 'dpi' must be {DPI_RANGE[0]} to {DPI_RANGE[1]}, not {dpi}",
+                                  argument="dpi")
+        if page < 1:
+            raise ValidationError(f"argument 'page' must be at least 1, not {page}", argument="page")
+        fetched = await self.service.fetch(url)
+        inp = await run_sync(document_input, fetched)
+        if inp.doc_type == "pptx":
+            raise ValidationError(
+                "argument 'document_url': PPTX slides cannot be rendered on this server (it has no office "
+                "renderer); read the slide's text with read_document(pages=...)", argument="document_url",
+                document_type="pptx")
+        if inp.doc_type not in RENDERABLE:
+            raise ValidationError(
+                f"argument 'document_url': get_page_image needs a PDF (or an image), but {url} is "
+                f"{inp.doc_type.upper() if inp.doc_type != 'unknown' else 'of an unknown type'}, which has no "
+                "pages to render; read its text with read_document", argument="document_url",
+                document_type=inp.doc_type)
+        content_key = self.service.content_key(fetched)
+        passage_text = await self._passage_text(pid, content_key, page) if pid is not None else None
+        cache_key = f"{content_key}|{page}|{dpi}|{text_checksum(passage_text) if passage_text else '-'}"
+        rendered = await run_sync(self.images.get, cache_key)
+        cached = rendered is not None
+        if rendered is None:
+            rendered = await self.service.parsers.run(render_page, inp, page, dpi, passage_text,
+                                                      PAGE_IMAGE_MAX_PIXELS, PAGE_IMAGE_MAX_BYTES,
+                                                      self.service.settings.max_image_pixels)
+            await run_sync(self.images.put, cache_key, rendered)
+        return PageImage(rendered=rendered, doc_type=inp.doc_type, page=page, passage_id=pid, cached=cached)
+
+    async def _passage_text(self, pid: str, content_key: str, page: int) -> str:
+        try:
+            ref = parse_passage_id(pid)
+        except ValueError as exc:
+            raise ValidationError(f"argument 'passage_id': {exc}", argument="passage_id") from None
+        indexes = self.service.indexes
+        own = indexes.index_key(content_key, CHUNKER_VERSION, self.service.index_config())
+        if ref.key != own:
+            raise ValidationError("argument 'passage_id' names a passage of another document (or of other bytes "
+                                  "at this URL)", argument="passage_id")
+        index = await indexes.find(ref.key)
+        if index is None or ref.position >= len(index.chunks) or \
+                text_checksum(index.chunks[ref.position].text) != ref.checksum:
+            raise ValidationError("argument 'passage_id': unknown, expired or stale passage id; search the "
+                                  "document again for a fresh id", argument="passage_id")
+        chunk = index.chunks[ref.position]
+        if chunk.location.pages and page not in chunk.location.pages:
+            shown = ", ".join(str(p) for p in chunk.location.pages)
+            raise ValidationError(f"argument 'page': the passage is on page {shown}, not {page}", argument="page",
+                                  pages=list(chunk.location.pages))
+        return chunk.text

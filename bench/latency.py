@@ -47,6 +47,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from bench.retrieval import (  # noqa: E402
+    CODE,
     FINANCEBENCH,
     PDF_QUERY,
     ask,
@@ -117,7 +118,7 @@ def warm_section(rounds: int, queries: int, baseline: Path | None = None) -> dic
     print(f"\n## warm (load average {load()} at the start)", flush=True)
     fb_files, squad_files = FileServer(FINANCEBENCH), FileServer(SQUAD / "docs")
     docs = {"10-Q": (fb_files.url(TENQ), tenq_questions()), "SQuAD": (squad_files.url(ARTICLE), squad_questions())}
-    codes = {"this checkout": ROOT} | ({f"baseline {baseline}": baseline} if baseline is not None else {})
+    codes = {"this checkout": CODE[0]} | ({f"baseline {baseline}": baseline} if baseline is not None else {})
     floors: dict[tuple[str, str], list[float]] = {}
     warm: dict[tuple[str, str], list[list[float]]] = {}
     stages: dict[tuple[str, str], dict[str, list[float]]] = {}
@@ -226,11 +227,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5, help="warm: rounds (each a fresh set of queries)")
     parser.add_argument("--queries", type=int, default=30, help="warm: calls per tool and document per round")
     parser.add_argument("--cold-runs", type=int, default=1)
+    parser.add_argument("--code", type=Path, default=ROOT, help="run the measured server from this checkout "
+                        "(e.g. an export of the commit before a change); the default is this one")
     parser.add_argument("--baseline", type=Path, help="warm: another checkout (e.g. /work/main) measured in the "
                         "same rounds, alternating with this one")
     args = parser.parse_args()
     sections = set(re.split(r"[,\s]+", args.sections.strip()))
-    print(f"latency over MCP streamable HTTP (Python SDK client); server code {ROOT}; {os.cpu_count()} cores, "
+    CODE[0] = args.code.resolve()
+    print(f"latency over MCP streamable HTTP (Python SDK client); server code {CODE[0]}; {os.cpu_count()} cores, "
           f"load average {load()}")
     if "warm" in sections:
         warm_section(args.rounds, args.queries, args.baseline)

@@ -12,7 +12,7 @@ printed beside every table.
 
   warm   the floor: p50 of ``detect_language`` on a short text and of ``get_system_health`` (a tool
          call that does almost nothing); warm ``retrieve_chunks`` p50/p95 on the Pfizer 10-Q
-         (FinanceBench dev) and on SQuAD's Normans article, each query distinct (the server caches
+         (FinanceBench dev) and on the SQuAD articles (each question on its own), each query distinct (the server caches
          query vectors: a repeated query would skip the embedding). Rounds interleave the three, so
          load from elsewhere falls on all alike; the table gives the median of the per-round
          figures. Stages: the server's ``timings_ms`` (download = URL cache + sniff, index = lookup,
@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import itertools
 import json
 import os
 import re
@@ -62,7 +63,6 @@ from tests.mcp_harness import http_client, payload  # noqa: E402
 
 SQUAD = CORPUS / "qa" / "squad-v2-small"
 TENQ = "Pfizer_2023Q2_10Q.pdf"
-ARTICLE = "Normans.txt"
 COLD = ["ULTABEAUTY_2023Q4_EARNINGS.pdf", "AMCOR_2023Q4_EARNINGS.pdf", "MGMRESORTS_2022Q4_EARNINGS.pdf",
         "BOEING_2022_10K.pdf", TENQ]
 # Distinct 10-Q questions: the FinanceBench ones about Pfizer, then one per metric and phrasing.
@@ -87,13 +87,15 @@ def tenq_questions() -> list[str]:
     return own + [p.format(m) for p in PHRASINGS for m in METRICS]
 
 
-def squad_questions() -> list[str]:
+def squad_questions() -> list[tuple[str, str]]:
+    """(article, question) for every distinct answerable question, the two articles alternating."""
     rows = [json.loads(line) for line in (SQUAD / "questions.jsonl").read_text().splitlines() if line]
-    seen: dict[str, None] = {}
+    per_article: dict[str, dict[str, None]] = {}
     for row in rows:
-        if row["doc"].endswith(ARTICLE) and not row["is_impossible"]:
-            seen.setdefault(row["question"], None)
-    return list(seen)
+        if not row["is_impossible"]:
+            per_article.setdefault(Path(row["doc"]).name, {}).setdefault(row["question"], None)
+    lists = [[(article, q) for q in questions] for article, questions in sorted(per_article.items())]
+    return [pair for group in itertools.zip_longest(*lists) for pair in group if pair is not None]
 
 
 def pct(values: list[float], q: float) -> float:
@@ -117,7 +119,12 @@ async def timed_call(client: Any, tool: str, arguments: dict[str, Any]) -> tuple
 def warm_section(rounds: int, queries: int, baseline: Path | None = None) -> dict[str, float]:
     print(f"\n## warm (load average {load()} at the start)", flush=True)
     fb_files, squad_files = FileServer(FINANCEBENCH), FileServer(SQUAD / "docs")
-    docs = {"10-Q": (fb_files.url(TENQ), tenq_questions()), "SQuAD": (squad_files.url(ARTICLE), squad_questions())}
+    # (document URL, query) per call; every query distinct (a repeated one would skip the embedding)
+    docs = {"10-Q": [(fb_files.url(TENQ), q) for q in tenq_questions()],
+            "SQuAD": [(squad_files.url(article), q) for article, q in squad_questions()]}
+    for doc, calls in docs.items():
+        if len(calls) < rounds * queries:
+            raise SystemExit(f"{doc}: {len(calls)} distinct queries, fewer than --rounds x --queries")
     codes = {"this checkout": CODE[0]} | ({f"baseline {baseline}": baseline} if baseline is not None else {})
     floors: dict[tuple[str, str], list[float]] = {}
     warm: dict[tuple[str, str], list[list[float]]] = {}
@@ -132,7 +139,7 @@ def warm_section(rounds: int, queries: int, baseline: Path | None = None) -> dic
             async with contextlib.AsyncExitStack() as clients:
                 sessions = {name: await clients.enter_async_context(http_client(url)) for name, url in urls.items()}
                 for name, client in sessions.items():
-                    for url, _ in docs.values():  # build (and wait for) each complete index before timing
+                    for url in {url for calls in docs.values() for url, _ in calls}:  # build each index first
                         await client.call_tool("retrieve_chunks", {"document_url": url, "query": "warm-up"})
                     await until_complete(urls[name])
                     for tool, arguments in FLOOR_TOOLS.items():  # first calls pay one-off imports
@@ -145,10 +152,10 @@ def warm_section(rounds: int, queries: int, baseline: Path | None = None) -> dic
             for tool, arguments in FLOOR_TOOLS.items():
                 floors.setdefault((name, tool), []).append(statistics.median(
                     [(await timed_call(client, tool, arguments))[0] for _ in range(queries)]))
-            for doc, (url, questions) in docs.items():
+            for doc, calls in docs.items():
                 times = []
                 for n in range(queries):
-                    query = questions[(r * queries + n) % len(questions)]
+                    url, query = calls[r * queries + n]
                     ms, body = await timed_call(client, "retrieve_chunks", {"document_url": url, "query": query})
                     times.append(ms)
                     server_ms = body["timings_ms"]

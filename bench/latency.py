@@ -105,6 +105,11 @@ def pct(values: list[float], q: float) -> float:
     return ordered[round(q * (len(ordered) - 1))]
 
 
+def per_call(before: tuple[float, float], pid: int, calls: int) -> tuple[float, float]:
+    """CPU ms per call since ``before`` (server process with its children, this process)."""
+    return ((cpu_seconds(pid) - before[0]) * 1000 / calls, (time.process_time() - before[1]) * 1000 / calls)
+
+
 def load() -> str:
     return "/".join(f"{x:.1f}" for x in os.getloadavg())
 
@@ -131,11 +136,15 @@ def warm_section(rounds: int, queries: int, baseline: Path | None = None) -> dic
     floors: dict[tuple[str, str], list[float]] = {}
     warm: dict[tuple[str, str], list[list[float]]] = {}
     stages: dict[tuple[str, str], dict[str, list[float]]] = {}
+    # CPU milliseconds per call of the server process and of this client process: on a busy machine
+    # the wall clock waits for cores, the CPU time much less
+    cpu: dict[tuple[str, str], list[tuple[float, float]]] = {}
     with contextlib.ExitStack() as stack:
-        urls = {}
+        urls, pids = {}, {}
         for name, code in codes.items():  # every server runs throughout: rounds alternate between them
             index_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-latency-"))
-            urls[name] = stack.enter_context(server(index_dir, code))[1]
+            proc, urls[name] = stack.enter_context(server(index_dir, code))
+            pids[name] = proc.pid
 
         async def run() -> None:
             async with contextlib.AsyncExitStack() as clients:
@@ -152,9 +161,12 @@ def warm_section(rounds: int, queries: int, baseline: Path | None = None) -> dic
 
         async def one_round(name: str, client: Any, r: int) -> None:
             for tool, arguments in FLOOR_TOOLS.items():
+                before = cpu_seconds(pids[name]), time.process_time()
                 floors.setdefault((name, tool), []).append(statistics.median(
                     [(await timed_call(client, tool, arguments))[0] for _ in range(queries)]))
+                cpu.setdefault((name, tool), []).append(per_call(before, pids[name], queries))
             for doc, calls in docs.items():
+                before = cpu_seconds(pids[name]), time.process_time()
                 times = []
                 for n in range(queries):
                     url, query = calls[r * queries + n]
@@ -166,6 +178,7 @@ def warm_section(rounds: int, queries: int, baseline: Path | None = None) -> dic
                     stages[(name, doc)].setdefault("rest: client, protocol, guard, JSON, thread hops", []).append(
                         ms - sum(server_ms.values()))
                 warm.setdefault((name, doc), []).append(times)
+                cpu.setdefault((name, doc), []).append(per_call(before, pids[name], queries))
             print(f"  round {r + 1}, {name}: floor {floors[(name, 'detect_language')][-1]:.1f} ms, "
                   + ", ".join(f"{d} p50 {statistics.median(warm[(name, d)][-1]):.1f} ms" for d in docs)
                   + f" (load {load()})", flush=True)
@@ -174,19 +187,26 @@ def warm_section(rounds: int, queries: int, baseline: Path | None = None) -> dic
     fb_files.close()
     squad_files.close()
     print(f"\n| warm calls, {rounds} rounds x {queries} distinct queries, median of the rounds (load {load()} "
-          "at the end) | p50 (ms) | p95 (ms) | p50 - floor (ms) |\n|---|---:|---:|---:|")
+          "at the end) | p50 (ms) | p95 (ms) | p50 - floor (ms) | CPU ms per call: server / client |"
+          "\n|---|---:|---:|---:|---:|")
+
+    def cpu_text(key: tuple[str, str]) -> str:
+        return " / ".join(f"{statistics.median(c[i] for c in cpu[key]):.1f}" for i in (0, 1))
+
     result = {}
     for name in codes:
         floor = min(statistics.median(floors[(name, tool)]) for tool in FLOOR_TOOLS)
         result[f"{name} floor"] = floor
         for tool in FLOOR_TOOLS:
-            print(f"| {name}: floor, `{tool}` | {statistics.median(floors[(name, tool)]):.1f} | | |")
+            print(f"| {name}: floor, `{tool}` | {statistics.median(floors[(name, tool)]):.1f} | | | "
+                  f"{cpu_text((name, tool))} |")
         for doc in docs:
             rounds_ = warm[(name, doc)]
             p50 = statistics.median(statistics.median(t) for t in rounds_)
             p95 = statistics.median(pct(t, 0.95) for t in rounds_)
             result[f"{name} {doc}"] = p50
-            print(f"| {name}: `retrieve_chunks`, {doc} | {p50:.1f} | {p95:.1f} | {p50 - floor:+.1f} |")
+            print(f"| {name}: `retrieve_chunks`, {doc} | {p50:.1f} | {p95:.1f} | {p50 - floor:+.1f} | "
+                  f"{cpu_text((name, doc))} |")
     columns = list(stages)
     print("\n| where a warm call's time goes (median ms) | " + " | ".join(f"{n}, {d}" for n, d in columns)
           + " |\n|---|" + "---:|" * len(columns))

@@ -216,20 +216,20 @@ def warm_section(rounds: int, queries: int, baseline: Path | None = None) -> dic
     return result
 
 
-def cold_section(runs: int) -> None:
+def cold_section(runs: int, names: list[str]) -> None:
     from bench._langchain_ref import build_reference, embeddings
 
     print(f"\n## cold (load average {load()} at the start)", flush=True)
     embeddings()  # loaded and warmed once, before any cold build is timed (as a server loads its model)
     files = FileServer(FINANCEBENCH)
-    rows: dict[str, list[tuple[float, float, float, dict[str, Any]]]] = {name: [] for name in COLD}
+    rows: dict[str, list[tuple[float, float, float, dict[str, Any]]]] = {name: [] for name in names}
     for run in range(runs):
         with tempfile.TemporaryDirectory(prefix="bench-latency-cold-") as index_dir, \
                 server(index_dir) as (proc, mcp_url):
             warm_up = FileServer(DOCS)  # the parser pool's first task starts its workers: not a document's cost
             asyncio.run(ask(mcp_url, warm_up.url("pdf/multi_page.pdf"), "warm-up"))
             warm_up.close()
-            for name in COLD:
+            for name in names:
                 cpu_before = cpu_seconds(proc.pid)
                 seconds, body = asyncio.run(ask(mcp_url, files.url(name), PDF_QUERY))
                 cpu = cpu_seconds(proc.pid) - cpu_before
@@ -283,6 +283,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5, help="warm: rounds (each a fresh set of queries)")
     parser.add_argument("--queries", type=int, default=30, help="warm: calls per tool and document per round")
     parser.add_argument("--cold-runs", type=int, default=1)
+    parser.add_argument("--cold-docs", default=",".join(COLD), help="cold: comma-separated file names")
     parser.add_argument("--complete", action="store_true", help="big: also wait for each complete index (the peak "
                         "RSS then covers the complete builds)")
     parser.add_argument("--code", type=Path, default=ROOT, help="run the measured server from this checkout "
@@ -297,7 +298,7 @@ def main() -> None:
     if "warm" in sections:
         warm_section(args.rounds, args.queries, args.baseline)
     if "cold" in sections:
-        cold_section(args.cold_runs)
+        cold_section(args.cold_runs, [name for name in args.cold_docs.split(",") if name])
     if "big" in sections:
         big_section(args.complete)
 

@@ -56,6 +56,7 @@ _Request = TypeVar("_Request", CallToolRequest, ReadResourceRequest, GetPromptRe
 # TypeScript SDK's validator), and the MCP specification lets a schema name its dialect.
 OUTPUT_SCHEMA_DIALECT = "http://json-schema.org/draft-07/schema#"
 
+
 @dataclass(frozen=True, slots=True)
 class BoundTool:
     """A registered tool: its listing data, argument parsing and the call of its function."""

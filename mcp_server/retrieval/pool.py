@@ -54,6 +54,7 @@ from mcp_server.retrieval.ranking import (
     lexical_weight,
     rerank_head,
     score_ranking,
+    take_per_document,
 )
 from mcp_server.retrieval.rerankers import Reranker
 
@@ -118,7 +119,7 @@ def search_pool(
     else:
         fused, ranks = _fuse_rankings(rankings)
         order = _diverse(sources, fused)  # phrasings may have found overlapping chunks
-    chosen = _select(order, top_k, per_doc)
+    chosen = take_per_document(order, top_k, per_doc, lambda e: e.source)
     return [_hit(sources, entry, tuple(ranks[entry.source, entry.pos])) for entry in chosen]
 
 
@@ -229,19 +230,6 @@ def _diverse(sources: Sequence[PoolSource], ranked: list[_Entry]) -> list[_Entry
     same text in one document, a span mostly shared with a better chunk of the same document."""
     return drop_duplicates(ranked, lambda e: _chunk(sources, e), document=lambda e: e.source,
                            identity=lambda e: f"{sources[e.source].index.key}/{e.pos}")
-
-
-def _select(order: list[_Entry], top_k: int, per_doc: int) -> list[_Entry]:
-    chosen: list[_Entry] = []
-    taken: dict[int, int] = {}
-    for entry in order:
-        if taken.get(entry.source, 0) >= per_doc:
-            continue
-        chosen.append(entry)
-        taken[entry.source] = taken.get(entry.source, 0) + 1
-        if len(chosen) == top_k:
-            break
-    return chosen
 
 
 def _hit(sources: Sequence[PoolSource], entry: _Entry, ranks: tuple[int | None, ...]) -> PoolHit:

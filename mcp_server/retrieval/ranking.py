@@ -9,6 +9,8 @@ with these pieces:
 - ``lexical_weight``: how much of BM25's weight a query keeps over a document's vocabulary;
 - ``rerank_head``: the cross-encoder re-sorts the head of a ranking (stable: ties keep the
   fused order), the tail keeps its place;
+- ``take_per_document``: the first ``top_k`` results with at most so many from each document
+  (``search_documents``' per_document);
 - ``drop_duplicates``: the diversity pass. It only *drops* results that repeat text already
   chosen (the same passage, the same text, a span mostly shared with a better result of the
   same document); it never re-sorts, because an importance re-sort halved MRR.
@@ -34,6 +36,7 @@ __all__ = [
     "BM25_WEIGHT", "CANDIDATES_PER_RESULT", "DENSE_WEIGHT", "DUPLICATE_OVERLAP", "LEXICAL_COVERAGE_HIGH",
     "LEXICAL_COVERAGE_LOW", "MIN_CANDIDATES", "POOL_CANDIDATES_PER_RESULT", "QUERY_LANGUAGE_SHARE", "RRF_K",
     "candidate_count", "drop_duplicates", "fuse", "lexical_weight", "overlap_share", "rerank_head", "score_ranking",
+    "take_per_document",
 ]
 
 RRF_K = 60  # the constant of Cormack et al.; flat enough that both rankings count
@@ -164,6 +167,23 @@ def drop_duplicates(
     if top_k is not None and len(kept) < top_k:
         kept += [item for item in ranked if identity(item) not in seen_ids][: top_k - len(kept)]
     return kept
+
+
+def take_per_document(
+    ranked: Sequence[T], top_k: int, per_document: int, document: Callable[[T], Hashable],
+) -> list[T]:
+    """The first ``top_k`` of ``ranked`` in order, skipping a document's results past its first ``per_document``."""
+    chosen: list[T] = []
+    taken: dict[Hashable, int] = {}
+    for item in ranked:
+        doc = document(item)
+        if taken.get(doc, 0) >= per_document:
+            continue
+        chosen.append(item)
+        taken[doc] = taken.get(doc, 0) + 1
+        if len(chosen) == top_k:
+            break
+    return chosen
 
 
 def overlap_share(a: ChunkLocation, b: ChunkLocation) -> float:

@@ -9,7 +9,7 @@ BENCH_STAMP := $(VENV)/.bench-installed
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: serve test setup system-deps lint typecheck unit fuzz bench clean
+.PHONY: serve test setup system-deps lint typecheck unit fuzz bench image-test wheel-test clean
 
 serve: setup
 	$(BIN)/python -m mcp_server --transport streamable-http --host $(HOST) --port $(PORT)
@@ -55,6 +55,15 @@ $(BENCH_STAMP): $(STAMP) pyproject.toml
 bench: setup $(BENCH_STAMP)
 	$(BIN)/python bench/squad.py
 	$(BIN)/python bench/financebench.py --per-doc
+
+# The container image and compose.yaml, proven here (minutes; not part of `make test`): see
+# scripts/image-test.sh and docs/deployment.md "Containers".
+image-test: setup
+	bash scripts/image-test.sh
+
+# The wheel in a fresh virtualenv: its console script serves /health and answers retrieve_chunks.
+wheel-test: setup
+	bash scripts/wheel-test.sh
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache $(JS_DIR)/node_modules

@@ -7,6 +7,7 @@ Documents go through the real processors first; only chunking is timed.
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 import time
@@ -18,7 +19,8 @@ from mcp_server.chunking import HFTokenCounter, chunk_document, chunk_params_for
 from mcp_server.core.models import FetchedDocument, ProcessedDocument
 from mcp_server.processors import ProcessOptions, document_input, process_document
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "docs"
+# the documents carried in the repository (tests/corpus), or RAG_CORPUS_DIR's
+CORPUS = Path(os.environ.get("RAG_CORPUS_DIR") or Path(__file__).resolve().parents[1] / "tests" / "corpus") / "docs"
 FILES = {"war-and-peace.txt": "txt/book-war-and-peace-1225p.txt", "handbook-872p.docx": "docx/handbook-872p.docx",
          "redp5110_sampled.pdf": "pdf/redp5110_sampled.pdf"}
 

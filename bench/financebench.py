@@ -373,6 +373,9 @@ def main() -> None:
                         help="the server's MCP_PARSE_TIMEOUT for --mcp (default: the server's own, 120 s)")
     parser.add_argument("--code", type=Path, help="import mcp_server from this folder (e.g. an export of main)")
     args = parser.parse_args()
+    if not FINANCEBENCH.is_dir():  # the QA sets are not carried in the repository (tests/corpus/README.md)
+        raise SystemExit(f"QA set financebench-dev not found at {FINANCEBENCH}: set RAG_CORPUS_DIR to a corpus "
+                         "folder holding qa/financebench-dev")
     if args.code is not None:
         sys.path.insert(0, str(args.code.resolve()))
         # the --mcp server process imports it too; PYTHONSAFEPATH keeps ``-m`` from putting the

@@ -164,6 +164,12 @@ def main() -> None:
     parser.add_argument("--only", choices=["squad", "financebench"])
     parser.add_argument("--cache", type=Path, help="folder keeping parsed FinanceBench documents between runs")
     args = parser.parse_args()
+    if not SQUAD.is_dir():  # the QA sets are not carried in the repository (tests/corpus/README.md)
+        raise SystemExit(f"QA set squad-v2-small not found at {SQUAD}: set RAG_CORPUS_DIR to a corpus "
+                         "folder holding qa/squad-v2-small")
+    if not FINANCEBENCH.is_dir():  # the QA sets are not carried in the repository (tests/corpus/README.md)
+        raise SystemExit(f"QA set financebench-dev not found at {FINANCEBENCH}: set RAG_CORPUS_DIR to a corpus "
+                         "folder holding qa/financebench-dev")
     configs = [COMPLETE] + [(int(c), int(p)) for c in args.candidates.split(",") for p in args.per_chunk.split(",")]
     models = ModelRegistry.load(Settings(log_dir=None))
     table: list[tuple[str, str, dict[str, float], float]] = []

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import statistics
 import sys
 import time
@@ -25,7 +26,8 @@ import pymupdf
 
 from mcp_server.processors import DocumentInput, ProcessOptions, process_document
 
-DOCS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "qa" / "financebench-dev" / "docs"
+DOCS = (Path(os.environ.get("RAG_CORPUS_DIR") or Path(__file__).resolve().parents[2] / "shared" / "corpus")
+        / "qa" / "financebench-dev" / "docs")
 
 
 def _raw_text(data: bytes) -> None:
@@ -59,6 +61,9 @@ def main() -> None:
     parser.add_argument("--docs", type=Path, default=DOCS)
     parser.add_argument("--compare", help="a file with another PdfProcessor to time once per PDF")
     args = parser.parse_args()
+    if not args.docs.is_dir():  # the QA sets are not carried in the repository (tests/corpus/README.md)
+        raise SystemExit(f"QA set financebench-dev not found at {args.docs}: set RAG_CORPUS_DIR to a corpus "
+                         "folder holding qa/financebench-dev")
     options = ProcessOptions(detect_language=False)
     compared = _load(args.compare).PdfProcessor() if args.compare else None
 

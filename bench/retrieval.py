@@ -49,10 +49,10 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from bench._langchain_ref import build_reference, embeddings  # noqa: E402
 from tests import mcp_harness  # noqa: E402
-from tests.conftest import CORPUS, DOCS, FileServer  # noqa: E402
+from tests.conftest import DOCS, QA, FileServer, qa_set_or_exit  # noqa: E402
 from tests.mcp_harness import http_client, payload, server_process  # noqa: E402
 
-FINANCEBENCH = CORPUS / "qa" / "financebench-dev" / "docs"
+FINANCEBENCH = QA / "financebench-dev" / "docs"  # not in the repository: RAG_CORPUS_DIR or ../shared
 BIG = {"war-and-peace.txt (3.2 MB)": ("txt/book-war-and-peace-1225p.txt", "What did Pierre do at the battle?"),
        "handbook-872p.docx": ("docx/handbook-872p.docx", "Who may file a claim?")}
 RESTART_PDF = "3M_2022_10K.pdf"
@@ -149,6 +149,7 @@ def status(body: dict[str, Any]) -> str:
 
 
 def cold_section(index_dir: str) -> None:
+    qa_set_or_exit("financebench-dev")
     files = FileServer(FINANCEBENCH)
     pdfs = sorted(p.name for p in FINANCEBENCH.glob("*.pdf"))
     rows = []
@@ -184,6 +185,7 @@ def cold_section(index_dir: str) -> None:
 
 
 def restart_section(index_dir: str) -> None:
+    qa_set_or_exit("financebench-dev")
     files = FileServer(FINANCEBENCH)
     url = files.url(RESTART_PDF)
     with server(index_dir) as (_, mcp_url):  # a no-op when the cold section already built it

@@ -40,10 +40,10 @@ import httpx  # noqa: E402
 from mcp import ClientSession  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
-from tests.conftest import CORPUS, FileServer  # noqa: E402
+from tests.conftest import QA, FileServer, qa_set_or_exit  # noqa: E402
 from tests.mcp_harness import payload, server_process  # noqa: E402
 
-FINANCEBENCH = CORPUS / "qa" / "financebench-dev"
+FINANCEBENCH = QA / "financebench-dev"  # not in the repository: RAG_CORPUS_DIR or ../shared
 SETS = {
     # an annual report next to four short releases and filings: the common "compare these" call
     "skewed": ["BESTBUY_2023_10K.pdf", "ULTABEAUTY_2023Q4_EARNINGS.pdf", "AMCOR_2023Q4_EARNINGS.pdf",
@@ -185,6 +185,7 @@ def main() -> None:
     parser.add_argument("--set", choices=sorted(SETS), default="skewed", help="the five documents of --cold")
     parser.add_argument("--runs", type=int, default=1, help="runs of --cold (medians)")
     args = parser.parse_args()
+    qa_set_or_exit("financebench-dev")
     asyncio.run(cold(args) if args.cold else quality(args))
 
 

@@ -128,6 +128,9 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--rrf-k", type=int, default=ranking.RRF_K)
     args = parser.parse_args()
+    if not SQUAD.is_dir():  # the QA sets are not carried in the repository (tests/corpus/README.md)
+        raise SystemExit(f"QA set squad-v2-small not found at {SQUAD}: set RAG_CORPUS_DIR to a corpus "
+                         "folder holding qa/squad-v2-small")
     ranking.RRF_K = args.rrf_k
 
     started = time.perf_counter()

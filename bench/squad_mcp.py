@@ -57,6 +57,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--k", type=int, default=5)
     args = parser.parse_args()
+    if not SQUAD.is_dir():  # the QA sets are not carried in the repository (tests/corpus/README.md)
+        raise SystemExit(f"QA set squad-v2-small not found at {SQUAD}: set RAG_CORPUS_DIR to a corpus "
+                         "folder holding qa/squad-v2-small")
     questions = load_questions()
     files = FileServer(SQUAD)
     with tempfile.TemporaryDirectory() as index_dir, server_process(

@@ -8,6 +8,7 @@ and a quick smoke start); get_system_health says so.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -21,6 +22,7 @@ from mcp_server.core.settings import Settings
 from mcp_server.fetch import Fetcher
 from mcp_server.middleware.guard import ToolGuard
 from mcp_server.middleware.ratelimit import InProcessRateLimiter, RateLimiter
+from mcp_server.processors.language import language_probabilities
 from mcp_server.processors.sandbox import ParserPool
 from mcp_server.reading import Reading
 from mcp_server.redis_backends import open_redis_backends
@@ -50,7 +52,11 @@ def _warm_up(models: ModelRegistry) -> None:
     a CPU) that would otherwise land on the first query after a start."""
     for embedder in {id(e): e for e in (models.fast, models.accurate)}.values():
         embedder.embed_batch(["warm-up"])
-    # the multilingual engines start at their first call: most servers never see a foreign document
+    # the multilingual engines start at their first call: most servers never see a foreign document;
+    # langdetect's profiles (~1 s of JSON) load now, off the start-up path, for the first query whose
+    # language BM25 must weigh (retrieval/index.py, lexical_weight)
+    threading.Thread(target=language_probabilities, args=("warm-up text",), name="langdetect-warm-up",
+                     daemon=True).start()
 
 
 @asynccontextmanager

@@ -24,6 +24,7 @@ from mcp_server.middleware.guard import unknown_tool_error
 from mcp_server.middleware.http import client_identity, transport_security_settings
 from mcp_server.resources import register_resources, unknown_resource_error
 from mcp_server.sdk_adapter import (
+    declare_output_dialect,
     find_tool,
     registered_tools,
     reject_unknown_prompts,
@@ -150,5 +151,6 @@ def create_server(settings: Settings | None = None, **kwargs: Any) -> RagMCP:
     server = RagMCP(settings or Settings(), **kwargs)
     for fn in TOOLS:
         server.add_guarded_tool(fn)
+    declare_output_dialect(server)
     register_resources(server, server.describe_tools)
     return server

@@ -15,9 +15,37 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 ROOT = Path(__file__).resolve().parent.parent
-CORPUS = Path(os.environ.get("RAG_CORPUS_DIR", ROOT.parent / "shared" / "corpus")).resolve()
+# The documents the tests read are carried in the repository (tests/corpus/README.md says where each
+# comes from); RAG_CORPUS_DIR names another corpus folder (holding docs/ and qa/) instead.
+_CORPUS_ENV = os.environ.get("RAG_CORPUS_DIR") or None
+CORPUS = Path(_CORPUS_ENV or ROOT / "tests" / "corpus").resolve()
 DOCS = CORPUS / "docs"
-SQUAD = CORPUS / "qa" / "squad-v2-small"
+# The QA sets (questions and gold answers: squad-v2-small, xquad-dev, financebench-dev) are not carried:
+# they are big, and financebench's questions are CC BY-NC. They are found in RAG_CORPUS_DIR/qa, else in
+# ../shared/corpus/qa beside the checkout; use qa_set(name) (tests) or qa_set_or_exit(name) (bench/).
+QA = Path(_CORPUS_ENV or ROOT.parent / "shared" / "corpus").resolve() / "qa"
+SQUAD = QA / "squad-v2-small"
+
+
+def _qa_missing(name: str) -> str:
+    return (f"QA set {name} not found at {QA / name}: the QA sets are not carried in the repository "
+            f"(tests/corpus/README.md); set RAG_CORPUS_DIR to a corpus folder holding qa/{name}")
+
+
+def qa_set(name: str) -> Path:
+    """The folder of the QA set ``name``; the calling test is skipped when it is not there."""
+    folder = QA / name
+    if not folder.is_dir():
+        pytest.skip(_qa_missing(name))
+    return folder
+
+
+def qa_set_or_exit(name: str) -> Path:
+    """The folder of the QA set ``name`` for a benchmark script, which stops with the reason when it is not there."""
+    folder = QA / name
+    if not folder.is_dir():
+        raise SystemExit(_qa_missing(name))
+    return folder
 
 
 # Fuzz profiles: "default" is the short run of `make test`, "long" the run of `make fuzz`
@@ -40,7 +68,7 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.fixture(scope="session")
 def corpus_dir() -> Path:
     if not DOCS.is_dir():
-        pytest.fail(f"test corpus not found at {CORPUS} (set RAG_CORPUS_DIR)")
+        pytest.fail(f"test corpus not found at {CORPUS} (tests/corpus in the repository, or RAG_CORPUS_DIR)")
     return CORPUS
 
 
@@ -84,7 +112,7 @@ def serve_copies(root: Path, *relatives: str) -> Iterator[FileServer]:
 
 @pytest.fixture(scope="session")
 def corpus_server(corpus_dir: Path) -> Iterator[FileServer]:
-    """Serves ../shared/corpus on a loopback port (fetch it with MCP_FETCH_ALLOWLIST=127.0.0.1)."""
+    """Serves the corpus folder (docs/...) on a loopback port (fetch it with MCP_FETCH_ALLOWLIST=127.0.0.1)."""
     server = FileServer(corpus_dir)
     yield server
     server.close()

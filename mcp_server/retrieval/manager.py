@@ -228,9 +228,12 @@ class IndexManager:
         self.counters["partial_answers"] += 1
         report = self._thread_progress(progress)
         started = time.perf_counter()
+        def answer() -> DocumentIndex:
+            with pending.embedder.urgent():  # not behind the document's own background build
+                return partial_view(pending.base, query, pending.embedder, self.candidates, progress=report)
+
         async with self._gpu():  # BM25 scoring and the embedding both stay off the loop
-            view = await run_sync(lambda: partial_view(pending.base, query, pending.embedder, self.candidates,
-                                                       progress=report))
+            view = await run_sync(answer)
         return IndexView(key=pending.key, index=view, complete=False, cached=False,
                          timings_ms={"partial_embed": round((time.perf_counter() - started) * 1000, 2)})
 

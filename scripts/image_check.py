@@ -1,0 +1,94 @@
+"""MCP calls of `make image-test` (scripts/image-test.sh), with the official Python SDK only, so the same
+file runs on the host (the project's venv) and inside the server image (`exec -i NAME python - ...`).
+
+    image_check.py http URL DOC_URL QUERY        retrieve_chunks over streamable HTTP (URL ends in /mcp)
+    image_check.py stdio DOC_URL QUERY -- CMD... the server started by CMD (e.g. `podman run -i ...`) over stdio
+    image_check.py stats URL                     /health and the build counters of /metrics of one server
+
+Each prints one JSON line and exits non-zero when the server did not answer as it should.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import sys
+from typing import Any
+
+import httpx
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.types import CallToolResult
+
+
+def _payload(result: CallToolResult) -> dict[str, Any]:
+    if result.structuredContent is not None:
+        return dict(result.structuredContent)
+    return dict(json.loads(result.content[0].text))  # type: ignore[union-attr]
+
+
+async def _retrieve(session: ClientSession, doc_url: str, query: str) -> dict[str, Any]:
+    tools = {tool.name for tool in (await session.list_tools()).tools}
+    result = await session.call_tool("retrieve_chunks", {"document_url": doc_url, "query": query, "top_k": 3})
+    body = _payload(result)
+    if result.isError or not body.get("results"):
+        raise SystemExit(f"retrieve_chunks failed: {json.dumps(body)[:1000]}")
+    best = body["results"][0]
+    return {"tools": len(tools), "results": len(body["results"]), "document_type": body["document_type"],
+            "index": body.get("index"), "best": {"location": best["location"], "text": best["text"][:160]}}
+
+
+async def over_http(url: str, doc_url: str, query: str) -> dict[str, Any]:
+    async with httpx.AsyncClient(timeout=httpx.Timeout(60, read=300)) as http, \
+            streamable_http_client(url, http_client=http) as (read, write, _), ClientSession(read, write) as session:
+        await session.initialize()
+        return await _retrieve(session, doc_url, query)
+
+
+async def over_stdio(command: list[str], doc_url: str, query: str) -> dict[str, Any]:
+    # the whole environment: the container engine may need its own variables (CONTAINERS_CONF)
+    params = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
+    # the server's log lines (stderr) go to IMAGE_CHECK_STDERR, not between this script's results
+    with open(os.environ.get("IMAGE_CHECK_STDERR", os.devnull), "w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+            info = await session.initialize()
+            answer = await _retrieve(session, doc_url, query)
+            return {"server": info.serverInfo.name, **answer}
+
+
+def _sum(metrics: str, name: str, labels: str = "") -> float:
+    pattern = re.compile(rf"^{name}(\{{[^}}]*\}})? (\S+)$", re.M)
+    return sum(float(value) for found, value in pattern.findall(metrics) if labels in (found or ""))
+
+
+def stats(url: str) -> dict[str, Any]:
+    health = httpx.get(f"{url}/health", timeout=10).json()
+    metrics = httpx.get(f"{url}/metrics", timeout=10).text
+    return {
+        "health": health["status"], "shared_store": health.get("shared_store"),
+        "retrievals": _sum(metrics, "rag_retrievals_total"),
+        "builds_started": _sum(metrics, "rag_index_builds_total", 'event="started"'),
+        "builds_in_flight": _sum(metrics, "rag_index_builds_in_flight"),
+        "chunks_embedded": _sum(metrics, "rag_chunks_embedded_total"),
+    }
+
+
+def main(argv: list[str]) -> None:
+    if argv[:1] == ["http"] and len(argv) == 4:
+        answer = asyncio.run(over_http(argv[1], argv[2], argv[3]))
+    elif argv[:1] == ["stdio"] and "--" in argv:
+        split = argv.index("--")
+        doc_url, query = argv[1:split]
+        answer = asyncio.run(over_stdio(argv[split + 1:], doc_url, query))
+    elif argv[:1] == ["stats"] and len(argv) == 2:
+        answer = stats(argv[1])
+    else:
+        raise SystemExit(__doc__)
+    print(json.dumps(answer, ensure_ascii=False))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -35,7 +35,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 from mcp_server.chunking import chunk_document, chunk_params_for  # noqa: E402
 from mcp_server.core.models import Chunk, ChunkLocation, ProcessedDocument  # noqa: E402
 from mcp_server.core.settings import Settings  # noqa: E402
-from mcp_server.retrieval import index as index_module  # noqa: E402
+from mcp_server.retrieval import ranking  # noqa: E402
 from mcp_server.retrieval.index import DocumentIndex  # noqa: E402
 from mcp_server.retrieval.models import ModelRegistry  # noqa: E402
 
@@ -126,12 +126,12 @@ def main() -> None:
     parser.add_argument("--sizes", default="0,600,800,1000,1500,para",
                         help="chunk sizes in characters; 0 = the chunker's default, para = one per paragraph")
     parser.add_argument("--k", type=int, default=5)
-    parser.add_argument("--rrf-k", type=int, default=index_module.RRF_K)
+    parser.add_argument("--rrf-k", type=int, default=ranking.RRF_K)
     args = parser.parse_args()
     if not SQUAD.is_dir():  # the QA sets are not carried in the repository (tests/corpus/README.md)
         raise SystemExit(f"QA set squad-v2-small not found at {SQUAD}: set RAG_CORPUS_DIR to a corpus "
                          "folder holding qa/squad-v2-small")
-    index_module.RRF_K = args.rrf_k
+    ranking.RRF_K = args.rrf_k
 
     started = time.perf_counter()
     models = ModelRegistry.load(Settings())

@@ -14,9 +14,12 @@ from mcp.types import INVALID_PARAMS, TextContent
 
 from mcp_server.core.logging import configure_logging
 from mcp_server.processors import supported_formats
+from mcp_server.reading import DPI_RANGE, MAX_READ_TOKENS, MIN_READ_TOKENS
+from mcp_server.research import MAX_DOCUMENTS
 from mcp_server.sdk_adapter import OUTPUT_SCHEMA_DIALECT
 from mcp_server.server import create_server
 from mcp_server.tools.common import tool
+from mcp_server.tools.research import MAX_QUERIES
 from tests.mcp_harness import make_settings, memory_client, payload, wait_forever
 
 pytestmark = pytest.mark.anyio
@@ -38,6 +41,56 @@ async def test_every_tool_is_listed_with_an_output_schema_and_annotations() -> N
         assert listed.outputSchema["type"] == "object"
         assert listed.annotations is not None and listed.annotations.readOnlyHint is not None, listed.name
         assert listed.description
+
+
+async def test_every_tool_parameter_is_listed_with_a_description_and_its_bounds() -> None:
+    async with memory_client() as client:
+        tools = {listed.name: listed for listed in (await client.list_tools()).tools}
+    for name, listed in tools.items():
+        for parameter, schema in listed.inputSchema.get("properties", {}).items():
+            assert schema.get("description"), f"{name}.{parameter} has no description"
+    search = tools["search_documents"].inputSchema["properties"]
+    assert (search["document_urls"]["minItems"], search["document_urls"]["maxItems"]) == (1, MAX_DOCUMENTS)
+    assert search["queries"]["anyOf"][0]["maxItems"] == MAX_QUERIES
+    assert search["per_document"]["anyOf"][0]["minimum"] == 1
+    assert tools["manage_cache"].inputSchema["properties"]["action"]["enum"] == ["stats", "clear"]
+    read = tools["read_document"].inputSchema["properties"]["max_tokens"]
+    assert (read["minimum"], read["maximum"]) == (MIN_READ_TOKENS, MAX_READ_TOKENS)
+    image = tools["get_page_image"].inputSchema["properties"]
+    assert (image["dpi"]["minimum"], image["dpi"]["maximum"], image["page"]["minimum"]) == (*DPI_RANGE, 1)
+    # documented clamps stay clamps: no bound that would turn them into errors
+    for name, parameter in [("retrieve_chunks", "top_k"), ("retrieve_chunks", "neighbors"),
+                            ("search_documents", "top_k"), ("get_passage", "before"), ("get_passage", "after")]:
+        schema = tools[name].inputSchema["properties"][parameter]
+        assert "minimum" not in schema and "maximum" not in schema and "clamped" in schema["description"]
+
+
+@pytest.mark.parametrize(
+    ("tool_name", "arguments", "argument", "fragment"),
+    [
+        ("search_documents", {"document_urls": [f"https://example.com/{n}.pdf" for n in range(MAX_DOCUMENTS + 1)],
+                              "query": "x"}, "document_urls", f"at most {MAX_DOCUMENTS} items"),
+        ("search_documents", {"document_urls": [], "query": "x"}, "document_urls", "at least 1 item"),
+        ("search_documents", {"document_urls": ["https://example.com/a.pdf"], "query": "x",
+                              "queries": ["y"] * (MAX_QUERIES + 1)}, "queries", f"at most {MAX_QUERIES} items"),
+        ("search_documents", {"document_urls": ["https://example.com/a.pdf"], "query": "x", "per_document": 0},
+         "per_document", "must be at least 1, not 0"),
+        ("manage_cache", {"action": "explode"}, "action", "must be 'stats' or 'clear', not 'explode'"),
+        ("get_page_image", {"document_url": "https://example.com/a.pdf", "page": 1, "dpi": 5000}, "dpi",
+         "must be at most 300, not 5000"),
+        ("read_document", {"document_url": "https://example.com/a.pdf", "max_tokens": 10}, "max_tokens",
+         f"must be at least {MIN_READ_TOKENS}, not 10"),
+    ],
+)
+async def test_an_argument_outside_its_declared_contract_is_a_validation_error_naming_it(
+    tool_name: str, arguments: dict[str, Any], argument: str, fragment: str,
+) -> None:
+    async with memory_client() as client:
+        result = await client.call_tool(tool_name, arguments)
+    body = payload(result)
+    assert result.isError and body["code"] == "VALIDATION_ERROR", body
+    assert body["argument"] == argument and f"argument '{argument}'" in body["error"], body
+    assert fragment in body["error"], body
 
 
 # Keywords that 2020-12 reads and draft-07 does not (or reads otherwise): a schema declared as
@@ -179,7 +232,7 @@ async def test_an_error_result_is_json_text_without_structured_content() -> None
     assert result.isError and result.structuredContent is None  # it would have to match the output schema
     assert len(result.content) == 1 and isinstance(result.content[0], TextContent)
     body = json.loads(result.content[0].text)
-    assert set(body) == {"error", "code", "request_id", "arguments"} and body["code"] == "VALIDATION_ERROR"
+    assert set(body) == {"error", "code", "request_id", "arguments", "argument"} and body["code"] == "VALIDATION_ERROR"
 
 
 async def test_an_unknown_tool_is_a_json_rpc_invalid_params_error_whose_request_id_is_logged(tmp_path: Path) -> None:

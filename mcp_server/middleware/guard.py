@@ -55,17 +55,33 @@ def unknown_tool_error(name: str) -> McpError:
 
 
 def format_validation_error(exc: pydantic.ValidationError) -> ValidationError:
-    """Name the argument and the reason, in words a model can act on."""
+    """Name the argument and the reason, in words a model can act on. The bounds and enums are the
+    tools' declared schema (``tools/list``); an error naming one argument also carries it as
+    ``argument``, as the tools' own checks do."""
     problems: list[str] = []
     arguments: list[str] = []
     for err in exc.errors(include_url=False):
         name = ".".join(str(part) for part in err["loc"]) or "arguments"
         arguments.append(name)
-        if err["type"] == "missing":
-            problems.append(f"argument '{name}' is required")
-        else:
-            problems.append(f"argument '{name}': {err['msg']}")
-    return ValidationError("Invalid arguments: " + "; ".join(problems), arguments=arguments)
+        problems.append(_problem(name, err))
+    named = list(dict.fromkeys(arguments))
+    extra = {"argument": named[0]} if len(named) == 1 else {}
+    return ValidationError("Invalid arguments: " + "; ".join(problems), arguments=arguments, **extra)
+
+
+def _problem(name: str, err: Any) -> str:
+    kind, ctx, value = err["type"], err.get("ctx") or {}, err.get("input")
+    if kind == "missing":
+        return f"argument '{name}' is required"
+    if kind == "string_too_short" and ctx.get("min_length") == 1:
+        return f"argument '{name}' must not be empty"
+    if kind == "literal_error":
+        return f"argument '{name}' must be {ctx.get('expected')}, not {value!r}"[:300]
+    if kind == "greater_than_equal":
+        return f"argument '{name}' must be at least {ctx.get('ge')}, not {value!r}"[:300]
+    if kind == "less_than_equal":
+        return f"argument '{name}' must be at most {ctx.get('le')}, not {value!r}"[:300]
+    return f"argument '{name}': {err['msg']}"
 
 
 class ToolGuard:

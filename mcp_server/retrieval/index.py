@@ -12,18 +12,15 @@ Search pipeline (all synchronous; the manager runs it in a worker thread):
                  ├─ reciprocal rank fusion ─ cross-encoder rerank (if any) ─ diversity ─ neighbours
     BM25 top-N   ┘
 
-N = max(5 x top_k, 50); dense weighs 1.5x in the fusion. BM25 reads the text through
-``lexical.py`` (no page markers, numbers without thousands separators). The diversity pass only
-*drops* chunks that repeat text already chosen (overlapping spans, identical text); it never
-re-sorts, because the seed's importance re-sort halved its MRR.
+The fusion, the rerank, the diversity pass and their constants are ``ranking.py``'s (N = max(5 x
+top_k, 50); dense weighs 1.5x). BM25 reads the text through ``lexical.py`` (no page markers,
+numbers without thousands separators).
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
-import functools
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -34,15 +31,27 @@ import numpy as np
 
 from mcp_server.core.bounds import clamp
 from mcp_server.core.models import Chunk, ChunkLocation, SearchHit
-from mcp_server.processors.language import language_probabilities
 from mcp_server.retrieval.analysis import analyzer_for, base_language, query_tokens
 from mcp_server.retrieval.embedders import Embedder, ProgressFn
+from mcp_server.retrieval.ranking import (
+    BM25_WEIGHT,
+    CANDIDATES_PER_RESULT,
+    DENSE_WEIGHT,
+    RRF_K,
+    candidate_count,
+    drop_duplicates,
+    fuse,
+    lexical_weight,
+    overlap_share,
+    rerank_head,
+    score_ranking,
+)
 from mcp_server.retrieval.rerankers import Reranker
 from mcp_server.retrieval.sentences import sentence_units
 
 __all__ = [
-    "MAX_NEIGHBORS", "MAX_TOP_K", "RRF_K", "DocumentIndex", "SearchMode", "UnitSelect", "merge_texts",
-    "overlap_share",
+    "MAX_NEIGHBORS", "MAX_TOP_K", "RRF_K", "DocumentIndex", "SearchMode", "UnitSelect", "lexical_weight",
+    "merge_texts", "overlap_share",
 ]
 
 # hybrid fuses both rankings; dense / bm25 use one (for benchmarks and ablations)
@@ -50,28 +59,7 @@ SearchMode = Literal["hybrid", "dense", "bm25"]
 
 MAX_TOP_K = 20
 MAX_NEIGHBORS = 2
-RRF_K = 60  # the constant of Cormack et al.; flat enough that both rankings count
-# Weights of the two rankings in the fusion. Dense counts 1.5x: on long filings its sentence and
-# table-row units found the right page more often than BM25's whole-chunk word counts, whose
-# top ranks went to chunks that merely repeat the query's words (bench/README.md, financebench).
-DENSE_WEIGHT = 1.5
-BM25_WEIGHT = 1.0
-# Candidates each ranking contributes: max(5 x top_k, 50). A long report has hundreds of
-# chunks; the right one is often near rank 20-40 in one ranking and high in the other.
-MIN_CANDIDATES = 50
-CANDIDATES_PER_RESULT = 5
-# A question in another language than the document's finds only a few names and numbers in its
-# vocabulary, and BM25's ranking over those few would drown the cross-lingual dense ranking. So
-# BM25 keeps its full weight when the document knows at least HIGH of the query's distinct words
-# (nine in ten XQuAD questions in every language do over their own document) or when the query
-# may be in one of the document's languages (the detector gives it a fifth or more: short
-# questions are often ambiguous); otherwise its weight falls with that share, to none below LOW
-# (an English question finds 0.1-0.4 of its words in a German, Russian or Thai document).
-LEXICAL_COVERAGE_LOW = 0.4
-LEXICAL_COVERAGE_HIGH = 0.7
-QUERY_LANGUAGE_SHARE = 0.2
 SENTENCE_FANOUT = 4  # sentences fetched per dense chunk candidate; several may share a chunk
-DUPLICATE_OVERLAP = 0.5  # a chunk sharing more than this share of its span with a chosen one is dropped
 EMBED_SLICE = 4096  # sentences embedded and added to FAISS at a time (bounds the vectors held twice)
 
 # (unit texts, owning chunk of each) -> mask of the units to embed (``DocumentIndex.extended``)
@@ -200,16 +188,12 @@ class DocumentIndex:
         top_k, neighbors = clamp(top_k, 1, MAX_TOP_K), clamp(neighbors, 0, MAX_NEIGHBORS)
         if not self.chunks:
             return []
-        n = min(len(self.chunks), max(CANDIDATES_PER_RESULT * top_k, MIN_CANDIDATES))
+        n = min(len(self.chunks), candidate_count(top_k, CANDIDATES_PER_RESULT))
         candidates = self._fuse(query_vec, query, n, mode)
         ranked = sorted(candidates.values(), key=lambda c: (-c.rrf, c.pos))[:n]
-        if reranker is not None and ranked:
-            scores = reranker.score(query, [self.chunks[c.pos].text for c in ranked])
-            for cand, score in zip(ranked, scores, strict=True):
-                cand.rerank = float(score)
-            # stable sort: equal rerank scores keep the fused order
-            ranked.sort(key=lambda c: -(c.rerank if c.rerank is not None else float("-inf")))
-        chosen = self._diverse(ranked, top_k)
+        if reranker is not None:
+            ranked = rerank_head(query, ranked, reranker, lambda c: self.chunks[c.pos].text)
+        chosen = drop_duplicates(ranked, lambda c: self.chunks[c.pos], identity=lambda c: c.pos, top_k=top_k)
         hits = [
             SearchHit(
                 chunk=self.chunks[c.pos],
@@ -227,24 +211,22 @@ class DocumentIndex:
         positions when given."""
         candidates: dict[int, _Candidate] = {}
         vec = np.ascontiguousarray(np.asarray(query_vec, dtype=np.float32).reshape(1, -1))
-        for rank, (pos, sim) in enumerate(self._dense_ranking(vec, n, allowed)):
-            cand = candidates.setdefault(pos, _Candidate(pos))
-            cand.dense = sim
-            if mode != "bm25":
-                cand.rrf += DENSE_WEIGHT / (RRF_K + rank + 1)
+        dense = self._dense_ranking(vec, n, allowed)
+        for pos, sim in dense:
+            candidates.setdefault(pos, _Candidate(pos)).dense = sim
         bm25, coverage = self._bm25_scores(query)
-        bm25_weight = BM25_WEIGHT * lexical_weight(coverage, query, self.languages)
         if bm25 is not None and allowed is not None:
             kept = np.zeros_like(bm25)
             kept[allowed] = bm25[allowed]
             bm25 = kept
-        if bm25 is not None and mode != "dense":
-            order = np.argsort(-bm25, kind="stable")[:n]
-            for rank, pos in enumerate(order):
-                if bm25[pos] <= 0:  # no query term at all: not a BM25 candidate
-                    break
-                cand = candidates.setdefault(int(pos), _Candidate(int(pos)))
-                cand.rrf += bm25_weight / (RRF_K + rank + 1)
+        rankings: list[tuple[list[int], float]] = []
+        if mode != "bm25":
+            rankings.append(([pos for pos, _ in dense], DENSE_WEIGHT))
+        if bm25 is not None and mode != "dense":  # a chunk without any query term is no BM25 candidate
+            weight = BM25_WEIGHT * lexical_weight(coverage, query, self.languages)
+            rankings.append((score_ranking(bm25, n, positive=True), weight))
+        for pos, score in fuse(rankings).items():
+            candidates.setdefault(pos, _Candidate(pos)).rrf = score
         if bm25 is not None:
             for cand in candidates.values():
                 cand.bm25 = float(bm25[cand.pos])
@@ -298,27 +280,6 @@ class DocumentIndex:
         tokens = [t for t in asked if t in self._bm25.vocab_dict]
         coverage = len(set(tokens)) / len(set(asked)) if asked else 0.0
         return (np.asarray(self._bm25.get_scores(tokens), dtype=np.float32) if tokens else None), coverage
-
-    def _diverse(self, ranked: list[_Candidate], top_k: int) -> list[_Candidate]:
-        """Walk in relevance order; skip chunks that repeat what is already chosen."""
-        chosen: list[_Candidate] = []
-        seen_text: set[str] = set()
-        for cand in ranked:
-            chunk = self.chunks[cand.pos]
-            norm = re.sub(r"\s+", " ", chunk.text).strip().lower()
-            if norm in seen_text:
-                continue
-            if any(overlap_share(chunk.location, self.chunks[c.pos].location) > DUPLICATE_OVERLAP
-                   for c in chosen):
-                continue
-            chosen.append(cand)
-            seen_text.add(norm)
-            if len(chosen) == top_k:
-                break
-        if len(chosen) < top_k:  # rather near-duplicates than fewer results than asked for
-            ids = {c.pos for c in chosen}
-            chosen += [c for c in ranked if c.pos not in ids][: top_k - len(chosen)]
-        return chosen
 
     # --- cross-document search (retrieval/pool.py ranks the pooled candidates once more) ----
     def candidates(
@@ -381,24 +342,6 @@ class DocumentIndex:
         return out
 
 
-def lexical_weight(coverage: float, query: str, languages: Sequence[str]) -> float:
-    """BM25's share of its weight for ``query``, of which ``coverage`` of the words are known to
-    documents in ``languages``."""
-    if coverage >= LEXICAL_COVERAGE_HIGH or _plausible_language(query, tuple(languages)):
-        return 1.0
-    span = LEXICAL_COVERAGE_HIGH - LEXICAL_COVERAGE_LOW
-    return min(1.0, max(0.0, (coverage - LEXICAL_COVERAGE_LOW) / span))
-
-
-@functools.lru_cache(maxsize=1024)
-def _plausible_language(query: str, languages: tuple[str, ...]) -> bool:
-    """Whether the detector finds one of ``languages`` plausible for ``query``."""
-    shares: dict[str, float] = {}
-    for language, probability in language_probabilities(query).items():
-        shares[base_language(language)] = shares.get(base_language(language), 0.0) + probability
-    return any(shares.get(language, 0.0) >= QUERY_LANGUAGE_SHARE for language in languages)
-
-
 def _languages(chunks: Sequence[Chunk]) -> list[str]:
     """The languages of a document's chunks, the one with the most text first (["en"] when none is known)."""
     chars: dict[str, int] = {}
@@ -448,15 +391,6 @@ def _embed_into(
         index.add(embedder.embed(part, progress=report, unit="sentences"))
         done += sliced[0]
     return positions[owners]
-
-
-def overlap_share(a: ChunkLocation, b: ChunkLocation) -> float:
-    """The share of the shorter span that the two spans have in common (0 when they do not meet)."""
-    inter = min(a.end_char, b.end_char) - max(a.start_char, b.start_char)
-    if inter <= 0:
-        return 0.0
-    shorter = min(a.end_char - a.start_char, b.end_char - b.start_char)
-    return inter / shorter if shorter > 0 else 0.0
 
 
 def _span_location(anchor: ChunkLocation, parts: list[ChunkLocation]) -> ChunkLocation:

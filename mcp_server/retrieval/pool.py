@@ -12,7 +12,8 @@ document only *proposes* candidates (its dense and BM25 top-n, in its own rankin
   that model's candidates (z-scores), the only common scale two models have;
 - BM25: one Okapi BM25 index over the pooled candidates' texts, so IDF and length normalisation
   are shared by every document (a word that only one document uses weighs as such);
-- reciprocal rank fusion of the two global rankings (k=60, the weights of ``index.py``).
+- reciprocal rank fusion of the two global rankings (``ranking.fuse``, the weights of a single
+  document's search).
 
 The global scores decide which documents get places in the answer and how many; a document's
 own ranking decides which of its chunks fill them: the i-th best global score among a
@@ -21,17 +22,17 @@ statistics rank better: pooled BM25 weighs the words that tell documents apart (
 name) heavily, which finds the right document but not the right passage in it (financebench-dev,
 bench/README.md: hit@10 0.378 -> 0.432, MRR 0.190 -> 0.273 with this step). So scores stay on one
 global scale, and each document's passages keep the order ``retrieve_chunks`` gives them. Then
-the cross-encoder, when one is loaded (its scores are absolute), and the diversity pass.
+the cross-encoder on the head, when one is loaded (its scores are absolute), and the diversity
+pass (``ranking.py``).
 
 That is the ranking of one query. Extra phrasings (``queries``) are each ranked that way and
-fused by reciprocal rank fusion of those rankings: score = sum over phrasings of 1 / (60 + rank),
-rank 1-based, absent = no term; ties keep the order of the first phrasing's ranking.
+fused by unweighted reciprocal rank fusion of those rankings (``ranking.fuse``, weight 1 each);
+ties keep the order of the first phrasing's ranking.
 Everything here is synchronous; the caller runs it in a worker thread under GPU_CONCURRENCY.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -39,20 +40,22 @@ import bm25s
 import numpy as np
 
 from mcp_server.core.bounds import clamp
-from mcp_server.core.models import Chunk, ChunkLocation, SearchHit
+from mcp_server.core.models import Chunk, SearchHit
 from mcp_server.retrieval.analysis import query_tokens
-from mcp_server.retrieval.index import (
+from mcp_server.retrieval.index import DocumentIndex, analyse_chunks
+from mcp_server.retrieval.passages import passage_id
+from mcp_server.retrieval.ranking import (
     BM25_WEIGHT,
     DENSE_WEIGHT,
-    DUPLICATE_OVERLAP,
-    MIN_CANDIDATES,
-    RRF_K,
-    DocumentIndex,
-    analyse_chunks,
+    POOL_CANDIDATES_PER_RESULT,
+    candidate_count,
+    drop_duplicates,
+    fuse,
     lexical_weight,
-    overlap_share,
+    rerank_head,
+    score_ranking,
+    take_per_document,
 )
-from mcp_server.retrieval.passages import passage_id
 from mcp_server.retrieval.rerankers import Reranker
 
 __all__ = ["MAX_POOL_TOP_K", "PoolHit", "PoolSource", "search_pool"]
@@ -99,7 +102,7 @@ def search_pool(
     """The best ``top_k`` chunks of all sources (at most ``per_document`` from each), best first."""
     top_k = clamp(top_k, 1, MAX_POOL_TOP_K)
     per_doc = min(per_document, top_k) if per_document else top_k
-    n_each = max(3 * per_doc, MIN_CANDIDATES)
+    n_each = candidate_count(per_doc, POOL_CANDIDATES_PER_RESULT)
     vectors: dict[tuple[str, str], np.ndarray] = {}
 
     def vector(model_id: str, query: str) -> np.ndarray:
@@ -108,7 +111,7 @@ def search_pool(
         return vectors[model_id, query]
 
     tokens: dict[tuple[int, int], list[str]] = {}
-    rerank_n = max(3 * top_k, MIN_CANDIDATES)
+    rerank_n = candidate_count(top_k, POOL_CANDIDATES_PER_RESULT)
     rankings = [_rank_one(sources, q, vector, tokens, n_each, reranker, rerank_n) for q in queries]
     if len(rankings) == 1:
         order = rankings[0].entries
@@ -116,7 +119,7 @@ def search_pool(
     else:
         fused, ranks = _fuse_rankings(rankings)
         order = _diverse(sources, fused)  # phrasings may have found overlapping chunks
-    chosen = _select(order, top_k, per_doc)
+    chosen = take_per_document(order, top_k, per_doc, lambda e: e.source)
     return [_hit(sources, entry, tuple(ranks[entry.source, entry.pos])) for entry in chosen]
 
 
@@ -139,21 +142,16 @@ def _rank_one(
     bm25, coverage = _pooled_bm25(sources, entries, query, tokens)
     languages = list(dict.fromkeys(lang for src in sources for lang in src.index.languages))
     bm25_weight = BM25_WEIGHT * lexical_weight(coverage, query, languages)
-    for rank, j in enumerate(np.argsort(-dense, kind="stable")):
-        entries[j].fused += DENSE_WEIGHT / (RRF_K + rank + 1)
-    for rank, j in enumerate(np.argsort(-bm25, kind="stable")):
-        if bm25[j] <= 0:  # no query term at all: not a BM25 candidate
-            break
-        entries[j].fused += bm25_weight / (RRF_K + rank + 1)
+    # a chunk without any query term is no BM25 candidate
+    for j, score in fuse([(score_ranking(dense), DENSE_WEIGHT),
+                          (score_ranking(bm25, positive=True), bm25_weight)]).items():
+        entries[j].fused = score
     for entry, score in zip(entries, bm25, strict=True):
         entry.bm25 = float(score)
     _places_in_own_order(entries)
     ranked = sorted(entries, key=lambda e: (-e.fused, e.local, e.source))
     if reranker is not None:
-        head = ranked[:rerank_n]
-        for entry, score in zip(head, reranker.score(query, [_chunk(sources, e).text for e in head]), strict=True):
-            entry.rerank = float(score)
-        ranked = sorted(head, key=lambda e: -(e.rerank if e.rerank is not None else float("-inf"))) + ranked[len(head):]
+        ranked = rerank_head(query, ranked, reranker, lambda e: _chunk(sources, e).text, rerank_n)
     return _Ranking(_diverse(sources, ranked))
 
 
@@ -210,7 +208,7 @@ def _fuse_rankings(rankings: list[_Ranking]) -> tuple[list[_Entry], dict[tuple[i
             key = (entry.source, entry.pos)
             ranks.setdefault(key, [None] * len(rankings))[q] = rank
             first.setdefault(key, entry)
-    fused = {key: sum(1.0 / (RRF_K + r) for r in rs if r is not None) for key, rs in ranks.items()}
+    fused = fuse(([(e.source, e.pos) for e in ranking.entries], 1.0) for ranking in rankings)
     # ties: the ranks of the phrasings in order (absent counts as last)
     inf = float("inf")
     order = sorted(ranks, key=lambda k: (-fused[k], *[r if r is not None else inf for r in ranks[k]]))
@@ -228,39 +226,10 @@ def _chunk(sources: Sequence[PoolSource], entry: _Entry) -> Chunk:
 
 
 def _diverse(sources: Sequence[PoolSource], ranked: list[_Entry]) -> list[_Entry]:
-    """Drop chunks that repeat an earlier one: the same passage (one document at two URLs), the
-    same text in one document, or a span mostly shared with a better chunk of the same document.
-    Never re-sorts (as ``DocumentIndex._diverse``)."""
-    kept: list[_Entry] = []
-    seen_ids: set[str] = set()
-    seen_text: set[tuple[int, str]] = set()
-    by_source: dict[int, list[ChunkLocation]] = {}
-    for entry in ranked:
-        chunk = _chunk(sources, entry)
-        pid = f"{sources[entry.source].index.key}/{entry.pos}"
-        norm = (entry.source, re.sub(r"\s+", " ", chunk.text).strip().lower())
-        if pid in seen_ids or norm in seen_text:
-            continue
-        if any(overlap_share(chunk.location, loc) > DUPLICATE_OVERLAP for loc in by_source.get(entry.source, ())):
-            continue
-        kept.append(entry)
-        seen_ids.add(pid)
-        seen_text.add(norm)
-        by_source.setdefault(entry.source, []).append(chunk.location)
-    return kept
-
-
-def _select(order: list[_Entry], top_k: int, per_doc: int) -> list[_Entry]:
-    chosen: list[_Entry] = []
-    taken: dict[int, int] = {}
-    for entry in order:
-        if taken.get(entry.source, 0) >= per_doc:
-            continue
-        chosen.append(entry)
-        taken[entry.source] = taken.get(entry.source, 0) + 1
-        if len(chosen) == top_k:
-            break
-    return chosen
+    """The diversity pass over the pool: one passage reached twice (one document at two URLs), the
+    same text in one document, a span mostly shared with a better chunk of the same document."""
+    return drop_duplicates(ranked, lambda e: _chunk(sources, e), document=lambda e: e.source,
+                           identity=lambda e: f"{sources[e.source].index.key}/{e.pos}")
 
 
 def _hit(sources: Sequence[PoolSource], entry: _Entry, ranks: tuple[int | None, ...]) -> PoolHit:

@@ -1,18 +1,25 @@
-"""What every tool module shares: the metadata-only ``tool`` decorator and the argument helpers.
+"""What every tool module shares: the metadata-only ``tool`` decorator, the argument types and helpers.
 
 A tool is a module-level async function marked with ``@tool(kind, title=...)``; the mark is data
 only, and ``create_server`` registers the marked functions (``tools.TOOLS``), so no tool module
 imports the server. Tools read the long-lived resources and the settings from ``ctx``.
+
+Arguments are declared, not checked by hand: ``Annotated[..., Field(description=..., bounds)]`` and
+``Literal`` enums, so ``tools/list`` shows every bound and the SDK's argument model enforces it
+(the guard turns a violation into VALIDATION_ERROR naming the argument). What a schema cannot say
+stays in code: limits that are settings (``max_text_length``), text that is only whitespace, and
+the documented clamps (top_k, neighbors, before/after), which are no errors.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from mcp.server.fastmcp import Context
 from mcp.types import ToolAnnotations
+from pydantic import Field
 
 from mcp_server.context import AppContext
 from mcp_server.core.concurrency import Progress, run_sync
@@ -22,11 +29,21 @@ from mcp_server.research import pack_texts
 from mcp_server.tools.schemas import RetrieveItem
 
 __all__ = [
-    "ToolSpec", "app_of", "fit_budget", "progress_of", "require_budget", "require_text", "settings_of", "spec_of",
-    "tool",
+    "DocumentUrl", "MaxTokens", "Query", "ToolSpec", "app_of", "fit_budget", "progress_of", "require_text",
+    "settings_of", "spec_of", "tool",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+DocumentUrl = Annotated[str, Field(
+    min_length=1, description="http(s) URL of the document; the server downloads it (private and local network "
+                              "addresses are refused unless allowlisted).")]
+Query = Annotated[str, Field(
+    min_length=1, description="The question or search text, in any language (at most max_text_length characters, "
+                              f"a server setting: {Settings.model_fields['max_text_length'].default:,} by default).")]
+MaxTokens = Annotated[int | None, Field(
+    ge=1, description="Token budget: keep the best results whose texts fit it together (the first one is "
+                      "shortened when even it does not fit). Omit for no budget.")]
 _SPEC = "__rag_tool__"
 
 
@@ -88,18 +105,13 @@ def progress_of(ctx: Context) -> Progress:
     return report
 
 
-def require_text(value: str, name: str, limit: int) -> str:
+def require_text(value: str, name: str, limit: int | None = None) -> str:
+    """What a schema cannot say: not only whitespace, and at most ``limit`` (a setting) characters."""
     if not value.strip():
         raise ValidationError(f"argument '{name}' must not be empty", argument=name)
-    if len(value) > limit:
+    if limit is not None and len(value) > limit:
         raise ValidationError(f"argument '{name}' is {len(value)} characters; the limit is {limit}", argument=name)
     return value
-
-
-def require_budget(max_tokens: int | None) -> int | None:
-    if max_tokens is not None and max_tokens < 1:
-        raise ValidationError(f"argument 'max_tokens' must be at least 1, not {max_tokens}", argument="max_tokens")
-    return max_tokens
 
 
 Item = TypeVar("Item", bound=RetrieveItem)

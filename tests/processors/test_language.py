@@ -45,3 +45,17 @@ def test_names_cover_the_18_languages_of_the_design() -> None:
 
 def test_langdetect_is_available() -> None:
     assert language_detection_available()
+
+
+def test_passages_in_another_script_get_their_own_language_from_a_few_detector_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from mcp_server.processors import language
+
+    calls: list[str] = []
+    detect = language.detect_language
+    monkeypatch.setattr(language, "detect_language", lambda text: calls.append(text) or detect(text))
+    russian = "Это длинное предложение на русском языке о погоде и о городе. " * 3
+    texts = ["An English sentence about the weather in the city, long enough."] * 3 + [russian] * 10
+    assert language.passage_languages(texts, "en", "Latin") == ["en"] * 3 + ["ru"] * 10
+    assert len(calls) == language.SCRIPT_SAMPLES

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlparse
 
+from mcp_server.chunking import TokenCounter
 from mcp_server.core.errors import ModelLoadError
 from mcp_server.core.settings import Settings
 from mcp_server.retrieval.analysis import base_language
@@ -329,15 +330,14 @@ class ModelRegistry:
         other = sum(w for lang, w in zip(languages, weights, strict=True) if base_language(lang) not in ("en", ""))
         return other >= MIXED_SHARE * max(sum(weights), 1)
 
-    def token_counter_for(self, language: str) -> Any:
+    def token_counter_for(self, language: str) -> TokenCounter:
         """The chunking ``TokenCounter`` of the model that will embed a document in ``language``."""
-        if self.is_multilingual(language):
-            assert self.multilingual is not None
+        if self.multilingual is not None and self.is_multilingual(language):
             return self.multilingual
         return self.token_counter
 
     def max_tokens_for(self, language: str) -> int:
-        return int(self.token_counter_for(language).max_tokens)
+        return self.token_counter_for(language).max_tokens
 
     @property
     def embedders(self) -> list[Embedder]:

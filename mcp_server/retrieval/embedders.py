@@ -142,10 +142,6 @@ class Embedder(ABC):
         """How long embedding ``chars`` characters of new text should take at the measured speed."""
         return chars / (self._speed or self.prior_chars_per_second)
 
-    def estimate_chars(self, seconds: float) -> float:
-        """How many characters of new text embed in ``seconds`` at the measured speed."""
-        return seconds * (self._speed or self.prior_chars_per_second)
-
     def _measured(self, chars: int, seconds: float) -> None:
         speed = chars / max(seconds, 1e-9)
         # a moving average: the speed follows the machine's load without jumping at one slow batch

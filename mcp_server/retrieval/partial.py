@@ -23,9 +23,10 @@ __all__ = ["PARTIAL_SECONDS", "SENTENCES_PER_CANDIDATE", "best_sentences", "part
 
 # A 1,500-character chunk has ~15 sentences; the three sharing most query terms carry its match.
 SENTENCES_PER_CANDIDATE = 3
-# What a first answer may spend embedding, at the embedder's measured speed: the units of the
-# lowest-ranked candidates are left out past it. MiniLM embeds every selected unit well within it;
-# the multilingual model, five times slower, keeps its first answers in seconds this way.
+# What a first answer may spend embedding, at the embedder's nominal speed (not the measured one:
+# the same query on the same document embeds the same units whatever the machine's load): the
+# units of the lowest-ranked candidates are left out past it. MiniLM's selected units fit well
+# within it; the multilingual model, five times slower, keeps its first answers in seconds this way.
 PARTIAL_SECONDS = 2.5
 
 try:  # the same stemming as the BM25 index, so "located" selects a sentence with "location"
@@ -102,5 +103,5 @@ def partial_view(
     if per_chunk > 0:
         select = best_sentences(query, per_chunk, languages=base.languages,
                                 ranks={pos: rank for rank, pos in enumerate(chosen)},
-                                max_chars=embedder.estimate_chars(PARTIAL_SECONDS))
+                                max_chars=PARTIAL_SECONDS * embedder.prior_chars_per_second)
     return base.extended(chosen, embedder, progress=progress, select=select)

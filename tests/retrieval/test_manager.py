@@ -584,3 +584,18 @@ async def test_a_stored_index_of_a_model_that_is_not_loaded_is_not_used(settings
     other = manager(settings, ModelRegistry.fake())
     found, _ = await other.tiers.find(key, other._check("1"))
     assert found is None
+
+
+def test_a_first_answer_keeps_its_embedding_within_budget_dropping_the_lowest_ranked_candidates_first() -> None:
+    from mcp_server.retrieval.partial import best_sentences
+
+    texts = ["alpha river bank " * 5, "alpha river delta " * 5, "alpha river mouth " * 5]
+    owners = np.array([0, 1, 2])
+    ranks = {2: 0, 0: 1, 1: 2}  # chunk 2 ranks first, chunk 1 last
+    unlimited = best_sentences("alpha river", 1, ranks=ranks)(texts, owners)
+    assert unlimited.tolist() == [True, True, True]
+    budget = len(texts[2]) + len(texts[0])
+    assert best_sentences("alpha river", 1, ranks=ranks, max_chars=budget)(texts, owners).tolist() == [
+        True, False, True]
+    # the best candidate keeps its units even when they alone exceed the budget
+    assert best_sentences("alpha river", 1, ranks=ranks, max_chars=1)(texts, owners).tolist() == [False, False, True]

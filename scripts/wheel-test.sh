@@ -13,9 +13,9 @@ TORCH_INDEX_URL=${TORCH_INDEX_URL:-}
 work=$(mktemp -d /tmp/rag-wheel-test.XXXXXX)
 server=""
 files=""
-cleanup() {
-    [ -n "$server" ] && kill "$server" 2>/dev/null && wait "$server" 2>/dev/null
-    [ -n "$files" ] && kill "$files" 2>/dev/null && wait "$files" 2>/dev/null
+cleanup() {  # a stopped child's status (143) must not become the script's under set -e
+    if [ -n "$server" ]; then kill "$server" 2>/dev/null && wait "$server" 2>/dev/null || true; fi
+    if [ -n "$files" ]; then kill "$files" 2>/dev/null && wait "$files" 2>/dev/null || true; fi
     rm -rf "$work"
 }
 trap cleanup EXIT

@@ -41,6 +41,7 @@ from mcp_server.retrieval.ranking import (
     candidate_count,
     drop_duplicates,
     fuse,
+    known_share,
     lexical_weight,
     overlap_share,
     rerank_head,
@@ -278,8 +279,8 @@ class DocumentIndex:
             return None, 0.0
         asked = self.query_tokens(query)
         tokens = [t for t in asked if t in self._bm25.vocab_dict]
-        coverage = len(set(tokens)) / len(set(asked)) if asked else 0.0
-        return (np.asarray(self._bm25.get_scores(tokens), dtype=np.float32) if tokens else None), coverage
+        scores = np.asarray(self._bm25.get_scores(tokens), dtype=np.float32) if tokens else None
+        return scores, known_share(asked, tokens)
 
     # --- cross-document search (retrieval/pool.py ranks the pooled candidates once more) ----
     def candidates(

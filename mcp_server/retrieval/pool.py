@@ -51,6 +51,7 @@ from mcp_server.retrieval.ranking import (
     candidate_count,
     drop_duplicates,
     fuse,
+    known_share,
     lexical_weight,
     rerank_head,
     score_ranking,
@@ -196,7 +197,7 @@ def _pooled_bm25(
     wanted = [t for t in asked if t in index.vocab_dict]
     if wanted:
         scores[:] = index.get_scores(wanted)
-    return scores, (len(set(wanted)) / len(set(asked)) if asked else 0.0)
+    return scores, known_share(asked, wanted)
 
 
 # --- several phrasings ---------------------------------------------------------------------------

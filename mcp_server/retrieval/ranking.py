@@ -104,6 +104,12 @@ def score_ranking(scores: np.ndarray, n: int | None = None, *, positive: bool = 
     return [int(pos) for pos in order]
 
 
+def known_share(asked: Sequence[str], known: Sequence[str]) -> float:
+    """The share of the query's distinct words (``asked``) that the vocabulary knows (``known``):
+    the ``coverage`` of ``lexical_weight``."""
+    return len(set(known)) / len(set(asked)) if asked else 0.0
+
+
 def lexical_weight(coverage: float, query: str, languages: Sequence[str]) -> float:
     """BM25's share of its weight for ``query``, of which ``coverage`` of the words are known to
     documents in ``languages``."""

@@ -69,7 +69,7 @@ def metrics_processes(settings: Settings, multiprocess: bool) -> Iterator[Settin
     finally:
         if created and directory is not None:
             shutil.rmtree(directory, ignore_errors=True)
-        for name, value in saved.items():  # as before, for whoever runs after us in this process (tests)
+        for name, value in saved.items():  # restored for whoever runs after us in this process (tests)
             os.environ.pop(name, None)
             if value is not None:
                 os.environ[name] = value

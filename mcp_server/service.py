@@ -321,7 +321,7 @@ class DocumentService:
         timings["index"] = _ms(started)
         timings.update(view.timings_ms)
         chunks = view.index.chunks
-        doc_type = chunks[0].doc_type if chunks else located.input.doc_type  # the processor's, as before
+        doc_type = chunks[0].doc_type if chunks else located.input.doc_type  # the processor's; else the sniffed
         return Indexed(index=view.index, key=view.key, doc_type=doc_type, cached=view.cached, timings_ms=timings,
                        complete=view.complete, dense_coverage=view.dense_coverage)
 

@@ -3,7 +3,7 @@
     params = chunk_params_for(doc.doc_type, len(doc.content), counter.max_tokens)
     chunks = chunk_document(doc, params, counter)   # counter: the embedder or HFTokenCounter
 
-Sizes follow the seed's adaptive table per document type; no chunk exceeds ``CHUNK_WINDOWS``
+Sizes follow an adaptive table per document type and length; no chunk exceeds ``CHUNK_WINDOWS``
 model windows in the model's own tokens (the index embeds a chunk's sentences and row groups,
 each within one window); each chunk carries its exact character span and the
 pages, slide, sheet, rows and heading path it comes from.

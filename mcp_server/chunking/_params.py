@@ -1,4 +1,4 @@
-"""Chunk parameters: the seed's adaptive sizes per document type, bounded by the model window.
+"""Chunk parameters: adaptive sizes per document type and length, bounded by the model window.
 
 Each format declares its base size, overlap and structure breaks (``Format.chunking``, in its
 processor module); this module scales them by document length and the model window.
@@ -22,16 +22,16 @@ CHUNKER_VERSION = "5"
 # After a format's structure breaks (markers, headings: core/markup.py). Each separator must
 # contain whitespace: chunks are cut only at whitespace, never inside a word.
 TEXT_SEPARATORS = ("\n\n", "\n", ". ", " ")
-_DEFAULT = Chunking()  # types without a registered format (the seed's "other": 1200/250)
+_DEFAULT = Chunking()  # types without a registered format ("other": 1200/250)
 
 LARGE_DOCUMENT = 100_000  # characters; larger documents get bigger chunks
 SMALL_DOCUMENT = 5_000  # characters; smaller documents get smaller chunks
 # English WordPiece averages a little over 4 characters per token; used only to keep the
-# overlap's share of a token-bounded chunk what the seed meant, never to bound a chunk.
+# overlap's share of a token-bounded chunk the type's declared share, never to bound a chunk.
 CHARS_PER_TOKEN = 4
 # A chunk holds at most this many model windows of tokens. The dense index embeds a chunk's
 # sentences (and table row groups), never the whole chunk (retrieval/sentences.py), so a chunk
-# need not fit one window; its characters are bounded by the seed's sizes as before.
+# need not fit one window; its characters are bounded by the type's declared sizes.
 CHUNK_WINDOWS = 2
 MIN_SIZE_OVERRIDE = 50
 MAX_SIZE_OVERRIDE = 100_000
@@ -82,14 +82,14 @@ class ChunkParams:
 def chunk_params_for(
     doc_type: str, content_length: int, max_tokens: int, *, size_override: int | None = None
 ) -> ChunkParams:
-    """The seed's adaptive parameters for a document, bounded by a ``max_tokens`` model window.
+    """The adaptive parameters for a document, bounded by a ``max_tokens`` model window.
 
     The format's declared size and overlap (``Format.chunking``; 1200/250 for types without a
     registered format) are scaled by length: over 100,000 characters size x1.5 and overlap x1.3; under
     5,000 size / 2 (min 400) and overlap / 2 (min 50). ``size_override`` replaces the size (no
     length scaling) and keeps the type's overlap ratio. When the model window holds fewer
     characters than the size, the overlap shrinks by the same factor so that it stays the
-    seed's share of what a chunk really holds. Raises ``ValidationError`` for an override
+    declared share of what a chunk really holds. Raises ``ValidationError`` for an override
     outside [50, 100000] and ``ValueError`` for a window under 8 tokens.
     """
     declared = format_for(doc_type.lower().lstrip("."))

@@ -1,4 +1,4 @@
-"""The seed's importance score and content type of a chunk's text."""
+"""The importance score and content type of a chunk's text (fields of every ``Chunk``)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from mcp_server.core.markup import HEADING_LINE, MARKER_LINE
 
 __all__ = ["content_type", "importance_score"]
 
-_SCORED_LEVELS = 3  # the seed scores "#", "##" and "###" headings only
-# The seed's \d+\.?\d*% matches exactly when a digit, or a digit and a dot, precede a "%".
+_SCORED_LEVELS = 3  # headings "#" to "###" score; deeper levels do not
+# Matches exactly where \d+\.?\d*% would: a digit, or a digit and a dot, before a "%".
 _NUMBER = re.compile(r"\d\.?%|[$€]\d")
 _KEYWORDS = "important|key|critical|summary|conclusion|result|finding|recommendation"
 _KEYWORD_ANYWHERE = re.compile(_KEYWORDS)  # a cheap pre-check; \b makes the full search slow
@@ -19,7 +19,7 @@ _BULLET = re.compile(r"^\s*(?:- |• |\* )")
 
 
 def importance_score(text: str) -> float:
-    """Seed rules: base 0.5; heading +0.2; numbers or currency +0.15; keyword +0.1; short -0.2."""
+    """Base 0.5; heading +0.2; numbers or currency +0.15; keyword +0.1; short -0.2."""
     score = 0.5
     if _has_heading(text) or any(_is_caps_line(line) for line in text.splitlines()):
         score += 0.2
@@ -36,7 +36,7 @@ def importance_score(text: str) -> float:
 def content_type(text: str) -> str:
     """``table`` | ``list`` | ``heading`` | ``text``.
 
-    The seed's rules read per line, so one stray pipe or dash does not relabel prose: ``table``
+    The rules read per line, so one stray pipe or dash does not relabel prose: ``table``
     when at least half the lines are Markdown table rows or tab-separated, ``list`` when at
     least half are bullets, ``heading`` when the chunk opens with a Markdown heading. Marker
     lines (``--- Page 3 ---``) do not count.

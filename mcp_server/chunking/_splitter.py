@@ -14,7 +14,8 @@ Paragraphs (blocks between "\n\n" or any stronger separator) that fit a window a
 when the window would end inside such a paragraph, the chunk ends at the paragraph break
 before it instead, however little that leaves. A chunk that ends at a paragraph break has no
 overlap; the overlap of a chunk that ends inside a paragraph too long for any window stays
-within that paragraph. Retrieval pays for chunks that straddle a paragraph break (bench/README).
+within that paragraph. Retrieval pays for chunks that straddle a paragraph break (measured by
+bench/squad.py).
 """
 
 from __future__ import annotations

@@ -46,7 +46,7 @@ class Magic:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Chunking:
-    """The seed's chunk size and overlap (characters) and where the structure may be cut."""
+    """A format's base chunk size and overlap (characters) and where its structure may be cut."""
 
     size: int = 1200
     overlap: int = 250

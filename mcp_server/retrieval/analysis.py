@@ -2,8 +2,8 @@
 
 One ``Analyzer`` per language, after Lucene's and Elasticsearch's language analyzers:
 
-- English keeps the tokenizer BM25 has always had (``lexical.bm25_tokens``: words of two or more
-  word characters, bm25s' English stopwords, English Snowball), so English rankings do not move.
+- English: ``lexical.bm25_tokens`` (words of two or more word characters, bm25s' English
+  stopwords, English Snowball), the analyzer the English ranking constants are measured with.
 - Every other language: NFKC and case folding; words are runs of letters, combining marks and
   digits (a plain ``\\w`` cuts Devanagari, Thai and Arabic words at their vowel signs); scripts
   written without spaces are segmented: Han, kana and Hangul into overlapping character bigrams
@@ -112,7 +112,7 @@ class Analyzer:
 
     @property
     def legacy(self) -> bool:
-        """English reads as it always has (bm25s' tokenizer with English stemming)."""
+        """English reads with ``lexical.bm25_tokens`` (bm25s' tokenizer with English stemming)."""
         return self.language == "en"
 
     def tokens(self, texts: Sequence[str]) -> list[list[str]]:

@@ -3,8 +3,8 @@
 Dense scoring is sentence-MaxSim: FAISS holds one vector per *unit* of each chunk (a sentence,
 or a few table rows under their table's title and header; see ``sentences.py``) with a unit ->
 chunk map, and a chunk's dense score is the best cosine of its units. A chunk-level vector
-averages a specific sentence away among its neighbours; the max keeps it (SQuAD hit/strict/MRR
-0.980/0.966/0.867 -> 0.986/0.980/0.901, bench/README.md).
+averages a specific sentence away among its neighbours; the max keeps it (measured by
+bench/squad.py).
 
 Search pipeline (all synchronous; the manager runs it in a worker thread):
 

@@ -10,7 +10,7 @@ Big documents answer first from a *partial* index (``open``): BM25 over every ch
 vectors only for the query's candidates (the best-matching sentences of its best BM25 chunks),
 embedded on demand; the complete index builds in a background task owned by ``running()`` (the app's
 lifespan), is persisted, and serves the later calls. A document whose complete build is
-estimated to take at most ``progressive_budget`` seconds is built in the call, as before.
+estimated to take at most ``progressive_budget`` seconds is built completely in the call.
 
 Concurrency: one ``anyio.Lock`` per key on this event loop (ten identical requests -> one build,
 nine waits), a file lock per key across worker processes and, with a shared store, a lease per key

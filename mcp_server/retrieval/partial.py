@@ -4,8 +4,8 @@ The document's base index has BM25 over every chunk and no vectors. A query adds
 candidates — its best BM25 chunks, the first chunks when fewer match — and, of each candidate,
 only the few sentences whose shared query terms weigh the most (idf over the candidates): a
 chunk's dense score is then the best cosine among those, a lower bound of what the complete
-index gives, at about a fifth of the cost of embedding whole candidates (SQuAD and FinanceBench
-figures: bench/partial_quality.py).
+index gives, at a fraction of the cost of embedding whole candidates (bench/partial_quality.py
+measures both the quality and the cost).
 """
 
 from __future__ import annotations

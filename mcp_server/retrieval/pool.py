@@ -19,8 +19,8 @@ The global scores decide which documents get places in the answer and how many; 
 own ranking decides which of its chunks fill them: the i-th best global score among a
 document's candidates goes to the i-th chunk of its own ranking. Within one document its own
 statistics rank better: pooled BM25 weighs the words that tell documents apart (a company's
-name) heavily, which finds the right document but not the right passage in it (financebench-dev,
-bench/README.md: hit@10 0.378 -> 0.432, MRR 0.190 -> 0.273 with this step). So scores stay on one
+name) heavily, which finds the right document but not the right passage in it (measured by
+bench/financebench.py on the dev set). So scores stay on one
 global scale, and each document's passages keep the order ``retrieve_chunks`` gives them. Then
 the cross-encoder on the head, when one is loaded (its scores are absolute), and the diversity
 pass (``ranking.py``).

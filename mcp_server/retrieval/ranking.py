@@ -13,7 +13,8 @@ with these pieces:
   (``search_documents``' per_document);
 - ``drop_duplicates``: the diversity pass. It only *drops* results that repeat text already
   chosen (the same passage, the same text, a span mostly shared with a better result of the
-  same document); it never re-sorts, because an importance re-sort halved MRR.
+  same document); it never re-sorts, because an importance re-sort pushed answers down
+  (bench/squad.py measures it).
 
 Change the ranking here; ``bench/squad.py`` and ``bench/financebench.py`` measure it.
 """
@@ -42,7 +43,7 @@ __all__ = [
 RRF_K = 60  # the constant of Cormack et al.; flat enough that both rankings count
 # Weights of the two rankings in the fusion. Dense counts 1.5x: on long filings its sentence and
 # table-row units found the right page more often than BM25's whole-chunk word counts, whose
-# top ranks went to chunks that merely repeat the query's words (bench/README.md, financebench).
+# top ranks went to chunks that merely repeat the query's words (measured by bench/financebench.py).
 DENSE_WEIGHT = 1.5
 BM25_WEIGHT = 1.0
 # Candidates each ranking contributes: max(5 x top_k, 50). A long report has hundreds of

@@ -44,7 +44,7 @@ log = logging.getLogger(__name__)
 
 # 2: one vector per sentence plus sentences.json; a format-1 folder (one vector per chunk) is
 # quarantined and rebuilt, never read as sentences. The versioned file names (the manifest's
-# "files") kept the format: a format-2 folder without them is read under the fixed names.
+# "files") are optional within format 2: a folder without them is read under the fixed names.
 FORMAT_VERSION = 2
 INDEX_FILE, CHUNKS_FILE, SENTENCES_FILE, MANIFEST_FILE = "index.faiss", "chunks.json", "sentences.json", "manifest.json"
 FILES = (INDEX_FILE, CHUNKS_FILE, SENTENCES_FILE)  # the logical names, as exported and shared

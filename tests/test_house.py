@@ -1,0 +1,38 @@
+"""The code states contracts and reasons, not its history: the story of a change lives in git and
+bench/, never in mcp_server/."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "mcp_server"
+# Phrases that only tell how the code came to be: an issue number, the project it started from.
+HISTORY_PHRASES = ("issue #", "the seed")
+
+
+def history_mentions(root: Path) -> list[str]:
+    """``path:line: phrase`` for every history phrase (case-insensitive) in the text files under ``root``."""
+    found: list[str] = []
+    for path in sorted(root.rglob("*")):
+        if not path.is_file() or "__pycache__" in path.parts:
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:  # binary data files (model weights, fixtures) say nothing
+            continue
+        for number, line in enumerate(text.lower().splitlines(), start=1):
+            found.extend(f"{path.relative_to(root)}:{number}: {phrase}" for phrase in HISTORY_PHRASES if phrase in line)
+    return found
+
+
+def test_no_file_under_mcp_server_tells_the_history_of_the_code() -> None:
+    assert history_mentions(PACKAGE) == []
+
+
+def test_the_history_check_finds_an_issue_number_and_the_seed_in_any_case(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "a.py").write_text('"""Fixed in Issue #12."""\nx = 1  # as The Seed did\n', encoding="utf-8")
+    (tmp_path / "clean.py").write_text("y = 2  # a fixed seed keeps runs reproducible\n", encoding="utf-8")
+    (tmp_path / "blob.bin").write_bytes(b"\xff\xfe issue # \x00")
+
+    assert history_mentions(tmp_path) == ["pkg/a.py:1: issue #", "pkg/a.py:2: the seed"]

@@ -1,6 +1,6 @@
 """``retrieve_chunks`` over MCP streamable HTTP for ``bench/financebench.py --mcp``.
 
-A real server process (``python -m mcp_server`` via the test harness) with a fresh index folder,
+A real server process (``python -m mcp_server``, ``bench/servers.py``) with a fresh index folder,
 the PDFs served from a loopback HTTP server, one MCP client session. Each document's first
 call is its cold time (download, parse, chunk, embed, index, search); every later question on
 it is a warm call. The questions are asked at once, so on a big document they are answered from
@@ -12,19 +12,15 @@ calls on the same document.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
 from mcp import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 
-from tests.conftest import FileServer
-from tests.mcp_harness import payload, server_process
+from bench.servers import FileServer, mcp_session, payload, server_env, server_process
 
 __all__ = ["mcp_results"]
 
@@ -33,19 +29,8 @@ SETTLE_POLL_S = 3.0
 SETTLE_LIMIT_S = 900.0  # the slowest complete build measured (Pfizer 10-K, loaded machine) took ~190 s
 
 
-@contextlib.asynccontextmanager
-async def _client(url: str, read_timeout: float) -> AsyncIterator[ClientSession]:
-    # The harness's client reads for at most 300 s; a raised parse timeout needs longer.
-    async with httpx.AsyncClient(timeout=httpx.Timeout(60, read=read_timeout)) as http, \
-            streamable_http_client(url, http_client=http) as (read, write, _), \
-            ClientSession(read, write) as session:
-        await session.initialize()
-        yield session
-
-
-def server_env(index_dir: str, parse_timeout: float | None) -> dict[str, str]:
-    env = {"MCP_FETCH_ALLOWLIST": "127.0.0.1", "MCP_INDEX_DIR": index_dir, "MCP_RATE_LIMIT_RPM": "1000000",
-           "HF_HUB_OFFLINE": "1"}
+def _server_env(index_dir: str, parse_timeout: float | None) -> dict[str, str]:
+    env = server_env(MCP_INDEX_DIR=index_dir)
     if parse_timeout is not None:
         env["MCP_PARSE_TIMEOUT"] = str(parse_timeout)
         # the tool's own timeout must leave room for the parse, chunking and embedding after it
@@ -85,9 +70,10 @@ async def mcp_results(
     read_timeout = max(DEFAULT_TOOL_TIMEOUT, (parse_timeout or 0) + 300) + 60
     try:
         with tempfile.TemporaryDirectory(prefix="fb-mcp-index-") as index_dir, \
-                server_process([], env=server_env(index_dir, parse_timeout)) as (_, base):
-            log(f"MCP server ready at {base}")
-            async with _client(f"{base}/mcp", read_timeout) as client:
+                server_process(env=_server_env(index_dir, parse_timeout)) as server:
+            log(f"MCP server ready at {server.base}")
+            # a raised parse timeout needs a longer read than the session's default
+            async with mcp_session(server.mcp_url, read_timeout=read_timeout) as client:
                 for name, questions in grouped.items():
                     url = files.url(Path(questions[0]["doc"]).name)
                     for n, q in enumerate(questions):

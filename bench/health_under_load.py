@@ -8,7 +8,7 @@ once on big real files (the 252-page 3M 10-K, the 872-page handbook, War and Pea
 Boeing 10-K), so both cores parse for many seconds, while GET /health is polled every ``--poll``
 seconds with a fresh connection. The table gives the latency of those polls (p50 / p95 / max
 over all runs, and the median of the runs' maxima) and how long the four parses took. The goal
-(issue #14) is /health within 1 s at worst. Nothing here is asserted by the test suite.
+is /health within 1 s at worst. Nothing here is asserted by the test suite.
 """
 
 from __future__ import annotations
@@ -24,13 +24,10 @@ from pathlib import Path
 
 import httpx
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.conftest import QA, FileServer, qa_set_or_exit  # noqa: E402
-from tests.mcp_harness import http_client, payload, server_process  # noqa: E402
+from bench.data import QA, load_average, percentile, qa_set  # noqa: E402
+from bench.servers import FileServer, mcp_session, payload, server_env, server_process  # noqa: E402
 
 HEAVY = ["qa/financebench-dev/docs/3M_2022_10K.pdf", "docs/docx/handbook-872p.docx",
          "docs/txt/book-war-and-peace-1225p.txt", "qa/financebench-dev/docs/BOEING_2022_10K.pdf"]
@@ -38,7 +35,7 @@ WARM = ["docs/txt/fake-text.txt", "docs/pdf/multi_page.pdf"]
 
 
 async def _process(mcp_url: str, url: str) -> bool:
-    async with http_client(mcp_url) as client:
+    async with mcp_session(mcp_url) as client:
         result = await client.call_tool("process_document", {"document_url": url})
     body = payload(result)
     return not result.isError or bool(body.get("code"))
@@ -68,25 +65,19 @@ async def _run_once(base: str, files: FileServer, poll: float) -> tuple[list[flo
     return latencies, wall, sum(results)
 
 
-def _pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nice", default="0,10", help="parser niceness values to compare")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--poll", type=float, default=0.05)
     args = parser.parse_args()
-    qa_set_or_exit("financebench-dev")  # the heavy filings are QA-set material, not in the repository
+    qa_set("financebench-dev")  # the heavy filings are QA-set material, not in the repository
     files = FileServer(QA.parent)
-    load = os.getloadavg()[0]
-    print(f"GET /health while 4 big documents parse on {os.cpu_count()} cores; load average {load:.1f} at the start\n")
+    print(f"GET /health while 4 big documents parse on {os.cpu_count()} cores; load average {load_average()} at the "
+          "start\n")
     print("| MCP_PARSE_NICE | runs | polls | p50 ms | p95 ms | max ms | run max (median) ms | parse wall s |")
     print("|---|---|---|---|---|---|---|---|")
-    env = {"MCP_FETCH_ALLOWLIST": "127.0.0.1", "MCP_RATE_LIMIT_RPM": "100000", "MCP_PARSE_TIMEOUT": "600",
-           "MCP_TIMEOUT_DOCUMENT": "900"}
+    env = server_env(MCP_RATE_LIMIT_RPM="100000", MCP_PARSE_TIMEOUT="600", MCP_TIMEOUT_DOCUMENT="900")
     nices = [int(n) for n in args.nice.split(",")]
     every: dict[int, list[float]] = {n: [] for n in nices}
     maxima: dict[int, list[float]] = {n: [] for n in nices}
@@ -95,7 +86,7 @@ def main() -> None:
         for _ in range(args.runs):  # the settings alternate, so a change in the machine's load hits both
             for nice in nices:
                 with tempfile.TemporaryDirectory() as index_dir, \
-                        server_process([], env={**env, "MCP_PARSE_NICE": str(nice), "MCP_INDEX_DIR": index_dir},
+                        server_process(env={**env, "MCP_PARSE_NICE": str(nice), "MCP_INDEX_DIR": index_dir},
                                        ready_timeout=300) as (_proc, base):
                     latencies, wall, ok = asyncio.run(_run_once(base, files, args.poll))
                 if ok != len(HEAVY):
@@ -105,7 +96,7 @@ def main() -> None:
                 walls[nice].append(wall)
         for nice in nices:
             print(f"| {nice} | {args.runs} | {len(every[nice])} | {1000 * statistics.median(every[nice]):.0f} | "
-                  f"{1000 * _pct(every[nice], 0.95):.0f} | {1000 * max(every[nice]):.0f} | "
+                  f"{1000 * percentile(every[nice], 0.95):.0f} | {1000 * max(every[nice]):.0f} | "
                   f"{1000 * statistics.median(maxima[nice]):.0f} | {statistics.median(walls[nice]):.1f} |")
     finally:
         files.close()

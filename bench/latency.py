@@ -1,12 +1,12 @@
 """Latency at every size, in one run: the MCP floor, warm retrieve_chunks and where its time goes,
 cold first calls on small and mid-size filings against the LangChain reference, first answers on big
-documents with the server's peak RSS (issue #24).
+documents with the server's peak RSS.
 
     .venv/bin/python bench/latency.py [--sections warm,cold,big] [--rounds 5] [--queries 30]
                                       [--cold-runs 1]
 
 Every figure comes from a real ``python -m mcp_server`` process over streamable HTTP, through the
-Python SDK's client (tests/mcp_harness.http_client), with one client session held open as an agent
+Python SDK's client (bench/servers.py's ``mcp_session``), with one client session held open as an agent
 would. The machine is shared: compare the ratios measured within the run, and read the load average
 printed beside every table.
 
@@ -33,7 +33,6 @@ import argparse
 import asyncio
 import contextlib
 import itertools
-import json
 import os
 import re
 import statistics
@@ -45,25 +44,20 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+from bench.data import DOCS, financebench_questions, load_average, percentile, qa_set, squad_questions  # noqa: E402
 from bench.retrieval import (  # noqa: E402
     BIG,
     CODE,
     FINANCEBENCH,
     PDF_QUERY,
-    RssSampler,
     ask,
-    cpu_seconds,
     server,
     status,
     until_complete,
 )
-from tests.conftest import CORPUS, DOCS, FileServer  # noqa: E402
-from tests.mcp_harness import http_client, payload  # noqa: E402
+from bench.servers import FileServer, RssSampler, cpu_seconds, mcp_session, timed_call  # noqa: E402
 
-SQUAD = CORPUS / "qa" / "squad-v2-small"
 TENQ = "Pfizer_2023Q2_10Q.pdf"
 COLD = ["ULTABEAUTY_2023Q4_EARNINGS.pdf", "AMCOR_2023Q4_EARNINGS.pdf", "MGMRESORTS_2022Q4_EARNINGS.pdf",
         "BOEING_2022_10K.pdf", TENQ]
@@ -84,25 +78,17 @@ FLOOR_TOOLS = {"detect_language": {"text": "hello"}, "get_system_health": {}}
 
 
 def tenq_questions() -> list[str]:
-    fb = [json.loads(line) for line in (FINANCEBENCH.parent / "questions.jsonl").read_text().splitlines() if line]
-    own = [q["question"] for q in fb if q["doc"].endswith(TENQ)]
+    own = [q["question"] for q in financebench_questions() if q["doc"].endswith(TENQ)]
     return own + [p.format(m) for p in PHRASINGS for m in METRICS]
 
 
-def squad_questions() -> list[tuple[str, str]]:
+def squad_pairs() -> list[tuple[str, str]]:
     """(article, question) for every distinct answerable question, the two articles alternating."""
-    rows = [json.loads(line) for line in (SQUAD / "questions.jsonl").read_text().splitlines() if line]
     per_article: dict[str, dict[str, None]] = {}
-    for row in rows:
-        if not row["is_impossible"]:
-            per_article.setdefault(Path(row["doc"]).name, {}).setdefault(row["question"], None)
+    for row in squad_questions():
+        per_article.setdefault(Path(row["doc"]).name, {}).setdefault(row["question"], None)
     lists = [[(article, q) for q in questions] for article, questions in sorted(per_article.items())]
     return [pair for group in itertools.zip_longest(*lists) for pair in group if pair is not None]
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[round(q * (len(ordered) - 1))]
 
 
 def per_call(before: tuple[float, float], pid: int, calls: int) -> tuple[float, float]:
@@ -110,25 +96,12 @@ def per_call(before: tuple[float, float], pid: int, calls: int) -> tuple[float, 
     return ((cpu_seconds(pid) - before[0]) * 1000 / calls, (time.process_time() - before[1]) * 1000 / calls)
 
 
-def load() -> str:
-    return "/".join(f"{x:.1f}" for x in os.getloadavg())
-
-
-async def timed_call(client: Any, tool: str, arguments: dict[str, Any]) -> tuple[float, dict[str, Any]]:
-    started = time.perf_counter()
-    result = await client.call_tool(tool, arguments)
-    elapsed = (time.perf_counter() - started) * 1000
-    if result.isError:
-        raise RuntimeError(f"{tool}: {payload(result)}")
-    return elapsed, (result.structuredContent or {})
-
-
 def warm_section(rounds: int, queries: int, baseline: Path | None = None) -> dict[str, float]:
-    print(f"\n## warm (load average {load()} at the start)", flush=True)
-    fb_files, squad_files = FileServer(FINANCEBENCH), FileServer(SQUAD / "docs")
+    print(f"\n## warm (load average {load_average()} at the start)", flush=True)
+    fb_files, squad_files = FileServer(FINANCEBENCH), FileServer(qa_set("squad-v2-small") / "docs")
     # (document URL, query) per call; every query distinct (a repeated one would skip the embedding)
     docs = {"10-Q": [(fb_files.url(TENQ), q) for q in tenq_questions()],
-            "SQuAD": [(squad_files.url(article), q) for article, q in squad_questions()]}
+            "SQuAD": [(squad_files.url(article), q) for article, q in squad_pairs()]}
     for doc, calls in docs.items():
         if len(calls) < rounds * queries:
             raise SystemExit(f"{doc}: {len(calls)} distinct queries, fewer than --rounds x --queries")
@@ -148,7 +121,7 @@ def warm_section(rounds: int, queries: int, baseline: Path | None = None) -> dic
 
         async def run() -> None:
             async with contextlib.AsyncExitStack() as clients:
-                sessions = {name: await clients.enter_async_context(http_client(url)) for name, url in urls.items()}
+                sessions = {name: await clients.enter_async_context(mcp_session(url)) for name, url in urls.items()}
                 for name, client in sessions.items():
                     for url in {url for calls in docs.values() for url, _ in calls}:  # build each index first
                         await client.call_tool("retrieve_chunks", {"document_url": url, "query": "warm-up"})
@@ -181,12 +154,12 @@ def warm_section(rounds: int, queries: int, baseline: Path | None = None) -> dic
                 cpu.setdefault((name, doc), []).append(per_call(before, pids[name], queries))
             print(f"  round {r + 1}, {name}: floor {floors[(name, 'detect_language')][-1]:.1f} ms, "
                   + ", ".join(f"{d} p50 {statistics.median(warm[(name, d)][-1]):.1f} ms" for d in docs)
-                  + f" (load {load()})", flush=True)
+                  + f" (load {load_average()})", flush=True)
 
         asyncio.run(run())
     fb_files.close()
     squad_files.close()
-    print(f"\n| warm calls, {rounds} rounds x {queries} distinct queries, median of the rounds (load {load()} "
+    print(f"\n| warm calls, {rounds} rounds x {queries} distinct queries, median of the rounds (load {load_average()} "
           "at the end) | p50 (ms) | p95 (ms) | p50 - floor (ms) | CPU ms per call: server / client |"
           "\n|---|---:|---:|---:|---:|")
 
@@ -203,7 +176,7 @@ def warm_section(rounds: int, queries: int, baseline: Path | None = None) -> dic
         for doc in docs:
             rounds_ = warm[(name, doc)]
             p50 = statistics.median(statistics.median(t) for t in rounds_)
-            p95 = statistics.median(pct(t, 0.95) for t in rounds_)
+            p95 = statistics.median(percentile(t, 0.95) for t in rounds_)
             result[f"{name} {doc}"] = p50
             print(f"| {name}: `retrieve_chunks`, {doc} | {p50:.1f} | {p95:.1f} | {p50 - floor:+.1f} | "
                   f"{cpu_text((name, doc))} |")
@@ -219,7 +192,7 @@ def warm_section(rounds: int, queries: int, baseline: Path | None = None) -> dic
 def cold_section(runs: int, names: list[str]) -> None:
     from bench._langchain_ref import build_reference, embeddings
 
-    print(f"\n## cold (load average {load()} at the start)", flush=True)
+    print(f"\n## cold (load average {load_average()} at the start)", flush=True)
     embeddings()  # loaded and warmed once, before any cold build is timed (as a server loads its model)
     files = FileServer(FINANCEBENCH)
     rows: dict[str, list[tuple[float, float, float, dict[str, Any]]]] = {name: [] for name in names}
@@ -237,10 +210,10 @@ def cold_section(runs: int, names: list[str]) -> None:
                 reference = build_reference(FINANCEBENCH / name).timings.total_s
                 rows[name].append((seconds, reference, cpu, body))
                 print(f"  run {run + 1} {name}: {seconds:.2f} s ({status(body)}), reference {reference:.2f} s, "
-                      f"ratio {seconds / reference:.2f} (load {load()})", flush=True)
+                      f"ratio {seconds / reference:.2f} (load {load_average()})", flush=True)
     files.close()
-    print(f"\n| cold first call, {runs} run(s) (load {load()} at the end) | chunks | server (s) | reference (s) "
-          "| ratio (goal <= 0.7) | server stages (ms) |\n|---|---:|---:|---:|---:|---|")
+    print(f"\n| cold first call, {runs} run(s) (load {load_average()} at the end) | chunks | server (s) "
+          "| reference (s) | ratio (goal <= 0.7) | server stages (ms) |\n|---|---:|---:|---:|---:|---|")
     for name, measured in rows.items():
         seconds = statistics.median(m[0] for m in measured)
         reference = statistics.median(m[1] for m in measured)
@@ -253,7 +226,7 @@ def cold_section(runs: int, names: list[str]) -> None:
 def big_section(complete: bool) -> None:
     """Each big document on a fresh server (a background build of one must not slow the other's
     first answer); the peak RSS of the server process over both."""
-    print(f"\n## big (load average {load()} at the start)", flush=True)
+    print(f"\n## big (load average {load_average()} at the start)", flush=True)
     files = FileServer(DOCS)
     rows, peak, children = [], 0, 0
     for name, (relative, query) in BIG.items():
@@ -265,9 +238,9 @@ def big_section(complete: bool) -> None:
             waited = asyncio.run(until_complete(mcp_url)) if complete else float("nan")
         peak, children = max(peak, rss.peak), max(children, rss.peak_children)
         rows.append((name, body, first, cpu, waited, rss.peak))
-        print(f"  {name}: first {first:.2f} s ({status(body)}), load {load()}", flush=True)
+        print(f"  {name}: first {first:.2f} s ({status(body)}), load {load_average()}", flush=True)
     files.close()
-    print(f"\n| first answer (load {load()} at the end) | chunks | first answer (s, goal <= 3) | CPU s | index "
+    print(f"\n| first answer (load {load_average()} at the end) | chunks | first answer (s, goal <= 3) | CPU s | index "
           "| stages (ms) | complete after (s) | peak RSS (GB) |\n|---|---:|---:|---:|---|---|---:|---:|")
     for name, body, first, cpu, waited, rss_peak in rows:
         stages = ", ".join(f"{k} {v:.0f}" for k, v in body["timings_ms"].items())
@@ -294,7 +267,7 @@ def main() -> None:
     sections = set(re.split(r"[,\s]+", args.sections.strip()))
     CODE[0] = args.code.resolve()
     print(f"latency over MCP streamable HTTP (Python SDK client); server code {CODE[0]}; {os.cpu_count()} cores, "
-          f"load average {load()}")
+          f"load average {load_average()}")
     if "warm" in sections:
         warm_section(args.rounds, args.queries, args.baseline)
     if "cold" in sections:

@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -37,46 +35,14 @@ from typing import Any
 import anyio
 import psutil
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.conftest import CORPUS, FileServer  # noqa: E402
-from tests.mcp_harness import free_port, http_client, payload, server_process  # noqa: E402
+from bench.data import CORPUS, percentile  # noqa: E402
+from bench.servers import FileServer, mcp_session, payload, redis_server, server_env, server_process  # noqa: E402
 
 DOCS = ["docs/html/what_is_haystack.html", "docs/txt/norwich-city.txt", "docs/pdf/multi_page.pdf",
         "docs/docx/word_sample.docx", "docs/pptx/powerpoint_sample.pptx", "docs/csv/stanley-cups.csv"]
 QUERIES = ["What is this document about?", "Which table lists the totals?", "When was it founded?"]
-
-
-def _poll(ok: Any, what: str, timeout: float, proc: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + timeout
-    while not ok():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError(f"{what} did not start")
-        time.sleep(0.05)
-
-
-@contextlib.contextmanager
-def redis_server() -> Iterator[str]:
-    binary = shutil.which("redis-server")
-    if binary is None:
-        raise SystemExit("redis-server not found (make system-deps)")
-    port = free_port()
-    proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-    def up() -> bool:
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1) as s:
-            s.sendall(b"PING\r\n")
-            return s.recv(16).startswith(b"+PONG")
-        return False
-
-    try:
-        _poll(up, "redis-server", 20, proc)
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        proc.kill()
-        proc.wait()
 
 
 @contextlib.contextmanager
@@ -96,7 +62,7 @@ def mcp_server(workers: int, env: dict[str, str]) -> Iterator[tuple[str, subproc
 
 
 def session(base: str, key: str | None = None, keepalive: bool = True) -> Any:
-    return http_client(f"{base}/mcp", headers={"Authorization": f"Bearer {key}"} if key else None,
+    return mcp_session(f"{base}/mcp", headers={"Authorization": f"Bearer {key}"} if key else None,
                        keepalive=keepalive)
 
 
@@ -138,9 +104,9 @@ async def run_load(base: str, calls: list[tuple[str, dict[str, Any]]], clients: 
         for n in range(clients):
             group.start_soon(client_task, n)
     elapsed = time.monotonic() - started
-    q = statistics.quantiles(latencies, n=100) if len(latencies) > 1 else [0.0] * 99
-    return {"requests": len(latencies), "rps": len(latencies) / elapsed, "p50": q[49] * 1000, "p95": q[94] * 1000,
-            "p99": q[98] * 1000, "errors": len(errors), "first_errors": errors[:3]}
+    ms = [1000 * seconds for seconds in latencies] or [0.0]
+    return {"requests": len(latencies), "rps": len(latencies) / elapsed, "p50": percentile(ms, 0.5),
+            "p95": percentile(ms, 0.95), "p99": percentile(ms, 0.99), "errors": len(errors), "first_errors": errors[:3]}
 
 
 async def warm(base: str, calls: list[tuple[str, dict[str, Any]]]) -> None:
@@ -149,9 +115,8 @@ async def warm(base: str, calls: list[tuple[str, dict[str, Any]]]) -> None:
             await client.call_tool(tool, args)
 
 
-def server_env(corpus: str, redis_url: str | None, models: bool, index_dir: str) -> dict[str, str]:
-    env = {"MCP_FETCH_ALLOWLIST": "127.0.0.1", "MCP_RATE_LIMIT_RPM": "1000000", "MCP_INDEX_DIR": index_dir,
-           "MCP_LOAD_MODELS": "true" if models else "false", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+def load_env(corpus: str, redis_url: str | None, models: bool, index_dir: str) -> dict[str, str]:
+    env = server_env(MCP_INDEX_DIR=index_dir, MCP_LOAD_MODELS="true" if models else "false")
     if redis_url:
         env["MCP_REDIS_URL"] = redis_url
     return env
@@ -169,7 +134,7 @@ def load_table(args: argparse.Namespace) -> None:
                 with contextlib.ExitStack() as stack:
                     url = stack.enter_context(redis_server()) if backend == "redis" else None
                     index_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="rag-load-"))
-                    base, _ = stack.enter_context(mcp_server(workers, server_env(corpus, url, args.models, index_dir)))
+                    base, _ = stack.enter_context(mcp_server(workers, load_env(corpus, url, args.models, index_dir)))
                     anyio.run(warm, base, calls)
                     r = anyio.run(run_load, base, calls, args.clients, args.duration)
                 print(f"{workers:>7} {backend:>8} {r['requests']:>9} {r['rps']:>8.1f} {r['p50']:>8.1f} "
@@ -224,7 +189,7 @@ def limits_check(args: argparse.Namespace) -> None:
             with contextlib.ExitStack() as stack:
                 url = stack.enter_context(redis_server()) if backend == "redis" else None
                 index_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="rag-limits-"))
-                env = {**server_env(corpus, url, False, index_dir), "MCP_RATE_LIMIT_RPM": str(rpm),
+                env = {**load_env(corpus, url, False, index_dir), "MCP_RATE_LIMIT_RPM": str(rpm),
                        "MCP_GLOBAL_RATE_MULTIPLIER": str(multiplier), "MCP_API_KEYS": ",".join(keys)}
                 base, _ = stack.enter_context(mcp_server(4, env))
                 started = time.monotonic()
@@ -241,7 +206,7 @@ def limits_check(args: argparse.Namespace) -> None:
 def memory_report(args: argparse.Namespace) -> None:
     workers = max(args.workers)
     with tempfile.TemporaryDirectory(prefix="rag-mem-") as index_dir, corpus_server() as corpus, \
-            mcp_server(workers, server_env(corpus, None, True, index_dir)) as (base, proc):
+            mcp_server(workers, load_env(corpus, None, True, index_dir)) as (base, proc):
         anyio.run(warm, base, mixed_calls(corpus))
         tree = [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]
         rss = {p.pid: p.memory_info().rss / 2**20 for p in tree}
@@ -283,7 +248,7 @@ def hosts_table(args: argparse.Namespace) -> None:
         for _ in range(args.hosts):
             index_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="rag-hosts-"))
             # a cold call builds the whole index in the call: the time another host saves
-            env = {**server_env(corpus, url, True, index_dir), "MCP_INDEX_STORE": "redis",
+            env = {**load_env(corpus, url, True, index_dir), "MCP_INDEX_STORE": "redis",
                    "MCP_PROGRESSIVE_BUDGET": "100000"}
             bases.append(stack.enter_context(mcp_server(1, env))[0])
         client = redis.Redis.from_url(url)

@@ -30,11 +30,10 @@ from pathlib import Path
 
 import httpx
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.conftest import DOCS, FileServer  # noqa: E402
-from tests.mcp_harness import http_client, make_settings, payload, server_process  # noqa: E402
+from bench.data import DOCS, load_average  # noqa: E402
+from bench.servers import FileServer, mcp_session, payload, server_env, server_process  # noqa: E402
 
 DOCUMENT = "pdf/redp5110_sampled.pdf"
 QUERIES = ["How is row access controlled?", "What does RCAC stand for?", "Who can define column masks?",
@@ -46,7 +45,7 @@ async def rotating_round(mcp_urls: dict[str, str], url: str, count: int) -> dict
     """``count`` warm calls to every server, one after the other, the first one rotating: latencies (ms)."""
     latencies: dict[str, list[float]] = {side: [] for side in SIDES}
     async with AsyncExitStack() as stack:
-        sessions = {side: await stack.enter_async_context(http_client(mcp_urls[side])) for side in SIDES}
+        sessions = {side: await stack.enter_async_context(mcp_session(mcp_urls[side])) for side in SIDES}
         for n in range(count):
             query = QUERIES[n % len(QUERIES)]
             for side in SIDES[n % 3:] + SIDES[:n % 3]:
@@ -62,6 +61,7 @@ def recording_microseconds(repeat: int = 20000) -> float:
     """The record calls of one warm retrieve_chunks, timed in this process (plain registry): the
     time with metrics on minus the time of the same calls switched off."""
     from mcp_server.core import metrics
+    from mcp_server.core.settings import Settings
 
     @metrics.tool_calls
     async def run(*, tool: str) -> None:
@@ -78,14 +78,15 @@ def recording_microseconds(repeat: int = 20000) -> float:
         return (time.perf_counter() - started) / repeat * 1e6
 
     def median_with(enabled: bool) -> float:
-        metrics.configure(make_settings(metrics_enabled=enabled))
+        metrics.configure(Settings(_env_file=None, log_dir=None, metrics_enabled=enabled,
+                                   metrics_multiproc_dir=None))
         return statistics.median(asyncio.run(many()) for _ in range(5))
 
     return median_with(True) - median_with(False)
 
 
 async def _cold(mcp_url: str, url: str) -> None:
-    async with http_client(mcp_url) as client:
+    async with mcp_session(mcp_url) as client:
         result = await client.call_tool("retrieve_chunks", {"document_url": url, "query": QUERIES[0]})
         if result.isError:
             raise RuntimeError(payload(result))
@@ -98,12 +99,9 @@ def main() -> None:
     parser.add_argument("--fake-models", action="store_true", help="fake embedder: less work per call, so a "
                         "larger share for metrics (an upper bound)")
     args = parser.parse_args()
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-
     files = FileServer(DOCS)
     url = files.url(DOCUMENT)
-    env = {"MCP_FETCH_ALLOWLIST": "127.0.0.1", "MCP_RATE_LIMIT_RPM": "1000000",
-           "MCP_LOAD_MODELS": "false" if args.fake_models else "true"}
+    env = server_env(MCP_LOAD_MODELS="false" if args.fake_models else "true")
     p50: dict[str, list[float]] = {side: [] for side in SIDES}
     calls: dict[str, list[float]] = {side: [] for side in SIDES}
     with ExitStack() as stack:
@@ -111,7 +109,7 @@ def main() -> None:
         for side in SIDES:
             index_dir = stack.enter_context(tempfile.TemporaryDirectory())
             _, base = stack.enter_context(server_process(
-                [], env={**env, "MCP_INDEX_DIR": index_dir, "MCP_METRICS_ENABLED": str(side == "on").lower()}))
+                env={**env, "MCP_INDEX_DIR": index_dir, "MCP_METRICS_ENABLED": str(side == "on").lower()}))
             urls[side] = f"{base}/mcp"
             asyncio.run(_cold(urls[side], url))  # the build, outside the measurement
         for _ in range(args.rounds):
@@ -133,7 +131,7 @@ def main() -> None:
     off = statistics.median(p50["off"])
     models = "fake embedder" if args.fake_models else "bundled MiniLM"
     print(f"\nwarm retrieve_chunks, Redbook PDF, {models}: {args.rounds} rounds x {args.queries} calls per server, "
-          f"medians; {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}\n")
+          f"medians; {os.cpu_count()} cores, load average {load_average()}\n")
     print("| server | p50 (ms) | per-round p50s (ms) |")
     print("|---|---:|---|")
     for side in SIDES:

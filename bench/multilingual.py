@@ -27,7 +27,6 @@ import argparse
 import asyncio
 import hashlib
 import json
-import os
 import pickle
 import statistics
 import sys
@@ -39,42 +38,33 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-XQUAD = Path(os.environ.get("RAG_CORPUS_DIR", ROOT.parent / "shared" / "corpus")) / "qa" / "xquad-dev"
+from bench.data import (  # noqa: E402
+    RESULTS,
+    Retrieved,
+    answer_rank,
+    chars_per_result,
+    hit_rate,
+    load_average,
+    mrr,
+    qa_set,
+    xquad,
+)
+from bench.servers import FileServer, call_tool, mcp_session, server_env, server_process  # noqa: E402
+
 LANGS = ["en", "de", "es", "ro", "tr", "vi", "ru", "el", "ar", "hi", "th", "zh"]
-RESULTS = ROOT / "bench" / "results"
-
-Retrieved = list[tuple[str, int, int]]
-
-
-def load(lang: str) -> tuple[str, list[dict[str, Any]]]:
-    folder = XQUAD / lang
-    if not folder.is_dir():
-        sys.exit(f"XQuAD dev split not found at {folder}: set RAG_CORPUS_DIR to the corpus folder")
-    text = (folder / "doc.txt").read_text(encoding="utf-8")
-    with (folder / "questions.jsonl").open(encoding="utf-8") as fh:
-        questions = [json.loads(line) for line in fh if line.strip()]
-    return text, questions
 
 
 def score(questions: Sequence[dict[str, Any]], answers: Sequence[Retrieved], k: int = 5) -> dict[str, float]:
     """hit@k and MRR (a chunk holding a gold answer string), median characters per result."""
-    hit, rr, chars = 0, 0.0, []
+    ranks: list[int | None] = []
+    texts: list[str] = []
     for q, results in zip(questions, answers, strict=True):
-        gold = {a["text"] for a in q["answers"]}
         results = results[:k]
-        chars += [len(text) for text, _, _ in results]
-        first = next((i for i, (text, _, _) in enumerate(results) if any(g in text for g in gold)), None)
-        if first is not None:
-            hit += 1
-            rr += 1 / (first + 1)
-    n = len(questions)
-    return {"hit": hit / n, "mrr": rr / n, "chars": statistics.median(chars) if chars else 0, "n": n}
+        texts += [text for text, _, _ in results]
+        ranks.append(answer_rank((text for text, _, _ in results), (a["text"] for a in q["answers"])))
+    return {"hit": hit_rate(ranks), "mrr": mrr(ranks), "chars": chars_per_result(texts)[0], "n": len(questions)}
 
 
 # --- references -------------------------------------------------------------------------------
@@ -98,8 +88,9 @@ class E5Embeddings:
 
 def reference(text: str, embeddings: Any) -> tuple[Callable[[str, int], Retrieved], float]:
     """(search, cold seconds) of the LangChain pipeline over one document's text."""
-    from _langchain_ref import CHUNK_OVERLAP, CHUNK_SIZE, _quiet
     from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+    from bench._langchain_ref import CHUNK_OVERLAP, CHUNK_SIZE, _quiet
 
     with _quiet():
         from langchain_community.vectorstores import FAISS
@@ -174,32 +165,24 @@ def _question_sets(lang: str, questions: list[dict[str, Any]], cross: str | None
     ``cross`` language) for every other document: gold answers stay the document's."""
     sets = [("", questions)]
     if cross and lang != cross:
-        sets.append((f" ({cross} questions)", load(cross)[1]))
+        sets.append((f" ({cross} questions)", xquad(cross)[1]))
     return sets
 
 
 async def over_mcp(langs: list[str], cross: str | None, k: int) -> dict[str, dict[str, dict[str, Any]]]:
-    from tests.conftest import FileServer
-    from tests.mcp_harness import http_client, payload, server_process
-
     out: dict[str, dict[str, dict[str, Any]]] = {}
-    files = FileServer(XQUAD)
+    files = FileServer(qa_set("xquad-dev"))
     try:
         with tempfile.TemporaryDirectory() as index_dir, server_process(
-            [], env={"MCP_FETCH_ALLOWLIST": "127.0.0.1", "MCP_INDEX_DIR": index_dir,
-                     "MCP_RATE_LIMIT_RPM": "1000000", "MCP_GLOBAL_RATE_LIMIT_RPM": "1000000"},
-        ) as (_, base):
-            async with http_client(f"{base}/mcp") as client:
+            env=server_env(MCP_INDEX_DIR=index_dir, MCP_GLOBAL_RATE_LIMIT_RPM="1000000"),
+        ) as server:
+            async with mcp_session(server.mcp_url) as client:
                 async def ask(url: str, question: str) -> dict[str, Any]:
-                    result = await client.call_tool("retrieve_chunks", {"document_url": url, "query": question,
-                                                                        "top_k": k})
-                    body = payload(result)
-                    if result.isError:
-                        raise RuntimeError(body)
-                    return body
+                    return await call_tool(client, "retrieve_chunks", {"document_url": url, "query": question,
+                                                                       "top_k": k})
 
                 for lang in langs:
-                    _, questions = load(lang)
+                    _, questions = xquad(lang)
                     url = files.url(f"{lang}/doc.txt")
                     started = time.perf_counter()
                     first = await ask(url, questions[0]["question"])
@@ -231,28 +214,23 @@ async def big_document(k: int) -> None:
     document but the English one, concatenated: ~1 MB): a question in each language."""
     import psutil
 
-    from tests.conftest import FileServer
-    from tests.mcp_harness import http_client, payload, server_process
-
     langs = [lang for lang in LANGS if lang != "en"]
     with tempfile.TemporaryDirectory() as folder, tempfile.TemporaryDirectory() as index_dir:
-        texts = {lang: load(lang) for lang in langs}
+        texts = {lang: xquad(lang) for lang in langs}
         Path(folder, "all.txt").write_text("\n\n".join(texts[lang][0] for lang in langs), encoding="utf-8")
         files = FileServer(Path(folder))
         size = Path(folder, "all.txt").stat().st_size
-        with server_process([], env={"MCP_FETCH_ALLOWLIST": "127.0.0.1", "MCP_INDEX_DIR": index_dir,
-                                     "MCP_RATE_LIMIT_RPM": "1000000"}) as (proc, base):
-            server = psutil.Process(proc.pid)
+        with server_process(env=server_env(MCP_INDEX_DIR=index_dir)) as running:
+            server = psutil.Process(running.process.pid)
             peak = 0
-            async with http_client(f"{base}/mcp") as client:
+            async with mcp_session(running.mcp_url) as client:
                 started = time.perf_counter()
                 firsts = []
                 for lang in langs:
                     question = texts[lang][1][0]
                     t0 = time.perf_counter()
-                    result = await client.call_tool("retrieve_chunks", {"document_url": files.url("all.txt"),
-                                                                        "query": question["question"], "top_k": k})
-                    body = payload(result)
+                    body = await call_tool(client, "retrieve_chunks", {"document_url": files.url("all.txt"),
+                                                                       "query": question["question"], "top_k": k})
                     gold = {a["text"] for a in question["answers"]}
                     hit = any(any(g in r["text"] for g in gold) for r in body.get("results", []))
                     firsts.append((lang, time.perf_counter() - t0, body.get("index", {}).get("status"), hit))
@@ -260,12 +238,12 @@ async def big_document(k: int) -> None:
                 while body.get("index", {}).get("status") != "complete":
                     await asyncio.sleep(2)
                     peak = max(peak, sum(p.memory_info().rss for p in [server, *server.children(recursive=True)]))
-                    body = payload(await client.call_tool("retrieve_chunks", {
-                        "document_url": files.url("all.txt"), "query": texts["de"][1][0]["question"]}))
+                    body = await call_tool(client, "retrieve_chunks", {
+                        "document_url": files.url("all.txt"), "query": texts["de"][1][0]["question"]})
                 complete = time.perf_counter() - started
         files.close()
     print(f"\nOne document of {size / 2**20:.1f} MB in eleven languages (every XQuAD dev document but "
-          f"English); load average {os.getloadavg()[0]:.2f}")
+          f"English); load average {load_average(digits=2)}")
     print("| question language | " + " | ".join(lang for lang, *_ in firsts) + " |")
     print("|---|" + "---:|" * len(firsts))
     print("| answer seconds | " + " | ".join(f"{s:.1f}" for _, s, _, _ in firsts) + " |")
@@ -290,7 +268,7 @@ def main() -> None:
         return
     langs = [lang for lang in args.langs.split(",") if lang]
     rows: dict[str, dict[str, dict[str, Any]]] = {}
-    load_average = os.getloadavg()
+    load_at_start = load_average(digits=2)
 
     if args.inprocess:
         from mcp_server.core.settings import Settings
@@ -300,7 +278,7 @@ def main() -> None:
         caches = [DiskCache(e, RESULTS / f"embcache-{e.model_id.replace('/', '_')}.pkl")
                   for e in models.embedders] if args.cache else []
         for lang in langs:
-            text, questions = load(lang)
+            text, questions = xquad(lang)
             search, cold, info = inprocess(models, text)
             for tag, asked in _question_sets(lang, questions, args.cross):
                 answers = [search(q["question"], args.k) for q in asked]
@@ -315,12 +293,12 @@ def main() -> None:
             rows[f"retrieve_chunks over MCP{tag}"] = per
 
     if not args.no_reference:
-        from _langchain_ref import embeddings as minilm
+        from bench._langchain_ref import embeddings as minilm
 
         for name, make in (("LangChain + MiniLM", minilm), ("LangChain + multilingual-e5-small", E5Embeddings)):
             emb = make()
             for lang in langs:
-                text, questions = load(lang)
+                text, questions = xquad(lang)
                 search, cold = reference(text, emb)
                 for tag, asked in _question_sets(lang, questions, args.cross):
                     answers = [search(q["question"], args.k) for q in asked]
@@ -330,7 +308,7 @@ def main() -> None:
 
     title = f"XQuAD dev, k={args.k}" + (f"; rows '({args.cross} questions)': the {args.cross} questions over each "
                                         "other language's document" if args.cross else "")
-    print(f"\n{title}; load average at start {load_average[0]:.2f}, at end {os.getloadavg()[0]:.2f}\n")
+    print(f"\n{title}; load average at start {load_at_start}, at end {load_average(digits=2)}\n")
     print("| retriever | " + " | ".join(langs) + " |")
     print("|---|" + "---:|" * len(langs))
 

@@ -10,33 +10,35 @@ sentence of every chunk. Each question gets the partial index the server would b
 (the server's ``partial_view``), searched by the server's ``search``. Same chunks, same
 embedder, same fusion for both rows.
 
-* SQuAD: hit / strict hit / MRR at k (``bench/squad.py``'s ``evaluate``).
+* SQuAD: hit / strict hit / MRR at k (``bench/data.py``'s ``squad_scores``, as ``bench/squad.py``).
 * FinanceBench dev (40 questions over 12 filings, ../shared): hit@k when a result's pages hold
   an evidence page, and MRR. The PDFs are parsed by the server's processor once; ``--cache``
   keeps the parsed documents between runs (a parse of the 3M 10-K takes minutes today).
 
-Goal (issue 12): partial hit@5 within 0.05 of complete on both sets.
+Goal: partial hit@5 within 0.05 of complete on both sets.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import pickle
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from squad import SQUAD, evaluate, load_questions  # noqa: E402
-
+from bench.data import (  # noqa: E402
+    financebench_questions,
+    hit_rate,
+    mrr,
+    page_rank,
+    qa_set,
+    squad_questions,
+    squad_scores,
+    table,
+)
 from mcp_server.chunking import chunk_document, chunk_params_for  # noqa: E402
 from mcp_server.core.models import Chunk, FetchedDocument, ProcessedDocument  # noqa: E402
 from mcp_server.core.settings import Settings  # noqa: E402
@@ -44,9 +46,6 @@ from mcp_server.processors import ProcessOptions, document_input, process_docume
 from mcp_server.retrieval.index import DocumentIndex  # noqa: E402
 from mcp_server.retrieval.models import ModelRegistry  # noqa: E402
 from mcp_server.retrieval.partial import SENTENCES_PER_CANDIDATE, partial_view  # noqa: E402
-
-FINANCEBENCH = SQUAD.parent / "financebench-dev"
-
 
 Config = tuple[int, int]  # candidates, sentences per candidate (0 = all); (0, 0) = the complete index
 
@@ -89,10 +88,10 @@ Row = tuple[str, dict[str, float], float]  # index kind, scores, mean dense cove
 
 
 def squad_rows(models: ModelRegistry, configs: list[Config], k: int) -> list[Row]:
-    questions = load_questions()
+    questions = squad_questions()
     pairs: dict[str, Pair] = {}
     for doc in sorted({q["doc"] for q in questions}):
-        text = (SQUAD / doc).read_text(encoding="utf-8")
+        text = (qa_set("squad-v2-small") / doc).read_text(encoding="utf-8")
         params = chunk_params_for("txt", len(text), models.max_tokens)
         chunks = chunk_document(ProcessedDocument(content=text, doc_type="txt"), params, models.token_counter)
         pairs[doc] = Pair(chunks, models)
@@ -102,7 +101,7 @@ def squad_rows(models: ModelRegistry, configs: list[Config], k: int) -> list[Row
             hits = pairs[doc].search(question, n, config)
             return [(h.text or h.chunk.text, h.chunk.location.start_char, h.chunk.location.end_char) for h in hits]
 
-        scores = evaluate(questions, retrieve, k)
+        scores = squad_scores(questions, retrieve, k)
         rows.append((label(config), scores, mean_coverage(pairs, config)))
     chunk_counts = ", ".join(f"{len(p.complete)}" for p in pairs.values())
     print(f"SQuAD-v2-small: {len(questions)} questions, {len(pairs)} documents ({chunk_counts} chunks)")
@@ -127,11 +126,10 @@ def parsed(path: Path, settings: Settings, cache: Path | None) -> ProcessedDocum
 
 def financebench_rows(models: ModelRegistry, configs: list[Config], k: int, cache: Path | None) -> list[Row]:
     settings = Settings(log_dir=None)
-    with (FINANCEBENCH / "questions.jsonl").open(encoding="utf-8") as fh:
-        questions = [json.loads(line) for line in fh if line.strip()]
+    questions = financebench_questions()
     pairs: dict[str, Pair] = {}
     for doc in sorted({q["doc"] for q in questions}):
-        document = parsed(FINANCEBENCH / doc, settings, cache)
+        document = parsed(qa_set("financebench-dev") / doc, settings, cache)
         params = chunk_params_for(document.doc_type, len(document.content), models.max_tokens)
         started = time.perf_counter()
         pairs[doc] = Pair(chunk_document(document, params, models.token_counter), models)
@@ -139,16 +137,9 @@ def financebench_rows(models: ModelRegistry, configs: list[Config], k: int, cach
               flush=True)
     rows = []
     for config in configs:
-        hit = rr = 0.0
-        for q in questions:
-            gold = {e["page"] for e in q["evidence"]}
-            hits = pairs[q["doc"]].search(q["question"], k, config)
-            first = next((i for i, h in enumerate(hits) if gold & set(h.chunk.location.pages)), None)
-            if first is not None:
-                hit += 1
-                rr += 1 / (first + 1)
-        rows.append((label(config), {"hit": hit / len(questions), "mrr": rr / len(questions)},
-                     mean_coverage(pairs, config)))
+        ranks = [page_rank((h.chunk.location.pages for h in pairs[q["doc"]].search(q["question"], k, config)),
+                           (e["page"] for e in q["evidence"])) for q in questions]
+        rows.append((label(config), {"hit": hit_rate(ranks), "mrr": mrr(ranks)}, mean_coverage(pairs, config)))
     print(f"FinanceBench dev: {len(questions)} questions, {len(pairs)} documents")
     return rows
 
@@ -164,26 +155,21 @@ def main() -> None:
     parser.add_argument("--only", choices=["squad", "financebench"])
     parser.add_argument("--cache", type=Path, help="folder keeping parsed FinanceBench documents between runs")
     args = parser.parse_args()
-    if not SQUAD.is_dir():  # the QA sets are not carried in the repository (tests/corpus/README.md)
-        raise SystemExit(f"QA set squad-v2-small not found at {SQUAD}: set RAG_CORPUS_DIR to a corpus "
-                         "folder holding qa/squad-v2-small")
-    if not FINANCEBENCH.is_dir():  # the QA sets are not carried in the repository (tests/corpus/README.md)
-        raise SystemExit(f"QA set financebench-dev not found at {FINANCEBENCH}: set RAG_CORPUS_DIR to a corpus "
-                         "folder holding qa/financebench-dev")
+    qa_set("squad-v2-small")
+    qa_set("financebench-dev")
     configs = [COMPLETE] + [(int(c), int(p)) for c in args.candidates.split(",") for p in args.per_chunk.split(",")]
     models = ModelRegistry.load(Settings(log_dir=None))
-    table: list[tuple[str, str, dict[str, float], float]] = []
+    measured: list[tuple[str, str, dict[str, float], float]] = []
     if args.only in (None, "squad"):
-        table += [("SQuAD-v2-small", *row) for row in squad_rows(models, configs, args.k)]
+        measured += [("SQuAD-v2-small", *row) for row in squad_rows(models, configs, args.k)]
     if args.only in (None, "financebench"):
-        table += [("FinanceBench dev", *row) for row in financebench_rows(models, configs, args.k, args.cache)]
+        measured += [("FinanceBench dev", *row) for row in financebench_rows(models, configs, args.k, args.cache)]
     print(f"\nfirst (partial) answers vs the complete index, k={args.k}; the server's default is "
           f"{defaults.progressive_candidates} candidates, {SENTENCES_PER_CANDIDATE} sentences each\n")
-    print("| set | index | mean dense coverage | hit@k | strict | MRR |")
-    print("|---|---|---:|---:|---:|---:|")
-    for name, kind, scores, coverage in table:
-        strict = f"{scores['strict']:.3f}" if "strict" in scores else "–"
-        print(f"| {name} | {kind} | {coverage:.3f} | {scores['hit']:.3f} | {strict} | {scores['mrr']:.3f} |")
+    print(table(["set", "index", "mean dense coverage", "hit@k", "strict", "MRR"], (
+        [name, kind, f"{coverage:.3f}", f"{scores['hit']:.3f}",
+         f"{scores['strict']:.3f}" if "strict" in scores else "–", f"{scores['mrr']:.3f}"]
+        for name, kind, scores, coverage in measured), "llrrrr"))
 
 
 if __name__ == "__main__":

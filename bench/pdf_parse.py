@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import os
 import statistics
 import sys
 import time
@@ -24,10 +23,12 @@ from types import ModuleType
 
 import pymupdf
 
-from mcp_server.processors import DocumentInput, ProcessOptions, process_document
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-DOCS = (Path(os.environ.get("RAG_CORPUS_DIR") or Path(__file__).resolve().parents[2] / "shared" / "corpus")
-        / "qa" / "financebench-dev" / "docs")
+from bench.data import QA  # noqa: E402
+from mcp_server.processors import DocumentInput, ProcessOptions, process_document  # noqa: E402
+
+DOCS = QA / "financebench-dev" / "docs"
 
 
 def _raw_text(data: bytes) -> None:

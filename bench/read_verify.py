@@ -27,40 +27,28 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import random
 import re
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.conftest import CORPUS, FileServer  # noqa: E402
-from tests.mcp_harness import http_client, payload, server_process  # noqa: E402
+from bench.data import load_average, percentile, qa_set  # noqa: E402
+from bench.servers import FileServer, mcp_session, server_env, server_process, timed_call, wait_for_builds  # noqa: E402
 
-DOCS = CORPUS / "qa" / "financebench-dev" / "docs"
 OTHER = "BOEING_2022_10K.pdf"  # sentences that are not in the measured filing
 
 
 def load() -> str:
-    return " / ".join(f"{value:.2f}" for value in os.getloadavg())
+    return load_average(" / ", 2)
 
 
 async def timed(session: Any, tool: str, **arguments: Any) -> tuple[float, dict[str, Any]]:
-    started = time.perf_counter()
-    result = await session.call_tool(tool, arguments)
-    elapsed = (time.perf_counter() - started) * 1000
-    body = payload(result)
-    if result.isError:
-        raise SystemExit(f"{tool} failed: {body}")
-    return elapsed, body
+    return await timed_call(session, tool, arguments)
 
 
 async def read_all(session: Any, url: str) -> tuple[float, list[dict[str, Any]]]:
@@ -91,18 +79,10 @@ def one_word_changed(sentence: str, rng: random.Random) -> str:
     return " ".join(words)
 
 
-async def wait_settled(session: Any) -> None:
-    while True:
-        _, stats = await timed(session, "manage_cache", action="stats")
-        if not stats["layers"]["retriever"]["building"]:
-            return
-        await asyncio.sleep(2)  # a benchmark waiting for a background build, not a test
-
-
 async def setup(base: str, url: str, other_url: str) -> tuple[float, str, str]:
-    async with http_client(f"{base}/mcp") as session:
+    async with mcp_session(f"{base}/mcp") as session:
         first, _ = await timed(session, "verify_quote", document_url=url, quote="Total net sales increased")
-        await wait_settled(session)
+        await wait_for_builds(session, poll=2)
         _, ours = await read_all(session, url)
         _, theirs = await read_all(session, other_url)
     return first, "\n\n".join(w["text"] for w in ours), "\n\n".join(w["text"] for w in theirs)
@@ -110,7 +90,7 @@ async def setup(base: str, url: str, other_url: str) -> tuple[float, str, str]:
 
 async def one_run(base: str, url: str, quotes: list[tuple[str, str]], pages: list[int]) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    async with http_client(f"{base}/mcp") as session:
+    async with mcp_session(f"{base}/mcp") as session:
         out["read_cold_ms"], first = await timed(session, "read_document", document_url=url, pages="1")
         assert first["cached"] is False, "the cold read found the document parsed already"
         out["read_all_ms"], windows = await read_all(session, url)
@@ -126,7 +106,7 @@ async def one_run(base: str, url: str, quotes: list[tuple[str, str]], pages: lis
             matched.setdefault(kind, []).append(body["match"])
         every = sorted(t for times in by_kind.values() for t in times)
         out["verify_p50_ms"] = statistics.median(every)
-        out["verify_p95_ms"] = every[int(0.95 * (len(every) - 1))]
+        out["verify_p95_ms"] = percentile(every, 0.95)
         out.update({f"verify_{kind}_p50_ms": statistics.median(times) for kind, times in by_kind.items()})
         out["matches"] = {kind: {m: found.count(m) for m in sorted(set(found))} for kind, found in matched.items()}
     return out
@@ -141,17 +121,17 @@ def main() -> None:
     args = parser.parse_args()
     import pymupdf
 
-    with pymupdf.open(DOCS / args.doc) as pdf:
+    docs = qa_set("financebench-dev") / "docs"
+    with pymupdf.open(docs / args.doc) as pdf:
         page_count = pdf.page_count
     print(f"{args.doc}: {page_count} pages; load average (1/5/15 min) at start: {load()}")
     index_dir = tempfile.mkdtemp(prefix="bench-read-index-")
-    env = {"MCP_FETCH_ALLOWLIST": "127.0.0.1", "MCP_INDEX_DIR": index_dir, "MCP_RATE_LIMIT_RPM": "100000",
-           "MCP_LOG_LEVEL": "WARNING"}
-    files = FileServer(DOCS)
+    env = server_env(MCP_INDEX_DIR=index_dir, MCP_RATE_LIMIT_RPM="100000", MCP_LOG_LEVEL="WARNING")
+    files = FileServer(docs)
     url, other_url = files.url(args.doc), files.url(OTHER)
     rng = random.Random(25)
     try:
-        with server_process([], env=env) as (_, base):
+        with server_process(env=env) as (_, base):
             first_ever, text, other_text = asyncio.run(setup(base, url, other_url))
         third = max(args.quotes // 3, 1)
         copied = sentences(text, rng, 2 * third)
@@ -162,7 +142,7 @@ def main() -> None:
         pages = rng.sample(range(1, page_count + 1), min(args.pages, page_count))
         runs = []
         for run in range(args.runs):
-            with server_process([], env=env) as (_, base):
+            with server_process(env=env) as (_, base):
                 runs.append(asyncio.run(one_run(base, url, quotes, pages)))
             print(f"run {run + 1}: {runs[-1]}", file=sys.stderr)
     finally:

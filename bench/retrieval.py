@@ -32,9 +32,9 @@ import contextlib
 import os
 import re
 import statistics
+import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -44,13 +44,19 @@ import psutil
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from bench._langchain_ref import build_reference, embeddings  # noqa: E402
-from tests import mcp_harness  # noqa: E402
-from tests.conftest import DOCS, QA, FileServer, qa_set_or_exit  # noqa: E402
-from tests.mcp_harness import http_client, payload, server_process  # noqa: E402
+from bench.data import DOCS, QA, load_average, percentile, qa_set  # noqa: E402
+from bench.servers import (  # noqa: E402
+    FileServer,
+    RssSampler,
+    call_tool,
+    cpu_seconds,
+    mcp_session,
+    server_env,
+    server_process,
+    wait_for_builds,
+)
 
 FINANCEBENCH = QA / "financebench-dev" / "docs"  # not in the repository: RAG_CORPUS_DIR or ../shared
 BIG = {"war-and-peace.txt (3.2 MB)": ("txt/book-war-and-peace-1225p.txt", "What did Pierre do at the battle?"),
@@ -60,87 +66,31 @@ PDF_QUERY = "What was the total revenue for the fiscal year?"
 WARM = "pdf/redp5110_sampled.pdf"
 WARM_QUERIES = ["Who may file a claim?", "What happened at the battle?", "How is row access controlled?",
                 "What are the trustee's duties?", "Where did Pierre go?", "What does RCAC stand for?"]
-SERVER_ENV = {"MCP_FETCH_ALLOWLIST": "127.0.0.1", "MCP_RATE_LIMIT_RPM": "1000000", "HF_HUB_OFFLINE": "1",
-              "MCP_TIMEOUT_DOCUMENT": "1800", "MCP_PARSE_TIMEOUT": "1200"}  # today's parser needs minutes on a 10-K
-
-
-class RssSampler:
-    """Polls the RSS of a process (and, apart, its children) until stopped; keeps the peaks."""
-
-    def __init__(self, pid: int) -> None:
-        self.process = psutil.Process(pid)
-        self.peak = 0
-        self.peak_children = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.05):
-            with contextlib.suppress(psutil.Error):
-                self.peak = max(self.peak, self.process.memory_info().rss)
-                children = sum(c.memory_info().rss for c in self.process.children(recursive=True))
-                self.peak_children = max(self.peak_children, children)
-
-    def __enter__(self) -> RssSampler:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-
+# a 10-K's parse takes minutes: the parse and tool timeouts leave room for it
+SERVER_ENV = server_env(MCP_TIMEOUT_DOCUMENT="1800", MCP_PARSE_TIMEOUT="1200")
 CODE = [ROOT]  # the checkout the measured server runs from (--code)
 
 
 @contextlib.contextmanager
-def server(index_dir: str, code: Path | None = None) -> Iterator[tuple[Any, str]]:
-    """``python -m mcp_server`` from the checkout ``code`` (--code by default; or a baseline)."""
-    code = code or CODE[0]
-    saved = mcp_harness.ROOT
-    mcp_harness.ROOT = code  # the harness starts the server in its ROOT: that checkout's package is imported
-    env = {**SERVER_ENV, "MCP_INDEX_DIR": index_dir, "PYTHONPATH": str(code)}
-    try:
-        with server_process([], env=env, ready_timeout=300) as (proc, base):
-            yield proc, f"{base}/mcp"
-    finally:
-        mcp_harness.ROOT = saved
+def server(index_dir: str, code: Path | None = None) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """``python -m mcp_server`` from the checkout ``code`` (--code by default; or a baseline):
+    (its process, its MCP URL)."""
+    with server_process(env={**SERVER_ENV, "MCP_INDEX_DIR": index_dir}, code=code or CODE[0]) as running:
+        yield running.process, running.mcp_url
 
 
 async def ask(mcp_url: str, url: str, query: str) -> tuple[float, dict[str, Any]]:
-    async with http_client(mcp_url) as client:
+    """(seconds, result) of one retrieve_chunks in a session of its own."""
+    async with mcp_session(mcp_url) as client:
         started = time.perf_counter()
-        result = await client.call_tool("retrieve_chunks", {"document_url": url, "query": query})
-        elapsed = time.perf_counter() - started
-    body = payload(result)
-    if result.isError:
-        raise RuntimeError(f"{url}: {body}")
-    return elapsed, body
+        body = await call_tool(client, "retrieve_chunks", {"document_url": url, "query": query})
+        return time.perf_counter() - started, body
 
 
 async def until_complete(mcp_url: str, limit: float = 3600) -> float:
-    """Seconds until no background build runs (polled through manage_cache stats)."""
-    started = time.perf_counter()
-    async with http_client(mcp_url) as client:
-        while time.perf_counter() - started < limit:
-            stats = payload(await client.call_tool("manage_cache", {"action": "stats"}))
-            if not stats["layers"]["retriever"]["building"]:
-                return time.perf_counter() - started
-            await asyncio.sleep(0.5)
-    raise RuntimeError("the background build did not finish")
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of a process and its descendants (the parser workers): on a busy
-    machine, what a call cost without the waiting for cores."""
-    total = 0.0
-    with contextlib.suppress(psutil.Error):
-        process = psutil.Process(pid)
-        for each in [process, *process.children(recursive=True)]:
-            with contextlib.suppress(psutil.Error):
-                times = each.cpu_times()
-                total += times.user + times.system
-    return total
+    """Seconds until no background build runs."""
+    async with mcp_session(mcp_url) as client:
+        return await wait_for_builds(client, limit=limit)
 
 
 def status(body: dict[str, Any]) -> str:
@@ -149,7 +99,7 @@ def status(body: dict[str, Any]) -> str:
 
 
 def cold_section(index_dir: str) -> None:
-    qa_set_or_exit("financebench-dev")
+    qa_set("financebench-dev")
     files = FileServer(FINANCEBENCH)
     pdfs = sorted(p.name for p in FINANCEBENCH.glob("*.pdf"))
     rows = []
@@ -185,7 +135,7 @@ def cold_section(index_dir: str) -> None:
 
 
 def restart_section(index_dir: str) -> None:
-    qa_set_or_exit("financebench-dev")
+    qa_set("financebench-dev")
     files = FileServer(FINANCEBENCH)
     url = files.url(RESTART_PDF)
     with server(index_dir) as (_, mcp_url):  # a no-op when the cold section already built it
@@ -244,15 +194,13 @@ def warm_section(index_dir: str, count: int, baseline: Path | None) -> None:
 
     async def run(mcp_url: str) -> list[float]:
         latencies = []
-        async with http_client(mcp_url) as client:
+        async with mcp_session(mcp_url) as client:
             await client.call_tool("retrieve_chunks", {"document_url": url, "query": "warm-up"})
             for n in range(count):
                 started = time.perf_counter()
-                result = await client.call_tool("retrieve_chunks", {"document_url": url,
-                                                                    "query": WARM_QUERIES[n % len(WARM_QUERIES)]})
+                await call_tool(client, "retrieve_chunks", {"document_url": url,
+                                                            "query": WARM_QUERIES[n % len(WARM_QUERIES)]})
                 latencies.append((time.perf_counter() - started) * 1000)
-                if result.isError:
-                    raise RuntimeError(payload(result))
         return latencies
 
     def measure(code: Path, folder: str) -> list[float]:
@@ -269,16 +217,13 @@ def warm_section(index_dir: str, count: int, baseline: Path | None) -> None:
     files.close()
     print(f"\n| warm retrieve_chunks, {count} queries (redbook) | p50 | p95 |\n|---|---:|---:|")
     for name, warm in rows:
-        ordered = sorted(warm)
-        print(f"| {name} | {statistics.median(ordered):.1f} ms | {ordered[round(0.95 * (len(ordered) - 1))]:.1f} ms |")
+        print(f"| {name} | {statistics.median(warm):.1f} ms | {percentile(warm, 0.95):.1f} ms |")
 
 
 async def ask_any(mcp_url: str, url: str, query: str) -> None:
     """One call that may be answered by a server without the ``index`` field (a baseline)."""
-    async with http_client(mcp_url) as client:
-        result = await client.call_tool("retrieve_chunks", {"document_url": url, "query": query})
-    if result.isError:
-        raise RuntimeError(payload(result))
+    async with mcp_session(mcp_url) as client:
+        await call_tool(client, "retrieve_chunks", {"document_url": url, "query": query})
 
 
 def main() -> None:
@@ -295,7 +240,7 @@ def main() -> None:
     sections = set(re.split(r"[,\s]+", args.sections.strip()))
     CODE[0] = args.code.resolve()
     print(f"retrieve_chunks through MCP over streamable HTTP; server code {CODE[0]}; {os.cpu_count()} cores, "
-          f"load average {os.getloadavg()[0]:.1f} at the start")
+          f"load average {load_average()} at the start")
     with tempfile.TemporaryDirectory(prefix="bench-pdf-index-") as pdf_index:
         if "cold" in sections:
             cold_section(pdf_index)

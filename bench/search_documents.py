@@ -23,25 +23,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import statistics
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import httpx  # noqa: E402
-from mcp import ClientSession  # noqa: E402
-from mcp.client.streamable_http import streamable_http_client  # noqa: E402
-
-from tests.conftest import QA, FileServer, qa_set_or_exit  # noqa: E402
-from tests.mcp_harness import payload, server_process  # noqa: E402
+from bench.data import QA, financebench_questions, first_rank, hit_rate, mrr, qa_set  # noqa: E402
+from bench.servers import FileServer, call_tool, mcp_session, server_env, server_process  # noqa: E402
 
 FINANCEBENCH = QA / "financebench-dev"  # not in the repository: RAG_CORPUS_DIR or ../shared
 SETS = {
@@ -52,46 +45,24 @@ SETS = {
     "even": ["ULTABEAUTY_2023Q4_EARNINGS.pdf", "AMCOR_2023Q4_EARNINGS.pdf", "MGMRESORTS_2022Q4_EARNINGS.pdf",
              "JOHNSON_JOHNSON_2023_8K_dated-2023-08-30.pdf", "BESTBUY_2024Q2_10Q.pdf"],
 }
-SERVER_ENV = {
-    "MCP_FETCH_ALLOWLIST": "127.0.0.1", "MCP_RATE_LIMIT_RPM": "100000", "MCP_LOG_DIR": "",
-    # the PDF parser of this branch runs ~750 ms per page: the 252-page 10-K needs more than 120 s
-    "MCP_PARSE_TIMEOUT": "1800", "MCP_TIMEOUT_DOCUMENT": "3600",
-    "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-}
-
-
-@dataclass
-class Score:
-    ranks: list[int | None] = field(default_factory=list)  # 1-based rank of the first hit, per question
-    right_doc: int = 0
-
-    def hit(self, k: int) -> float:
-        return sum(r is not None and r <= k for r in self.ranks) / len(self.ranks)
-
-    def mrr(self) -> float:
-        return sum(1 / r for r in self.ranks if r is not None) / len(self.ranks)
+# the 252-page 10-K's parse needs more than the default 120 s
+SERVER_ENV = server_env(MCP_RATE_LIMIT_RPM="100000", MCP_PARSE_TIMEOUT="1800", MCP_TIMEOUT_DOCUMENT="3600")
 
 
 def first_hit(results: list[dict[str, Any]], doc_url: str, pages: set[int]) -> int | None:
-    for rank, result in enumerate(results, start=1):
-        if result.get("document_url", doc_url) == doc_url and pages & set(result["location"].get("pages", [])):
-            return rank
-    return None
+    """Rank of the first result from the right document on a gold evidence page."""
+    return first_rank(results, lambda result: result.get("document_url", doc_url) == doc_url
+                      and bool(pages & set(result["location"].get("pages", []))))
 
 
 async def call(url: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    async with httpx.AsyncClient(timeout=httpx.Timeout(60, read=None)) as http, \
-            streamable_http_client(url, http_client=http) as (read, write, _), ClientSession(read, write) as client:
-        await client.initialize()  # a cold call over 12 filings sends nothing for minutes: no read timeout
-        result = await client.call_tool(tool, arguments)
-    body = payload(result)
-    if result.isError:
-        raise RuntimeError(f"{tool} failed: {body}")
-    return body
+    # a cold call over 12 filings sends nothing for minutes: no read timeout
+    async with mcp_session(url, read_timeout=None) as client:
+        return await call_tool(client, tool, arguments)
 
 
 async def quality(args: argparse.Namespace) -> None:
-    questions = [json.loads(line) for line in (FINANCEBENCH / "questions.jsonl").read_text().splitlines() if line]
+    questions = financebench_questions()
     questions = questions[: args.questions] if args.questions else questions
     files = FileServer(FINANCEBENCH)
     docs = sorted(p.name for p in (FINANCEBENCH / "docs").glob("*.pdf"))
@@ -99,8 +70,8 @@ async def quality(args: argparse.Namespace) -> None:
     index_dir = args.index_dir or tempfile.mkdtemp(prefix="bench-search-")
     env = {**SERVER_ENV, "MCP_INDEX_DIR": str(index_dir)}
     try:
-        with server_process([], env=env, ready_timeout=600) as (_, base):
-            mcp = f"{base}/mcp"
+        with server_process(env=env, ready_timeout=600) as server:
+            mcp = server.mcp_url
             started = time.perf_counter()
             first = await call(mcp, "search_documents", {"document_urls": urls, "query": "total revenue", "top_k": 1})
             ready = time.perf_counter() - started
@@ -108,7 +79,10 @@ async def quality(args: argparse.Namespace) -> None:
             if failed:
                 raise RuntimeError(f"documents failed: {failed}")
             chunks = sum(d["chunks"] for d in first["documents"])
-            multi, single5, single10 = Score(), Score(), Score()
+            multi: list[int | None] = []  # per question, the rank of the first hit
+            single5: list[int | None] = []
+            single10: list[int | None] = []
+            right_doc = 0  # questions whose filing is among search_documents' results
             latencies = []
             for q in questions:
                 doc_url = files.url(q["doc"])
@@ -117,13 +91,12 @@ async def quality(args: argparse.Namespace) -> None:
                 found = await call(mcp, "search_documents",
                                    {"document_urls": urls, "query": q["question"], "top_k": 10})
                 latencies.append(time.perf_counter() - started)
-                multi.ranks.append(first_hit(found["results"], doc_url, pages))
-                multi.right_doc += any(r["document_url"] == doc_url for r in found["results"])
-                for score, k in ((single5, 5), (single10, 10)):
+                multi.append(first_hit(found["results"], doc_url, pages))
+                right_doc += any(r["document_url"] == doc_url for r in found["results"])
+                for ranks, k in ((single5, 5), (single10, 10)):
                     own = await call(mcp, "retrieve_chunks", {"document_url": doc_url, "query": q["question"],
                                                               "top_k": k})
-                    score.ranks.append(first_hit(own["results"], doc_url, pages))
-                    score.right_doc += 1
+                    ranks.append(first_hit(own["results"], doc_url, pages))
     finally:
         files.close()
     n = len(questions)
@@ -133,18 +106,18 @@ async def quality(args: argparse.Namespace) -> None:
     print()
     print("| call | hit@5 | hit@10 | MRR@10 | right filing in the results |")
     print("|---|---:|---:|---:|---:|")
-    print(f"| search_documents, all {len(docs)} PDFs, top_k=10 | {multi.hit(5):.3f} | **{multi.hit(10):.3f}** | "
-          f"{multi.mrr():.3f} | {multi.right_doc / n:.3f} |")
-    print(f"| retrieve_chunks, own filing, top_k=5 | {single5.hit(5):.3f} | – | {single5.mrr():.3f} | 1 (given) |")
-    print(f"| retrieve_chunks, own filing, top_k=10 | {single10.hit(5):.3f} | {single10.hit(10):.3f} | "
-          f"{single10.mrr():.3f} | 1 (given) |")
+    print(f"| search_documents, all {len(docs)} PDFs, top_k=10 | {hit_rate(multi, 5):.3f} | "
+          f"**{hit_rate(multi, 10):.3f}** | {mrr(multi):.3f} | {right_doc / n:.3f} |")
+    print(f"| retrieve_chunks, own filing, top_k=5 | {hit_rate(single5, 5):.3f} | – | {mrr(single5):.3f} | 1 (given) |")
+    print(f"| retrieve_chunks, own filing, top_k=10 | {hit_rate(single10, 5):.3f} | {hit_rate(single10, 10):.3f} | "
+          f"{mrr(single10):.3f} | 1 (given) |")
 
 
 async def cold_once(urls: list[str]) -> float:
     with tempfile.TemporaryDirectory(prefix="bench-cold-") as index_dir, \
-            server_process([], env={**SERVER_ENV, "MCP_INDEX_DIR": index_dir}, ready_timeout=600) as (_, base):
+            server_process(env={**SERVER_ENV, "MCP_INDEX_DIR": index_dir}, ready_timeout=600) as server:
         started = time.perf_counter()
-        body = await call(f"{base}/mcp", "search_documents", {"document_urls": urls, "query": "net revenue"})
+        body = await call(server.mcp_url, "search_documents", {"document_urls": urls, "query": "net revenue"})
         seconds = time.perf_counter() - started
     if any(d["status"] != "ok" or d["cached"] for d in body["documents"]):
         raise RuntimeError(f"not a clean cold run: {body['documents']}")
@@ -185,7 +158,7 @@ def main() -> None:
     parser.add_argument("--set", choices=sorted(SETS), default="skewed", help="the five documents of --cold")
     parser.add_argument("--runs", type=int, default=1, help="runs of --cold (medians)")
     args = parser.parse_args()
-    qa_set_or_exit("financebench-dev")
+    qa_set("financebench-dev")
     asyncio.run(cold(args) if args.cold else quality(args))
 
 

@@ -1,4 +1,4 @@
-"""The LangChain reference pipeline the issues compare against, built per PDF.
+"""The LangChain reference pipeline the benchmarks compare against, built per PDF.
 
     from bench._langchain_ref import build_reference
     ref = build_reference(Path("report.pdf"))          # always a real cold build

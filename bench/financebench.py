@@ -3,7 +3,7 @@
     .venv/bin/python bench/financebench.py                    # reference + in-process modes, all docs
     .venv/bin/python bench/financebench.py --split dev        # tune here ...
     .venv/bin/python bench/financebench.py --split holdout    # ... and check here
-    .venv/bin/python bench/financebench.py --mcp              # + retrieve_chunks over MCP (the figure)
+    .venv/bin/python bench/financebench.py --mcp              # + retrieve_chunks over MCP (the published figure)
     .venv/bin/python bench/financebench.py --mcp --settled    # + the same questions once each index is complete
     .venv/bin/python bench/financebench.py --docs 3M_2022_10K,ULTABEAUTY_2023Q4_EARNINGS --per-doc
 

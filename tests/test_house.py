@@ -1,11 +1,14 @@
-"""The code states contracts and reasons, not its history: the story of a change lives in git and
-bench/, never in mcp_server/."""
+"""House rules a reader relies on: the code states contracts and reasons, not its history (the story
+of a change lives in git and bench/, never in mcp_server/); the benchmarks stand on their own
+modules (bench/data.py, bench/servers.py), not on the tests' harness."""
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "mcp_server"
+BENCH = PACKAGE.parent / "bench"
 # Phrases that only tell how the code came to be: an issue number, the project it started from.
 HISTORY_PHRASES = ("issue #", "the seed")
 
@@ -36,3 +39,20 @@ def test_the_history_check_finds_an_issue_number_and_the_seed_in_any_case(tmp_pa
     (tmp_path / "blob.bin").write_bytes(b"\xff\xfe issue # \x00")
 
     assert history_mentions(tmp_path) == ["pkg/a.py:1: issue #", "pkg/a.py:2: the seed"]
+
+
+def imported_modules(path: Path) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module)
+    return found
+
+
+def test_no_benchmark_imports_the_tests() -> None:
+    offenders = {path.name: sorted(name for name in imported_modules(path)
+                                   if name.split(".")[0] in {"tests", "conftest", "mcp_harness"})
+                 for path in sorted(BENCH.glob("*.py"))}
+    assert {name: modules for name, modules in offenders.items() if modules} == {}

@@ -22,7 +22,7 @@ CORPUS = Path(_CORPUS_ENV or ROOT / "tests" / "corpus").resolve()
 DOCS = CORPUS / "docs"
 # The QA sets (questions and gold answers: squad-v2-small, xquad-dev, financebench-dev) are not carried:
 # they are big, and financebench's questions are CC BY-NC. They are found in RAG_CORPUS_DIR/qa, else in
-# ../shared/corpus/qa beside the checkout; use qa_set(name) (tests) or qa_set_or_exit(name) (bench/).
+# ../shared/corpus/qa beside the checkout; use qa_set(name) (bench/data.py finds them the same way).
 QA = Path(_CORPUS_ENV or ROOT.parent / "shared" / "corpus").resolve() / "qa"
 SQUAD = QA / "squad-v2-small"
 
@@ -37,14 +37,6 @@ def qa_set(name: str) -> Path:
     folder = QA / name
     if not folder.is_dir():
         pytest.skip(_qa_missing(name))
-    return folder
-
-
-def qa_set_or_exit(name: str) -> Path:
-    """The folder of the QA set ``name`` for a benchmark script, which stops with the reason when it is not there."""
-    folder = QA / name
-    if not folder.is_dir():
-        raise SystemExit(_qa_missing(name))
     return folder
 
 

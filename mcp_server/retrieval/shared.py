@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 import redis
 
-from mcp_server.core.redis_store import REDIS_ERRORS, Outage
+from mcp_server.redis.store import REDIS_ERRORS, Outage
 from mcp_server.retrieval.store import FILES, Manifest
 
 __all__ = ["MemoryIndexStore", "RedisIndexStore", "SharedEntry", "SharedIndexStore", "new_token"]

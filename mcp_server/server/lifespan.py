@@ -22,13 +22,13 @@ from mcp_server.core.settings import Settings
 from mcp_server.fetch import Fetcher
 from mcp_server.middleware.guard import ToolGuard
 from mcp_server.middleware.ratelimit import InProcessRateLimiter, RateLimiter
+from mcp_server.pipeline.reading import Reading
+from mcp_server.pipeline.service import DocumentService
 from mcp_server.processors.language import language_probabilities
 from mcp_server.processors.sandbox import ParserPool
-from mcp_server.reading import Reading
-from mcp_server.redis_backends import open_redis_backends
+from mcp_server.redis.backends import open_redis_backends
 from mcp_server.retrieval.manager import IndexManager
 from mcp_server.retrieval.models import ModelRegistry
-from mcp_server.service import DocumentService
 
 __all__ = ["AppContext", "open_app_context"]
 

@@ -10,10 +10,10 @@ from typing import Any
 import psutil
 
 from mcp_server import SERVER_NAME, __version__
-from mcp_server.context import AppContext
 from mcp_server.processors.language import language_detection_available
 from mcp_server.processors.ocr import ocr_available
-from mcp_server.resources import supported_formats
+from mcp_server.server.lifespan import AppContext
+from mcp_server.server.resources import supported_formats
 
 __all__ = ["readiness", "shared_store", "system_health"]
 

@@ -21,7 +21,8 @@ from mcp_server.core.settings import Settings
 from mcp_server.fetch import Fetcher, StaticResolver
 from mcp_server.processors.sandbox import ParserPool
 from mcp_server.server.build import create_server
-from mcp_server.server.lifespan import AppContext, open_app_context
+from mcp_server.server.lifespan import open_app_context
+from mcp_server.tools.context import AppContext
 from tests.mcp_harness import ThreadedServer, make_settings, payload
 from tests.processors import _sandbox_tasks
 

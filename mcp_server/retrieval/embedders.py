@@ -10,16 +10,22 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from cachetools import LRUCache
 
 from mcp_server.chunking import HFTokenCounter
+
+if TYPE_CHECKING:
+    from mcp_server.retrieval.onnx_queries import OnnxQueryEncoder
+
+log = logging.getLogger(__name__)
 
 __all__ = ["Embedder", "FakeEmbedder", "ProgressFn", "SentenceTransformerEmbedder"]
 
@@ -197,22 +203,43 @@ class SentenceTransformerEmbedder(Embedder):
         name = model_id.rsplit("/", 1)[-1]
         self.query_prefix = prompts.get("query") or _QUERY_PREFIXES.get(name, "")
         self.passage_prefix = prompts.get("passage") or prompts.get("document") or _PASSAGE_PREFIXES.get(name, "")
+        self.query_encoder: OnnxQueryEncoder | None = None
+        self.query_runtime = "torch"  # what embeds queries, and why (health)
 
     @classmethod
     def load(
         cls, source: str, *, model_id: str, device: str, local_files_only: bool,
-        token: str | None = None, batch_size: int = 32,
+        token: str | None = None, batch_size: int = 32, query_runtime: str = "torch", threads: int | None = None,
     ) -> SentenceTransformerEmbedder:
-        """Load weights from a folder or Hugging Face id; library errors propagate to the registry."""
+        """Load weights from a folder or Hugging Face id; library errors propagate to the registry.
+
+        ``query_runtime="onnx"`` on the CPU also builds the ONNX Runtime query encoder
+        (``onnx_queries``); where it cannot be built, PyTorch embeds queries and
+        ``query_runtime`` says why."""
         from sentence_transformers import SentenceTransformer
 
         model = SentenceTransformer(source, device=device, local_files_only=local_files_only, token=token)
         model.eval()
-        return cls(model, model_id=model_id, batch_size=batch_size)
+        embedder = cls(model, model_id=model_id, batch_size=batch_size)
+        if query_runtime == "onnx":
+            if device != "cpu":
+                embedder.query_runtime = f"torch (onnx is used on the CPU only; the device is {device})"
+            else:
+                from mcp_server.retrieval.onnx_queries import build_query_encoder
+
+                encoder, how = build_query_encoder(model, threads=threads)
+                embedder.query_encoder = encoder
+                embedder.query_runtime = how if encoder is not None else f"torch ({how})"
+                if encoder is None:
+                    log.warning("models.query_runtime", extra={"model": model_id, "runtime": "torch", "reason": how})
+        return embedder
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         # the query prefix replaces the passage one
-        return self._encode([self.query_prefix + text for text in texts])
+        texts = [self.query_prefix + text for text in texts]
+        if self.query_encoder is not None:
+            return self.query_encoder.encode(texts)
+        return self._encode(texts)
 
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
         if self.passage_prefix:

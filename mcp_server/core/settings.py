@@ -180,11 +180,11 @@ class Settings(BaseSettings):
         8, ge=1, description="Embedding batch size: 8 embeds a first answer's mixed-length sentences about twice as "
         "fast as 32 on a CPU, and a complete index as fast; a GPU may want more.",
     )
-    query_runtime: Literal["onnx", "torch"] = Field(
+    embedding_runtime: Literal["onnx", "torch"] = Field(
         "onnx",
-        description="What embeds search queries with the sentence-transformers models on the CPU: 'onnx' runs the "
-        "same model, exported at start-up, in ONNX Runtime (the same vectors, about twice as fast for one query); "
-        "'torch' keeps PyTorch. Passages are always embedded with PyTorch.",
+        description="What runs the sentence-transformers embedders on the CPU: 'onnx' exports the loaded model at "
+        "start-up and runs it in ONNX Runtime (the same vectors, about twice as fast for queries and passages); "
+        "'torch' keeps PyTorch. A model the export does not cover stays on PyTorch (health says why).",
     )
     device: str = Field("auto", description="torch device: auto, cpu, cuda, mps.")
     huggingface_token: str | None = Field(

@@ -23,7 +23,7 @@ from cachetools import LRUCache
 from mcp_server.chunking import HFTokenCounter
 
 if TYPE_CHECKING:
-    from mcp_server.retrieval.onnx_queries import OnnxQueryEncoder
+    from mcp_server.retrieval.onnx_encoder import OnnxEncoder
 
 log = logging.getLogger(__name__)
 
@@ -203,43 +203,40 @@ class SentenceTransformerEmbedder(Embedder):
         name = model_id.rsplit("/", 1)[-1]
         self.query_prefix = prompts.get("query") or _QUERY_PREFIXES.get(name, "")
         self.passage_prefix = prompts.get("passage") or prompts.get("document") or _PASSAGE_PREFIXES.get(name, "")
-        self.query_encoder: OnnxQueryEncoder | None = None
-        self.query_runtime = "torch"  # what embeds queries, and why (health)
+        self.onnx: OnnxEncoder | None = None  # when set, it embeds instead of PyTorch (onnx_encoder)
+        self.runtime = "torch"  # what embeds, and why (health)
 
     @classmethod
     def load(
         cls, source: str, *, model_id: str, device: str, local_files_only: bool,
-        token: str | None = None, batch_size: int = 32, query_runtime: str = "torch", threads: int | None = None,
+        token: str | None = None, batch_size: int = 32, runtime: str = "torch", threads: int | None = None,
     ) -> SentenceTransformerEmbedder:
         """Load weights from a folder or Hugging Face id; library errors propagate to the registry.
 
-        ``query_runtime="onnx"`` on the CPU also builds the ONNX Runtime query encoder
-        (``onnx_queries``); where it cannot be built, PyTorch embeds queries and
-        ``query_runtime`` says why."""
+        ``runtime="onnx"`` on the CPU also builds the ONNX Runtime encoder (``onnx_encoder``),
+        which then embeds passages and queries; where it cannot be built, PyTorch does and
+        ``runtime`` says why."""
         from sentence_transformers import SentenceTransformer
 
         model = SentenceTransformer(source, device=device, local_files_only=local_files_only, token=token)
         model.eval()
         embedder = cls(model, model_id=model_id, batch_size=batch_size)
-        if query_runtime == "onnx":
+        if runtime == "onnx":
             if device != "cpu":
-                embedder.query_runtime = f"torch (onnx is used on the CPU only; the device is {device})"
+                embedder.runtime = f"torch (onnx is used on the CPU only; the device is {device})"
             else:
-                from mcp_server.retrieval.onnx_queries import build_query_encoder
+                from mcp_server.retrieval.onnx_encoder import build_encoder
 
-                encoder, how = build_query_encoder(model, threads=threads)
-                embedder.query_encoder = encoder
-                embedder.query_runtime = how if encoder is not None else f"torch ({how})"
+                encoder, how = build_encoder(model, threads=threads)
+                embedder.onnx = encoder
+                embedder.runtime = how if encoder is not None else f"torch ({how})"
                 if encoder is None:
-                    log.warning("models.query_runtime", extra={"model": model_id, "runtime": "torch", "reason": how})
+                    log.warning("models.runtime", extra={"model": model_id, "runtime": "torch", "reason": how})
         return embedder
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         # the query prefix replaces the passage one
-        texts = [self.query_prefix + text for text in texts]
-        if self.query_encoder is not None:
-            return self.query_encoder.encode(texts)
-        return self._encode(texts)
+        return self._encode([self.query_prefix + text for text in texts])
 
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
         if self.passage_prefix:
@@ -247,6 +244,11 @@ class SentenceTransformerEmbedder(Embedder):
         return self._encode(texts)
 
     def _encode(self, texts: Sequence[str]) -> np.ndarray:
+        if self.onnx is not None:
+            return self.onnx.encode(texts, batch_size=self.batch_size)
+        return self._torch(texts)
+
+    def _torch(self, texts: Sequence[str]) -> np.ndarray:
         return np.asarray(
             self.model.encode(
                 list(texts), batch_size=self.batch_size, convert_to_numpy=True,

@@ -1,16 +1,17 @@
-"""Query vectors through ONNX Runtime: the same model, the same numbers, in half the time.
+"""Embeddings through ONNX Runtime: the same model, the same vectors, in about half the time.
 
-A warm search's largest cost is one query's forward pass. PyTorch runs a 6-layer model on a
-15-token query at about 8 ms per call on one CPU thread, most of it dispatch overhead of small
-operations; ONNX Runtime runs the same graph, fused, in about 4 ms (bench/latency.py measures both
-through ``MCP_QUERY_RUNTIME``). Passages stay on PyTorch: batches amortise the overhead there.
+PyTorch runs a small sentence-transformers model on the CPU mostly as dispatch overhead of many
+small operations: one 15-token query costs about 8 ms on one thread, a batch of eight sentences
+about 140 ms. ONNX Runtime runs the same graph, fused, in about half of that, for one query and
+for batches alike (bench/latency.py shows warm calls and first answers with either runtime:
+``MCP_EMBEDDING_RUNTIME``).
 
-The graph is exported from the loaded sentence-transformers model itself, in memory, at start-up
-(about a second), so no second copy of the weights is downloaded or stored. It covers the common
-shape of a sentence-transformers model: one Hugging Face transformer, then mean or CLS pooling,
-then optionally normalisation. Anything else (another pooling, extra dense layers, a prompt that
-the pooling must exclude), a missing ``onnx`` package or a graph whose vectors differ from
-PyTorch's on the probe texts keeps PyTorch, and the reason is reported in health.
+The graph is exported from the loaded model itself, in memory, at start-up (about a second), so
+no second copy of the weights is downloaded or stored. It covers the common shape of a
+sentence-transformers model: one Hugging Face transformer, then mean or CLS pooling, then
+optionally normalisation. Anything else (another pooling, extra dense layers, a prompt that the
+pooling must exclude), a missing ``onnx`` package or a graph whose vectors differ from PyTorch's on
+the probe texts keeps PyTorch, and health says why.
 """
 
 from __future__ import annotations
@@ -29,22 +30,40 @@ PROBES = ("query: a", "What were the total revenues in the second quarter of 202
           " ".join(["long"] * 600))  # longer than any window: truncation must match too
 
 
-class OnnxQueryEncoder:
-    """Encodes texts with an ONNX Runtime session of a sentence-transformers model's forward pass."""
+class OnnxEncoder:
+    """Encodes texts with an ONNX Runtime session of a sentence-transformers model's forward pass.
+
+    ``session.run`` is thread-safe: concurrent builds and queries share one session."""
 
     def __init__(self, session: Any, tokenize: Any, input_names: list[str]) -> None:
         self._session = session
         self._tokenize = tokenize  # the model's own tokenize(): same truncation and casing as encode()
         self._inputs = input_names
 
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit vectors (the graph normalises), float32, one row per text."""
-        features = self._tokenize(list(texts))
+    def encode(self, texts: Sequence[str], *, batch_size: int = 32) -> np.ndarray:
+        """Unit vectors (the graph normalises), float32, one row per text. Batches hold texts of
+        similar length, longest first, as sentence-transformers' ``encode`` sorts them: padding
+        stays short and the first batch shows the peak memory."""
+        texts = list(texts)
+        if len(texts) <= batch_size:
+            return self._batch(texts)
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        vectors = np.empty((len(texts), 0), dtype=np.float32)
+        for start in range(0, len(order), batch_size):
+            rows = order[start:start + batch_size]
+            batch = self._batch([texts[i] for i in rows])
+            if vectors.shape[1] == 0:
+                vectors = np.empty((len(texts), batch.shape[1]), dtype=np.float32)
+            vectors[rows] = batch
+        return vectors
+
+    def _batch(self, texts: list[str]) -> np.ndarray:
+        features = self._tokenize(texts)
         feed = {name: features[name].numpy().astype(np.int64, copy=False) for name in self._inputs}
         return np.asarray(self._session.run(None, feed)[0], dtype=np.float32)
 
 
-def build_query_encoder(model: Any, *, threads: int | None) -> tuple[OnnxQueryEncoder | None, str]:
+def build_encoder(model: Any, *, threads: int | None) -> tuple[OnnxEncoder | None, str]:
     """The encoder for ``model`` (a loaded SentenceTransformer on the CPU), or None and why not.
 
     Blocking (export and session creation take about a second): called while models load.
@@ -82,7 +101,7 @@ def build_query_encoder(model: Any, *, threads: int | None) -> tuple[OnnxQueryEn
         session = ort.InferenceSession(buffer.getvalue(), options, providers=["CPUExecutionProvider"])
     except Exception as exc:  # an exporter or runtime limitation: PyTorch serves the queries
         return None, f"the ONNX export failed: {type(exc).__name__}: {str(exc)[:200]}"
-    encoder = OnnxQueryEncoder(session, model.tokenize, names)
+    encoder = OnnxEncoder(session, model.tokenize, names)
     expected = model.encode(list(PROBES), convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False)
     drift = float(np.abs(encoder.encode(PROBES) - expected).max())
     if not drift <= TOLERANCE:

@@ -60,10 +60,10 @@ from bench.retrieval import (  # noqa: E402
     status,
     until_complete,
 )
-from tests.conftest import CORPUS, DOCS, FileServer  # noqa: E402
+from tests.conftest import DOCS, QA, FileServer  # noqa: E402
 from tests.mcp_harness import http_client, payload  # noqa: E402
 
-SQUAD = CORPUS / "qa" / "squad-v2-small"
+SQUAD = QA / "squad-v2-small"
 TENQ = "Pfizer_2023Q2_10Q.pdf"
 COLD = ["ULTABEAUTY_2023Q4_EARNINGS.pdf", "AMCOR_2023Q4_EARNINGS.pdf", "MGMRESORTS_2022Q4_EARNINGS.pdf",
         "BOEING_2022_10K.pdf", TENQ]

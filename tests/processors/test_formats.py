@@ -31,7 +31,7 @@ from tests.conftest import DOCS
 
 
 class ToyProcessor:
-    """A whole format in a few lines: what the README's "Adding a format" section shows."""
+    """A whole format in a few lines: what the "Adding a format" section of docs/formats.md shows."""
 
     format: ClassVar[Format] = Format(
         doc_type="toy",

@@ -48,7 +48,7 @@ def source_fingerprint(*parts: str, extra: str = "") -> str:
 def processing_fingerprint(options: Any) -> str:
     import pymupdf
 
-    from mcp_server.service import PROCESSING_VERSION
+    from mcp_server.pipeline.service import PROCESSING_VERSION
 
     return source_fingerprint("processors", "core/models.py",
                               extra=f"{PROCESSING_VERSION}|{options!r}|{pymupdf.VersionBind}")

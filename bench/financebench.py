@@ -175,7 +175,7 @@ def reference_rows(grouped: dict[str, list[dict[str, Any]]], use_cache: bool) ->
 
 # --- the server's pipeline in process -------------------------------------------------------
 class ServerPipeline:
-    """The server's stages, called as ``DocumentService`` calls them (see mcp_server/service.py)."""
+    """The server's stages, called as ``DocumentService`` calls them (see mcp_server/pipeline/service.py)."""
 
     def __init__(self, use_cache: bool) -> None:
         from bench._fbcache import EmbeddingStore, PickleCache, processing_fingerprint
@@ -221,7 +221,7 @@ class ServerPipeline:
     def chunks(self, document: Any, document_key: str) -> tuple[list[Any], bool]:
         from bench._fbcache import chunking_fingerprint
         from mcp_server.chunking import chunk_document
-        from mcp_server.service import DocumentService
+        from mcp_server.pipeline.service import DocumentService
 
         # The service's own method, so a change to how it picks parameters is followed here.
         view = SimpleNamespace(models=self.models, settings=self.settings, options=self.options)

@@ -1,4 +1,22 @@
-"""RAG Document Server: a deterministic MCP tool server for documents (no LLM inside)."""
+"""RAG Document Server: a deterministic MCP tool server for documents (no LLM inside).
+
+The sub-packages are layers, lowest first: a module imports from its own layer and the ones listed
+before it, never from one listed after it (``tests/test_imports.py`` reads this list and checks
+every import, function-local and ``TYPE_CHECKING`` ones too):
+
+    core        settings, errors, data models, metrics, in-memory caches, logging
+    fetch       downloads: http(s) with the address policy, local files
+    processors  one parser per format, the sniffing registry, the sandboxed parser pool
+    chunking    a processed document cut into chunks that cite their source
+    retrieval   embedders, reranker, hybrid indexes, ranking, passages, quotes
+    pipeline    one document through the stages (service), many documents (research), reading
+    middleware  what every tool call passes through: guard, rate limiter, HTTP caller identity
+    tools       the MCP tools, the context they read (AppContext), health reports
+    redis       the Redis implementations of the shared rate limiter, caches and index store
+    server      the MCP surface: FastMCP build, HTTP app, stdio, lifespan, resources, /metrics
+
+This module sits under every layer; ``__main__`` (the command line) above them all.
+"""
 
 from importlib.metadata import PackageNotFoundError, version
 

@@ -84,7 +84,7 @@ def metrics_port(settings: Settings) -> Iterator[None]:
         return
     import uvicorn
 
-    from mcp_server.metrics_http import create_metrics_app
+    from mcp_server.server.metrics_http import create_metrics_app
 
     server = uvicorn.Server(uvicorn.Config(
         create_metrics_app(settings), host=settings.metrics_host, port=settings.metrics_port, log_config=None,
@@ -118,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = Settings()
     configure_logging(settings.log_level, settings.log_dir)
     if settings.transport == "stdio":
-        from mcp_server.stdio import run_stdio
+        from mcp_server.server.stdio import run_stdio
 
         with metrics_processes(settings, multiprocess=False) as settings, metrics_port(settings):
             run_stdio(settings)
@@ -138,11 +138,11 @@ def serve_http(settings: Settings, workers: int, reload: bool) -> None:
               "timeout_graceful_shutdown": 10, "server_header": False}
     logger.info("server.start", extra={"host": settings.host, "port": settings.port, "workers": workers})
     if reload or workers > 1:
-        uvicorn.run("mcp_server.app:create_app", factory=True, workers=None if reload else workers,
+        uvicorn.run("mcp_server.server.app:create_app", factory=True, workers=None if reload else workers,
                     reload=reload, reload_dirs=[str(Path(__file__).parent)] if reload else None,
                     **common)  # type: ignore[arg-type]
     else:
-        from mcp_server.app import create_app
+        from mcp_server.server.app import create_app
 
         uvicorn.run(create_app(settings), **common)  # type: ignore[arg-type]
 

@@ -1,8 +1,9 @@
-"""Render the generated docs: the settings as .env.example, the README configuration table
-and the README supported-formats table (from the registered processors' declarations).
+"""Render the generated docs: the settings as .env.example and as the table of
+docs/configuration.md, and the supported-formats table of docs/formats.md (from the registered
+processors' declarations).
 
     python scripts/config_docs.py env      > .env.example
-    python scripts/config_docs.py readme   (rewrites both tables between their README markers)
+    python scripts/config_docs.py docs     (rewrites both tables between their markers in docs/)
     python scripts/config_docs.py formats  (prints the formats table)
 
 tests/core/test_settings_docs.py fails when a file misses a setting or a format.
@@ -78,9 +79,22 @@ def _replace_between(text: str, start: str, end: str, body: str) -> str:
     return f"{head}{start}\n{body}\n{end}{tail}"
 
 
-def render_readme(readme: str) -> str:
-    readme = _replace_between(readme, START, END, render_table())
-    return _replace_between(readme, FORMATS_START, FORMATS_END, render_formats_table())
+ROOT = Path(__file__).resolve().parent.parent
+CONFIGURATION_DOC = ROOT / "docs" / "configuration.md"
+FORMATS_DOC = ROOT / "docs" / "formats.md"
+
+
+def render_configuration_doc(text: str) -> str:
+    return _replace_between(text, START, END, render_table())
+
+
+def render_formats_doc(text: str) -> str:
+    return _replace_between(text, FORMATS_START, FORMATS_END, render_formats_table())
+
+
+def write_docs() -> None:
+    for path, render in ((CONFIGURATION_DOC, render_configuration_doc), (FORMATS_DOC, render_formats_doc)):
+        path.write_text(render(path.read_text(encoding="utf-8")), encoding="utf-8")
 
 
 if __name__ == "__main__":
@@ -89,8 +103,7 @@ if __name__ == "__main__":
         print(render_env())
     elif command == "formats":
         print(render_formats_table())
-    elif command == "readme":
-        path = Path(__file__).resolve().parent.parent / "README.md"
-        path.write_text(render_readme(path.read_text(encoding="utf-8")), encoding="utf-8")
+    elif command == "docs":
+        write_docs()
     else:
         print(render_table())

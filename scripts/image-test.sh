@@ -122,12 +122,12 @@ uid=$("$ENGINE" exec "$PROJECT-single" id -u)
     echo "image-test: Node in the image" >&2; exit 1; }
 "$ENGINE" rm -f -v "$PROJECT-single" >/dev/null 2>&1
 
-say "stdio: README's Claude Desktop entry (run -i ... --transport stdio) as the server of an MCP client"
+say "stdio: the Claude Desktop container entry of docs/clients.md (run -i ... --transport stdio) as the server of an MCP client"
 # the entry as written, with this engine for `docker` and the documents mounted as its paragraph says
 mapfile -t stdio_cmd < <("$PY" - "$ENGINE" "$ROOT/tests/corpus/docs/pdf" <<'EOF'
 import json, re, sys
-readme = open("README.md", encoding="utf-8").read()
-body = re.search(r"<!-- client-config: claude-desktop-docker -->\s*```json\n(.*?)```", readme, re.S).group(1)
+clients = open("docs/clients.md", encoding="utf-8").read()
+body = re.search(r"<!-- client-config: claude-desktop-docker -->\s*```json\n(.*?)```", clients, re.S).group(1)
 server = json.loads(body)["mcpServers"]["rag-documents"]
 assert server["command"] == "docker"
 args = list(server["args"])

@@ -10,7 +10,7 @@ import httpx
 import pytest
 from mcp.shared.exceptions import McpError
 
-from mcp_server.server import create_server
+from mcp_server.server.build import create_server
 from tests.mcp_harness import ThreadedServer, http_client, make_settings, payload, wait_forever
 
 pytestmark = pytest.mark.anyio

@@ -13,11 +13,11 @@ from mcp.shared.exceptions import McpError
 from mcp.types import INVALID_PARAMS, TextContent
 
 from mcp_server.core.logging import configure_logging
+from mcp_server.pipeline.reading import DPI_RANGE, MAX_READ_TOKENS, MIN_READ_TOKENS
+from mcp_server.pipeline.research import MAX_DOCUMENTS
 from mcp_server.processors import supported_formats
-from mcp_server.reading import DPI_RANGE, MAX_READ_TOKENS, MIN_READ_TOKENS
-from mcp_server.research import MAX_DOCUMENTS
-from mcp_server.sdk_adapter import OUTPUT_SCHEMA_DIALECT
-from mcp_server.server import create_server
+from mcp_server.server.build import create_server
+from mcp_server.server.sdk_adapter import OUTPUT_SCHEMA_DIALECT
 from mcp_server.tools.common import tool
 from mcp_server.tools.research import MAX_QUERIES
 from tests.mcp_harness import make_settings, memory_client, payload, wait_forever

@@ -10,16 +10,22 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from cachetools import LRUCache
 
 from mcp_server.chunking import HFTokenCounter
+
+if TYPE_CHECKING:
+    from mcp_server.retrieval.onnx_encoder import OnnxEncoder
+
+log = logging.getLogger(__name__)
 
 __all__ = ["Embedder", "FakeEmbedder", "ProgressFn", "SentenceTransformerEmbedder"]
 
@@ -197,18 +203,36 @@ class SentenceTransformerEmbedder(Embedder):
         name = model_id.rsplit("/", 1)[-1]
         self.query_prefix = prompts.get("query") or _QUERY_PREFIXES.get(name, "")
         self.passage_prefix = prompts.get("passage") or prompts.get("document") or _PASSAGE_PREFIXES.get(name, "")
+        self.onnx: OnnxEncoder | None = None  # when set, it embeds instead of PyTorch (onnx_encoder)
+        self.runtime = "torch"  # what embeds, and why (health)
 
     @classmethod
     def load(
         cls, source: str, *, model_id: str, device: str, local_files_only: bool,
-        token: str | None = None, batch_size: int = 32,
+        token: str | None = None, batch_size: int = 32, runtime: str = "torch", threads: int | None = None,
     ) -> SentenceTransformerEmbedder:
-        """Load weights from a folder or Hugging Face id; library errors propagate to the registry."""
+        """Load weights from a folder or Hugging Face id; library errors propagate to the registry.
+
+        ``runtime="onnx"`` on the CPU also builds the ONNX Runtime encoder (``onnx_encoder``),
+        which then embeds passages and queries; where it cannot be built, PyTorch does and
+        ``runtime`` says why."""
         from sentence_transformers import SentenceTransformer
 
         model = SentenceTransformer(source, device=device, local_files_only=local_files_only, token=token)
         model.eval()
-        return cls(model, model_id=model_id, batch_size=batch_size)
+        embedder = cls(model, model_id=model_id, batch_size=batch_size)
+        if runtime == "onnx":
+            if device != "cpu":
+                embedder.runtime = f"torch (onnx is used on the CPU only; the device is {device})"
+            else:
+                from mcp_server.retrieval.onnx_encoder import build_encoder
+
+                encoder, how = build_encoder(model, threads=threads)
+                embedder.onnx = encoder
+                embedder.runtime = how if encoder is not None else f"torch ({how})"
+                if encoder is None:
+                    log.warning("models.runtime", extra={"model": model_id, "runtime": "torch", "reason": how})
+        return embedder
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         # the query prefix replaces the passage one
@@ -220,6 +244,11 @@ class SentenceTransformerEmbedder(Embedder):
         return self._encode(texts)
 
     def _encode(self, texts: Sequence[str]) -> np.ndarray:
+        if self.onnx is not None:
+            return self.onnx.encode(texts, batch_size=self.batch_size)
+        return self._torch(texts)
+
+    def _torch(self, texts: Sequence[str]) -> np.ndarray:
         return np.asarray(
             self.model.encode(
                 list(texts), batch_size=self.batch_size, convert_to_numpy=True,

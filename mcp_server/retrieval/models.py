@@ -208,7 +208,8 @@ class ModelRegistry:
         batch = settings.embed_batch_size
 
         def embedder(source: str, **kw: Any) -> SentenceTransformerEmbedder:
-            return SentenceTransformerEmbedder.load(source, batch_size=batch, **kw)
+            return SentenceTransformerEmbedder.load(source, batch_size=batch, runtime=settings.embedding_runtime,
+                                                    threads=threads, **kw)
 
         status: dict[str, RoleStatus] = {}
         try:
@@ -378,6 +379,8 @@ class ModelRegistry:
             "languages": self.languages(),
             "multilingual_documents": self.multilingual_documents,
             "multilingual_engine": getattr(self.multilingual, "engine_status", dict)(),
+            "embedding_runtime": {embedder.model_id: embedder.runtime for embedder in self.embedders
+                              if isinstance(embedder, SentenceTransformerEmbedder)},
         }
 
 

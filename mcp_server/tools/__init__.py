@@ -1,6 +1,6 @@
 """The eighteen MCP tools: module-level functions marked with ``tools.common.tool``.
 
-``TOOLS`` lists them in the order clients see them; ``server.create_server`` registers each one
+``TOOLS`` lists them in the order clients see them; ``server.build.create_server`` registers each one
 behind the guard. No tool module imports the server.
 """
 

@@ -21,11 +21,11 @@ from mcp.server.fastmcp import Context
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from mcp_server.context import AppContext
 from mcp_server.core.concurrency import Progress, run_sync
 from mcp_server.core.errors import ValidationError
 from mcp_server.core.settings import Settings, TimeoutClass
-from mcp_server.research import pack_texts
+from mcp_server.pipeline.research import pack_texts
+from mcp_server.tools.context import AppContext
 from mcp_server.tools.schemas import RetrieveItem
 
 __all__ = [

@@ -9,7 +9,7 @@ from mcp.server.fastmcp import Context
 from pydantic import Field
 
 from mcp_server.fetch import validate_url
-from mcp_server.service import Processed
+from mcp_server.pipeline.service import Processed
 from mcp_server.tools.common import DocumentUrl, app_of, tool
 from mcp_server.tools.schemas import OcrItem, OcrResult, TablesResult, TextResult, capped, table_item
 

@@ -11,14 +11,14 @@ from mcp.types import CallToolResult, ImageContent, TextContent
 from pydantic import BaseModel, Field
 
 from mcp_server.fetch import validate_url
-from mcp_server.reading import (
+from mcp_server.pipeline.reading import (
     DPI_RANGE,
     MAX_READ_TOKENS,
     MIN_READ_TOKENS,
     PAGE_IMAGE_MAX_BYTES,
     Reading,
 )
-from mcp_server.research import PageRanges
+from mcp_server.pipeline.research import PageRanges
 from mcp_server.retrieval.quotes import CLOSE_SIMILARITY
 from mcp_server.tools.common import DocumentUrl, app_of, require_text, tool
 from mcp_server.tools.research import PassageId

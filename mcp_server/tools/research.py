@@ -8,7 +8,7 @@ from mcp.server.fastmcp import Context
 from pydantic import Field
 
 from mcp_server.middleware.http import client_identity
-from mcp_server.research import MAX_DOCUMENTS, MAX_PASSAGE_NEIGHBORS, DocumentOutcome, PageRanges, Research
+from mcp_server.pipeline.research import MAX_DOCUMENTS, MAX_PASSAGE_NEIGHBORS, DocumentOutcome, PageRanges, Research
 from mcp_server.tools.common import MaxTokens, Query, app_of, fit_budget, progress_of, require_text, tool
 from mcp_server.tools.schemas import (
     DocumentError,

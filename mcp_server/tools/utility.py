@@ -8,10 +8,10 @@ from mcp.server.fastmcp import Context
 from pydantic import BaseModel, Field
 
 from mcp_server.core.concurrency import run_sync
-from mcp_server.health import system_health
 from mcp_server.processors.language import detect_language as _detect
 from mcp_server.processors.language import language_name
 from mcp_server.tools.common import app_of, require_text, tool
+from mcp_server.tools.health import system_health
 
 __all__ = ["CacheResult", "LanguageResult", "detect_language", "get_system_health", "manage_cache"]
 

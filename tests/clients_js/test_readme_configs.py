@@ -1,11 +1,12 @@
-"""Every client set-up in README's "Client configuration", run as written.
+"""Every client set-up in the README's "Client set-ups" and in docs/clients.md, run as written.
 
-The snippets are read from README.md (each follows a ``<!-- client-config: NAME -->`` marker);
-only the placeholders change: the live server's URL for ``http://127.0.0.1:8000/mcp``, the test
-key for ``<key>``, this checkout for ``/path/to/checkout``. Claude Desktop's entries and the
-Inspector's command run in the Inspector CLI, which reads ``mcpServers`` entries like Claude
-Desktop does (``npx mcp-remote`` included); VS Code's and Cursor's HTTP entries and Claude Code's
-command, whose clients cannot be installed from a registry here, run with their URL and headers.
+The snippets are read from those two files (each follows a ``<!-- client-config: NAME -->``
+marker; a name appears once across them); only the placeholders change: the live server's URL
+for ``http://127.0.0.1:8000/mcp``, the test key for ``<key>``, this checkout for
+``/path/to/checkout``. Claude Desktop's entries and the Inspector's command run in the Inspector
+CLI, which reads ``mcpServers`` entries like Claude Desktop does (``npx mcp-remote`` included);
+VS Code's and Cursor's HTTP entries and Claude Code's command, whose clients cannot be installed
+from a registry here, run with their URL and headers.
 """
 
 from __future__ import annotations
@@ -25,14 +26,19 @@ from tests.conftest import FileServer
 from tests.mcp_harness import ROOT, ThreadedServer
 from tests.test_server import EXPECTED_TOOLS
 
-README = ROOT / "README.md"
+SNIPPET_FILES = (ROOT / "README.md", ROOT / "docs" / "clients.md")
 DOCUMENTED_URL = "http://127.0.0.1:8000/mcp"
 CHECKOUT = "/path/to/checkout"
 SNIPPET = re.compile(r"<!-- client-config: (?P<name>[\w-]+) -->\s*```(?P<lang>\w+)\n(?P<body>.*?)```", re.S)
 
 
 def snippets() -> dict[str, str]:
-    return {m["name"]: m["body"] for m in SNIPPET.finditer(README.read_text(encoding="utf-8"))}
+    found: dict[str, str] = {}
+    for path in SNIPPET_FILES:
+        for m in SNIPPET.finditer(path.read_text(encoding="utf-8")):
+            assert m["name"] not in found, f"client-config {m['name']} appears twice ({path.name})"
+            found[m["name"]] = m["body"]
+    return found
 
 
 def snippet(name: str, **placeholders: str) -> str:
@@ -74,7 +80,7 @@ def assert_lists_every_tool(run: Run) -> None:
     assert {tool["name"] for tool in run.json()["tools"]} == EXPECTED_TOOLS
 
 
-def test_the_readme_has_every_client_snippet_and_claude_desktop_only_gets_commands() -> None:
+def test_the_docs_have_every_client_snippet_and_claude_desktop_only_gets_commands() -> None:
     found = snippets()
     assert set(found) == {"claude-desktop-http", "claude-desktop-stdio", "claude-desktop-installed",
                           "claude-desktop-docker", "claude-code-http", "claude-code-stdio",

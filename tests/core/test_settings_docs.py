@@ -1,5 +1,6 @@
-"""Every setting is documented, with its default, in .env.example and the README table; every
-registered format is in the README's supported-formats table."""
+"""Every setting is documented, with its default, in .env.example and the table of
+docs/configuration.md; every registered format is in the supported-formats table of docs/formats.md.
+Both tables are generated (`python scripts/config_docs.py docs`)."""
 
 from __future__ import annotations
 
@@ -21,12 +22,21 @@ def test_env_example_lists_every_setting_with_its_default() -> None:
     assert (ROOT / ".env.example").read_text(encoding="utf-8").strip() == _config_docs().render_env().strip()
 
 
-def test_readme_configuration_table_is_current() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert _config_docs().render_table() in readme
-
-
-def test_readme_supported_formats_table_is_current() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+def test_the_configuration_doc_table_is_current() -> None:
+    text = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
     docs = _config_docs()
-    assert f"{docs.FORMATS_START}\n{docs.render_formats_table()}\n{docs.FORMATS_END}" in readme
+    assert f"{docs.START}\n{docs.render_table()}\n{docs.END}" in text
+
+
+def test_the_formats_doc_table_is_current() -> None:
+    text = (ROOT / "docs" / "formats.md").read_text(encoding="utf-8")
+    docs = _config_docs()
+    assert f"{docs.FORMATS_START}\n{docs.render_formats_table()}\n{docs.FORMATS_END}" in text
+
+
+def test_the_docs_command_leaves_current_docs_unchanged() -> None:
+    docs = _config_docs()
+    for path, render in ((docs.CONFIGURATION_DOC, docs.render_configuration_doc),
+                         (docs.FORMATS_DOC, docs.render_formats_doc)):
+        text = path.read_text(encoding="utf-8")
+        assert render(text) == text, path

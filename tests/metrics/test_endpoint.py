@@ -159,7 +159,7 @@ async def test_an_openmetrics_scraper_gets_openmetrics() -> None:
 
 @pytest.mark.parametrize(("host", "status"), [("10.1.2.3:9464", 200), ("evil.example:9464", 421), ("localhost", 200)])
 async def test_the_scrape_port_checks_host_against_its_own_bind_address_and_the_keys(host: str, status: int) -> None:
-    from mcp_server.metrics_http import create_metrics_app
+    from mcp_server.server.metrics_http import create_metrics_app
 
     app = create_metrics_app(make_settings(api_keys=["k"], metrics_port=9464, metrics_host="10.1.2.3"))
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://10.1.2.3:9464") as client:

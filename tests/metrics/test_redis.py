@@ -9,9 +9,9 @@ import pytest
 from mcp_server.core import metrics
 from mcp_server.core.errors import RateLimitError
 from mcp_server.core.models import FetchedDocument
-from mcp_server.core.redis_cache import redis_layers
-from mcp_server.core.redis_store import async_client, sync_client
-from mcp_server.middleware.redis_ratelimit import RedisRateLimiter
+from mcp_server.redis.cache import redis_layers
+from mcp_server.redis.ratelimit import RedisRateLimiter
+from mcp_server.redis.store import async_client, sync_client
 from tests.mcp_harness import make_settings
 from tests.metrics._helpers import Series, delta, parse
 from tests.multiworker.conftest import RedisServer, running_redis

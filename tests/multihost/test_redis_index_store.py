@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import time
 
-from mcp_server.core.redis_store import Outage, sync_client
+from mcp_server.redis.index_store import RedisIndexStore
+from mcp_server.redis.store import Outage, sync_client
 from mcp_server.retrieval import DocumentIndex, FakeEmbedder, IndexStore
-from mcp_server.retrieval.shared import RedisIndexStore
 from mcp_server.retrieval.store import INDEX_FILE
 from tests.mcp_harness import free_port, make_settings
 from tests.multiworker.conftest import RedisServer

@@ -18,10 +18,10 @@ from mcp_server.core.models import (
     Location,
     ProcessedDocument,
 )
-from mcp_server.core.redis_cache import RedisLayer, redis_layers
-from mcp_server.core.redis_store import async_client, sync_client
 from mcp_server.core.settings import Settings
-from mcp_server.middleware.redis_ratelimit import RedisRateLimiter
+from mcp_server.redis.cache import RedisLayer, redis_layers
+from mcp_server.redis.ratelimit import RedisRateLimiter
+from mcp_server.redis.store import async_client, sync_client
 from tests.mcp_harness import free_port, make_settings
 from tests.multiworker.conftest import RedisServer
 
@@ -99,7 +99,7 @@ async def test_the_limiter_falls_back_in_process_when_redis_is_down_and_logs_it_
 ) -> None:
     settings = make_settings(redis_url=f"redis://127.0.0.1:{free_port()}/0", rate_limit_rpm=3,
                              redis_retry_interval=60)
-    with caplog.at_level(logging.WARNING, logger="mcp_server.core.redis_store"):
+    with caplog.at_level(logging.WARNING, logger="mcp_server.redis.store"):
         async with limiters(settings, 1) as one:
             got = await outcomes(one, "ip:10.0.0.1", 4)
             assert got == ["ok", "ok", "ok", "client"]  # the in-process bucket enforces the same rpm

@@ -26,12 +26,12 @@ from mcp_server.processors.csv import CsvProcessor
 from mcp_server.processors.formats import Chunking, Magic
 from mcp_server.processors.sniff import detect_type, known_types
 from mcp_server.processors.text import TextProcessor
-from mcp_server.resources import supported_formats as resource_formats
+from mcp_server.server.resources import supported_formats as resource_formats
 from tests.conftest import DOCS
 
 
 class ToyProcessor:
-    """A whole format in a few lines: what the README's "Adding a format" section shows."""
+    """A whole format in a few lines: what the "Adding a format" section of docs/formats.md shows."""
 
     format: ClassVar[Format] = Format(
         doc_type="toy",

@@ -89,6 +89,6 @@ def test_each_page_holds_only_text_printed_on_that_page(corpus_dir: Path, relati
 
 def test_the_server_process_never_imports_pymupdf() -> None:
     # PyMuPDF 2 loads onnxruntime (~165 MB); only parser workers need it.
-    code = "import sys, mcp_server.server, mcp_server.app; print('pymupdf' in sys.modules)"
+    code = "import sys, mcp_server.server.build, mcp_server.server.app; print('pymupdf' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert result.stdout.strip() == "False"

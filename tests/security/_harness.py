@@ -17,11 +17,12 @@ import httpx
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from mcp_server.context import AppContext, open_app_context
 from mcp_server.core.settings import Settings
 from mcp_server.fetch import Fetcher, StaticResolver
 from mcp_server.processors.sandbox import ParserPool
-from mcp_server.server import create_server
+from mcp_server.server.build import create_server
+from mcp_server.server.lifespan import open_app_context
+from mcp_server.tools.context import AppContext
 from tests.mcp_harness import ThreadedServer, make_settings, payload
 from tests.processors import _sandbox_tasks
 

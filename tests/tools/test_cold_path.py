@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 import pytest
 
-from mcp_server.server import create_server
+from mcp_server.server.build import create_server
 from tests.conftest import FileServer, serve_copies
 from tests.mcp_harness import ThreadedServer, http_client, make_settings, payload
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from mcp_server.chunking import TokenCounter
-from mcp_server.server import RagMCP, create_server
+from mcp_server.server.build import RagMCP, create_server
 from tests.conftest import DOCS, FileServer, serve_copies
 from tests.mcp_harness import ThreadedServer, http_client, make_settings, payload
 

@@ -12,8 +12,8 @@ import httpx
 import pytest
 from mcp.types import CallToolResult, ImageContent
 
-from mcp_server.reading import PAGE_IMAGE_MAX_BYTES, PAGE_IMAGE_MAX_PIXELS
-from mcp_server.server import RagMCP, create_server
+from mcp_server.pipeline.reading import PAGE_IMAGE_MAX_BYTES, PAGE_IMAGE_MAX_PIXELS
+from mcp_server.server.build import RagMCP, create_server
 from tests.conftest import FileServer, serve_copies
 from tests.mcp_harness import ThreadedServer, http_client, make_settings, payload
 
@@ -331,7 +331,7 @@ async def test_the_new_caches_show_in_manage_cache_and_the_calls_in_metrics(file
 
 
 def test_the_tool_descriptions_state_the_caps_they_enforce() -> None:
-    from mcp_server.reading import MAX_READ_TOKENS, MIN_READ_TOKENS
+    from mcp_server.pipeline.reading import MAX_READ_TOKENS, MIN_READ_TOKENS
     from mcp_server.tools.reading import get_page_image, read_document
 
     assert f"{MIN_READ_TOKENS}..{MAX_READ_TOKENS}" in (read_document.__doc__ or "")

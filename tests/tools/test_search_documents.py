@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from mcp_server.research import MAX_DOCUMENTS
+from mcp_server.pipeline.research import MAX_DOCUMENTS
 from mcp_server.retrieval.index import RRF_K
 from tests.conftest import FileServer, serve_copies
 from tests.fetch.servers import LoopbackServer, respond

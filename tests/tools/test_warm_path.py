@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+import mcp_server.pipeline.service as service
 import mcp_server.processors as processors
-import mcp_server.service as service
 from tests.conftest import FileServer, serve_copies
 from tests.mcp_harness import memory_client, payload
 

@@ -18,12 +18,12 @@ from mcp.shared.exceptions import McpError
 from mcp.types import INVALID_PARAMS, ErrorData
 
 from mcp_server import SERVER_NAME, __version__
-from mcp_server.context import AppContext, open_app_context
 from mcp_server.core.settings import Settings, TimeoutClass
 from mcp_server.middleware.guard import unknown_tool_error
 from mcp_server.middleware.http import client_identity, transport_security_settings
-from mcp_server.resources import register_resources, unknown_resource_error
-from mcp_server.sdk_adapter import (
+from mcp_server.server.lifespan import open_app_context
+from mcp_server.server.resources import register_resources, unknown_resource_error
+from mcp_server.server.sdk_adapter import (
     declare_output_dialect,
     find_tool,
     registered_tools,
@@ -34,6 +34,7 @@ from mcp_server.sdk_adapter import (
 )
 from mcp_server.tools import TOOLS
 from mcp_server.tools.common import spec_of
+from mcp_server.tools.context import AppContext
 
 __all__ = ["RagMCP", "create_server"]
 

@@ -19,9 +19,7 @@ from mcp_server.core.cache import MemoryLayer
 from mcp_server.core.concurrency import KeyedLock, run_sync
 from mcp_server.core.errors import ValidationError
 from mcp_server.core.models import Chunk, ChunkLocation, Location, ProcessedDocument
-from mcp_server.processors import document_input
-from mcp_server.processors.page_image import RenderedPage, render_page
-from mcp_server.read_windows import (
+from mcp_server.pipeline.read_windows import (
     CHARS_PER_TOKEN_CAP,
     Cursor,
     canonical_pages,
@@ -31,10 +29,12 @@ from mcp_server.read_windows import (
     skip_space,
     unit_spans,
 )
-from mcp_server.research import PageRanges
+from mcp_server.pipeline.research import PageRanges
+from mcp_server.pipeline.service import DocumentService, Processed
+from mcp_server.processors import document_input
+from mcp_server.processors.page_image import RenderedPage, render_page
 from mcp_server.retrieval.passages import parse_passage_id, passage_id, text_checksum
 from mcp_server.retrieval.quotes import QuoteIndex, QuoteMatch
-from mcp_server.service import DocumentService, Processed
 
 __all__ = [
     "DPI_RANGE", "MAX_READ_TOKENS", "MIN_READ_TOKENS", "PAGE_IMAGE_MAX_BYTES", "PAGE_IMAGE_MAX_PIXELS", "PageImage",

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from mcp_server.core.cache import MemoryLayer
 from mcp_server.core.failures import FailedParse, FailureCodec
 from mcp_server.core.models import FetchedDocument, ProcessedDocument
-from mcp_server.core.redis_cache import RedisLayer, redis_layers
-from mcp_server.core.redis_store import REDIS_ERRORS, async_client, key_prefix, sync_client
 from mcp_server.core.settings import Settings
-from mcp_server.middleware.redis_ratelimit import RedisRateLimiter
-from mcp_server.retrieval.shared import RedisIndexStore
+from mcp_server.redis.cache import RedisLayer, redis_layers
+from mcp_server.redis.index_store import RedisIndexStore
+from mcp_server.redis.ratelimit import RedisRateLimiter
+from mcp_server.redis.store import REDIS_ERRORS, async_client, key_prefix, sync_client
 
 __all__ = ["RedisBackends", "open_redis_backends"]
 

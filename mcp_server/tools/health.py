@@ -10,10 +10,10 @@ from typing import Any
 import psutil
 
 from mcp_server import SERVER_NAME, __version__
-from mcp_server.context import AppContext
+from mcp_server.processors import supported_formats
 from mcp_server.processors.language import language_detection_available
 from mcp_server.processors.ocr import ocr_available
-from mcp_server.resources import supported_formats
+from mcp_server.tools.context import AppContext
 
 __all__ = ["readiness", "shared_store", "system_health"]
 
@@ -72,7 +72,7 @@ def system_health(context: AppContext) -> dict[str, Any]:
         "features": features,
         "models": {**models, "fake": context.models_fake},
         "device": models.get("device", "cpu"),
-        "supported_formats": [f["doc_type"] for f in supported_formats()],
+        "supported_formats": [entry.doc_type for entry in supported_formats()],
         "cache": context.service.stats(),
         "rate_limit": context.limiter.stats(),
         "shared_store": shared_store(context),

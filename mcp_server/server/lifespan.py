@@ -12,7 +12,6 @@ import threading
 import time
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -22,29 +21,18 @@ from mcp_server.core.settings import Settings
 from mcp_server.fetch import Fetcher
 from mcp_server.middleware.guard import ToolGuard
 from mcp_server.middleware.ratelimit import InProcessRateLimiter, RateLimiter
+from mcp_server.pipeline.reading import Reading
+from mcp_server.pipeline.service import DocumentService
 from mcp_server.processors.language import language_probabilities
 from mcp_server.processors.sandbox import ParserPool
-from mcp_server.reading import Reading
-from mcp_server.redis_backends import open_redis_backends
+from mcp_server.redis.backends import open_redis_backends
 from mcp_server.retrieval.manager import IndexManager
 from mcp_server.retrieval.models import ModelRegistry
-from mcp_server.service import DocumentService
+from mcp_server.tools.context import AppContext
 
-__all__ = ["AppContext", "open_app_context"]
+__all__ = ["open_app_context"]
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(kw_only=True)
-class AppContext:
-    settings: Settings
-    limiter: RateLimiter
-    guard: ToolGuard
-    models: ModelRegistry
-    service: DocumentService
-    reading: Reading  # read_document, verify_quote, get_page_image: on the service, with their own caches
-    started_at: float = field(default_factory=time.time)
-    models_fake: bool = False
 
 
 def _warm_up(models: ModelRegistry) -> None:

@@ -32,8 +32,8 @@ from mcp_server.core.models import (
     Location,
     ProcessedDocument,
 )
-from mcp_server.core.redis_store import REDIS_ERRORS, Outage, key_prefix
 from mcp_server.core.settings import Settings
+from mcp_server.redis.store import REDIS_ERRORS, Outage, key_prefix
 
 __all__ = ["Codec", "DocumentCodec", "DownloadCodec", "RedisLayer", "redis_layers"]
 

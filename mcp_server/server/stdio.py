@@ -33,8 +33,8 @@ def run_stdio(settings: Settings) -> None:
     async def serve() -> None:
         from mcp.server.stdio import stdio_server
 
-        from mcp_server.sdk_adapter import serve_streams
-        from mcp_server.server import create_server
+        from mcp_server.server.build import create_server
+        from mcp_server.server.sdk_adapter import serve_streams
 
         server = create_server(settings)
         async with stdio_server(stdout=anyio.wrap_file(protocol_out)) as (read_stream, write_stream):

@@ -25,11 +25,11 @@ from mcp_server.core import metrics
 from mcp_server.core.concurrency import run_sync
 from mcp_server.core.logging import configure_logging
 from mcp_server.core.settings import Settings
-from mcp_server.health import readiness
-from mcp_server.metrics_http import METRICS_PATH, scrape
 from mcp_server.middleware.http import HTTPGuardMiddleware
-from mcp_server.resources import supported_formats
-from mcp_server.server import RagMCP, create_server
+from mcp_server.server.build import RagMCP, create_server
+from mcp_server.server.metrics_http import METRICS_PATH, scrape
+from mcp_server.server.resources import supported_formats
+from mcp_server.tools.health import readiness
 
 __all__ = ["create_app"]
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from mcp_server.chunking import TokenCounter, infer_locations
 from mcp_server.core.errors import ValidationError
 from mcp_server.core.models import Location, ProcessedDocument
-from mcp_server.research import PageRanges
+from mcp_server.pipeline.research import PageRanges
 
 __all__ = [
     "CHARS_PER_TOKEN_CAP", "PAGED_TYPES", "Cursor", "canonical_pages", "locations_of", "read_window", "selection",

@@ -16,9 +16,9 @@ import redis.asyncio
 
 from mcp_server.core import metrics
 from mcp_server.core.errors import RateLimitError
-from mcp_server.core.redis_store import REDIS_ERRORS, Outage, key_prefix
 from mcp_server.core.settings import Settings
 from mcp_server.middleware.ratelimit import InProcessRateLimiter
+from mcp_server.redis.store import REDIS_ERRORS, Outage, key_prefix
 
 __all__ = ["RedisRateLimiter"]
 

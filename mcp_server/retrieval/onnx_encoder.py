@@ -1,10 +1,9 @@
 """Embeddings through ONNX Runtime: the same model, the same vectors, in about half the time.
 
 PyTorch runs a small sentence-transformers model on the CPU mostly as dispatch overhead of many
-small operations: one 15-token query costs about 8 ms on one thread, a batch of eight sentences
-about 140 ms. ONNX Runtime runs the same graph, fused, in about half of that, for one query and
-for batches alike (bench/latency.py shows warm calls and first answers with either runtime:
-``MCP_EMBEDDING_RUNTIME``).
+small operations. ONNX Runtime runs the same graph, fused, in about half the time, for one query
+and for batches alike (bench/latency.py measures warm calls and first answers with either
+runtime: ``MCP_EMBEDDING_RUNTIME``).
 
 The graph is exported from the loaded model itself, in memory, at start-up (about a second), so
 no second copy of the weights is downloaded or stored. It covers the common shape of a

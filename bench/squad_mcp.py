@@ -6,7 +6,7 @@ Starts ``python -m mcp_server`` (the defaults of ``make serve``: bundled MiniLM,
 reranker loads), serves the two articles from a loopback HTTP server, asks all 293 answerable
 questions with retrieve_chunks and scores the results as ``bench/squad.py`` does
 (``bench/data.py``'s ``squad_scores``: hit, strict hit, MRR). Also prints the latency of these
-warm calls (distinct questions).
+warm calls (distinct questions). The questions are asked once every index is complete.
 """
 
 from __future__ import annotations
@@ -31,7 +31,14 @@ from bench.data import (  # noqa: E402
     squad_scores,
     table,
 )
-from bench.servers import FileServer, call_tool, mcp_session, server_env, server_process  # noqa: E402
+from bench.servers import (  # noqa: E402
+    FileServer,
+    call_tool,
+    mcp_session,
+    server_env,
+    server_process,
+    wait_for_builds,
+)
 
 
 async def ask_all(mcp_url: str, files: FileServer, questions: list[dict[str, Any]], k: int
@@ -41,6 +48,9 @@ async def ask_all(mcp_url: str, files: FileServer, questions: list[dict[str, Any
     async with mcp_session(mcp_url) as client:
         for doc in sorted({q["doc"] for q in questions}):  # build each index once before timing
             await client.call_tool("retrieve_chunks", {"document_url": files.url(doc), "query": "warm-up"})
+        # every question meets the complete index (a first call may answer from a partial one while
+        # the complete one builds; how fast that build is would then change the figures)
+        await wait_for_builds(client)
         for q in questions:
             started = time.perf_counter()
             body = await call_tool(client, "retrieve_chunks", {"document_url": files.url(q["doc"]),

@@ -79,10 +79,21 @@ class Embedder(ABC):
         self._cache_lock = threading.Lock()
         self.texts_embedded = 0  # texts actually sent to the model (cache misses)
         self._speed: float | None = None  # measured characters per second (moving average)
+        self._running = 0  # embed() calls under way (builds, partial answers), under _cache_lock
 
     @abstractmethod
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors for ``texts``, shape (len(texts), dimension); need not be normalised."""
+
+    def embed_batches(self, batches: Sequence[Sequence[str]]) -> list[np.ndarray]:
+        """``embed_batch`` of each batch; a provider that can run batches side by side does."""
+        return [self.embed_batch(batch) for batch in batches]
+
+    def batches_at_once(self, running: int) -> int:
+        """How many batches ``embed`` hands to ``embed_batches`` at a time while ``running``
+        embed() calls are under way (this one included). One, unless a provider runs batches in
+        parallel (``SentenceTransformerEmbedder`` on ONNX Runtime)."""
+        return 1
 
     @contextlib.contextmanager
     def urgent(self) -> Iterator[None]:
@@ -124,24 +135,36 @@ class Embedder(ABC):
         if progress is not None:
             progress(0, total, f"embedding {total} of {len(texts)} {unit} with {self.model_id}")
         chars, seconds = 0, 0.0
-        for start in range(0, total, self.batch_size):
-            batch_keys = missing[start : start + self.batch_size]
-            batch = [texts[todo[key][0]] for key in batch_keys]
-            began = time.perf_counter()
-            vectors = _normalise(self.embed_batch(batch))
-            seconds += time.perf_counter() - began
-            chars += sum(len(text) for text in batch)
-            self.texts_embedded += len(batch)
-            if chars >= SPEED_SAMPLE_CHARS:
-                self._measured(chars, seconds)
-                chars, seconds = 0, 0.0
+        with self._cache_lock:
+            self._running += 1
+        try:
+            done = 0
+            while done < total:
+                # re-read at every step: a second build starting meanwhile takes the other cores back
+                width = max(1, self.batches_at_once(self._running))
+                groups = [missing[start : start + self.batch_size]
+                          for start in range(done, min(total, done + width * self.batch_size), self.batch_size)]
+                batches = [[texts[todo[key][0]] for key in keys] for keys in groups]
+                began = time.perf_counter()
+                results = self.embed_batches(batches) if len(batches) > 1 else [self.embed_batch(batches[0])]
+                seconds += time.perf_counter() - began
+                for batch_keys, batch, raw in zip(groups, batches, results, strict=True):
+                    vectors = _normalise(raw)
+                    chars += sum(len(text) for text in batch)
+                    self.texts_embedded += len(batch)
+                    with self._cache_lock:
+                        for key, vector in zip(batch_keys, vectors, strict=True):
+                            self._cache[key] = vector
+                            out[todo[key]] = vector
+                    done += len(batch_keys)
+                if chars >= SPEED_SAMPLE_CHARS:
+                    self._measured(chars, seconds)
+                    chars, seconds = 0, 0.0
+                if progress is not None:
+                    progress(done, total, f"embedded {done}/{total} {unit}")
+        finally:
             with self._cache_lock:
-                for key, vector in zip(batch_keys, vectors, strict=True):
-                    self._cache[key] = vector
-                    out[todo[key]] = vector
-            if progress is not None:
-                done = min(start + self.batch_size, total)
-                progress(done, total, f"embedded {done}/{total} {unit}")
+                self._running -= 1
         return out
 
     def estimate_seconds(self, chars: int) -> float:
@@ -237,6 +260,19 @@ class SentenceTransformerEmbedder(Embedder):
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         # the query prefix replaces the passage one
         return self._encode([self.query_prefix + text for text in texts])
+
+    def batches_at_once(self, running: int) -> int:
+        # ONNX Runtime sessions run side by side (each run on its caller's thread, one intra-op
+        # thread): a build alone on the machine's model slots uses every core, two share them
+        if self.onnx is None or running > 1:
+            return 1
+        return self.onnx.streams
+
+    def embed_batches(self, batches: Sequence[Sequence[str]]) -> list[np.ndarray]:
+        if self.onnx is None:
+            return super().embed_batches(batches)
+        prefix = self.passage_prefix
+        return self.onnx.encode_side_by_side([[prefix + text for text in batch] for batch in batches])
 
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
         if self.passage_prefix:

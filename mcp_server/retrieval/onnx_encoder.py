@@ -16,8 +16,11 @@ the probe texts keeps PyTorch, and health says why.
 from __future__ import annotations
 
 import io
+import os
+import threading
 import warnings
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -25,6 +28,7 @@ import numpy as np
 # The exported graph must give PyTorch's vectors: cosine scores of the index are compared with
 # these, so any drift would re-rank. float32 kernels differ by ~1e-7; more means a wrong graph.
 TOLERANCE = 1e-4
+MAX_STREAMS = 4  # batches run side by side at most: beyond, activations cost memory for little speed
 PROBES = ("query: a", "What were the total revenues in the second quarter of 2023, and how did they change?",
           " ".join(["long"] * 600))  # longer than any window: truncation must match too
 
@@ -34,10 +38,30 @@ class OnnxEncoder:
 
     ``session.run`` is thread-safe: concurrent builds and queries share one session."""
 
-    def __init__(self, session: Any, tokenize: Any, input_names: list[str]) -> None:
+    def __init__(self, session: Any, tokenize: Any, input_names: list[str], *, streams: int = 1) -> None:
         self._session = session
-        self._tokenize = tokenize  # the model's own tokenize(): same truncation and casing as encode()
+        self._tokenize = tokenize  # the model's own: the same truncation and casing as its encode()
         self._inputs = input_names
+        self.streams = max(1, streams)  # batches that may run side by side (encode_side_by_side)
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
+
+    def encode_side_by_side(self, batches: Sequence[Sequence[str]]) -> list[np.ndarray]:
+        """One ``encode`` per batch, up to ``streams`` at once: the first on the calling thread,
+        the others on the encoder's threads (``session.run`` releases the GIL)."""
+        if len(batches) <= 1 or self.streams <= 1:
+            return [self._batch(list(batch)) for batch in batches]
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=self.streams - 1, thread_name_prefix="onnx-batch")
+            pool = self._pool
+        results: list[np.ndarray] = []
+        for start in range(0, len(batches), self.streams):
+            group = [list(batch) for batch in batches[start : start + self.streams]]
+            others = [pool.submit(self._batch, batch) for batch in group[1:]]
+            results.append(self._batch(group[0]))
+            results.extend(future.result() for future in others)
+        return results
 
     def encode(self, texts: Sequence[str], *, batch_size: int = 32) -> np.ndarray:
         """Unit vectors (the graph normalises), float32, one row per text. Batches hold texts of
@@ -79,7 +103,9 @@ def build_encoder(model: Any, *, threads: int | None) -> tuple[OnnxEncoder | Non
     graph = _pooled_graph(model, torch)
     if isinstance(graph, str):
         return None, graph
-    sample = model.tokenize([PROBES[1]])
+    # preprocess() is tokenize()'s newer name in sentence-transformers: the same truncation and casing
+    tokenize = getattr(model, "preprocess", None) or model.tokenize
+    sample = tokenize([PROBES[1]])
     names = [name for name in ("input_ids", "attention_mask", "token_type_ids") if name in sample]
     buffer = io.BytesIO()
     try:
@@ -100,12 +126,15 @@ def build_encoder(model: Any, *, threads: int | None) -> tuple[OnnxEncoder | Non
         session = ort.InferenceSession(buffer.getvalue(), options, providers=["CPUExecutionProvider"])
     except Exception as exc:  # an exporter or runtime limitation: PyTorch serves the queries
         return None, f"the ONNX export failed: {type(exc).__name__}: {str(exc)[:200]}"
-    encoder = OnnxEncoder(session, model.tokenize, names)
+    # a build alone may use every core: as many single-threaded runs side by side as fit
+    streams = min(MAX_STREAMS, max(1, (os.cpu_count() or 1) // options.intra_op_num_threads))
+    encoder = OnnxEncoder(session, tokenize, names, streams=streams)
     expected = model.encode(list(PROBES), convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False)
     drift = float(np.abs(encoder.encode(PROBES) - expected).max())
     if not drift <= TOLERANCE:
         return None, f"the ONNX graph's vectors differ from PyTorch's by {drift:.2g}"
-    return encoder, f"onnxruntime {ort.__version__}, {options.intra_op_num_threads} thread(s)"
+    return encoder, (f"onnxruntime {ort.__version__}, {options.intra_op_num_threads} thread(s) per run, "
+                     f"up to {streams} batch(es) side by side")
 
 
 def _pooled_graph(model: Any, torch: Any) -> Any:
@@ -142,5 +171,6 @@ def _pooled_graph(model: Any, torch: Any) -> Any:
                 vector = (tokens * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
             return torch.nn.functional.normalize(vector, p=2.0, dim=1)
 
-    names = [name for name in ("input_ids", "attention_mask", "token_type_ids") if name in model.tokenize(["a"])]
+    tokenize = getattr(model, "preprocess", None) or model.tokenize
+    names = [name for name in ("input_ids", "attention_mask", "token_type_ids") if name in tokenize(["a"])]
     return Pooled().eval()

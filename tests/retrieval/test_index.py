@@ -143,6 +143,30 @@ def test_texts_reach_the_model_shortest_first_and_come_back_in_the_callers_order
     assert np.allclose(vectors, FakeEmbedder().embed(texts))
 
 
+def test_batches_side_by_side_keep_the_order_the_cache_and_the_progress() -> None:
+    class SideBySide(FakeEmbedder):
+        def batches_at_once(self, running: int) -> int:
+            widths.append(running)
+            return 3
+
+        def embed_batches(self, batches):  # type: ignore[no-untyped-def]
+            groups.append([list(batch) for batch in batches])
+            return super().embed_batches(batches)
+
+    widths: list[int] = []
+    groups: list[list[list[str]]] = []
+    reported: list[tuple[int, int]] = []
+    texts = [f"text {'word ' * (i % 7)}{i}" for i in range(23)]
+    embedder = SideBySide(batch_size=4)
+    vectors = embedder.embed(texts, progress=lambda done, total, _: reported.append((done, total)))
+    assert np.allclose(vectors, FakeEmbedder().embed(texts))
+    assert [len(group) for group in groups] == [3, 3]  # 6 batches of at most 4: 3 side by side, twice
+    assert set(widths) == {1} and reported == [(0, 23), (12, 23), (23, 23)]
+    assert embedder.texts_embedded == 23 and embedder._running == 0
+    embedder.embed(texts)  # all known now: nothing reaches the model again
+    assert len(groups) == 2
+
+
 @given(content=st.text(min_size=1, max_size=300), size=st.integers(2, 40), data=st.data())
 @settings(max_examples=200, deadline=None)
 def test_merging_consecutive_chunks_reproduces_their_span_exactly(

@@ -83,3 +83,14 @@ def test_without_the_onnx_package_pytorch_serves_and_health_says_why(
     encoder, reason = build_encoder(fast(minilm_registry).model, threads=1)
     assert encoder is None
     assert "onnx package is not installed" in reason
+
+
+def test_a_build_alone_runs_batches_side_by_side_with_the_same_vectors(minilm_registry: ModelRegistry) -> None:
+    embedder = fast(minilm_registry)
+    assert embedder.onnx is not None
+    streams = embedder.onnx.streams
+    assert embedder.batches_at_once(1) == streams and embedder.batches_at_once(2) == 1  # another build: one
+    passages = [f"Sentence {i} of a longer build: " + "figures " * (i % 13) for i in range(40)]
+    batches = [passages[i:i + 8] for i in range(0, 40, 8)]
+    side_by_side = np.concatenate(embedder.onnx.encode_side_by_side(batches))
+    assert np.abs(side_by_side - embedder._torch(passages)).max() < 1e-5

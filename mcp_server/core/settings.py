@@ -202,8 +202,10 @@ class Settings(BaseSettings):
     gpu_concurrency: int = Field(
         2, ge=1, validation_alias=_alias("GPU_CONCURRENCY"), description="Concurrent index builds/searches."
     )
+    # A partial first answer ranks as well as the complete index (bench/partial_quality.py), so a
+    # caller waits for a complete build only when that is about as quick as a partial answer.
     progressive_budget: float = Field(
-        1.0, ge=0,
+        0.3, ge=0,
         description="A first retrieve_chunks embeds the whole document in the call when that is estimated to "
         "take at most this long (seconds, from the embedder's measured speed); a bigger document answers at "
         "once from a partial index and its complete index builds in the background. 0 = always partial.",

@@ -3,7 +3,7 @@ cold first calls on small and mid-size filings against the LangChain reference, 
 documents with the server's peak RSS.
 
     .venv/bin/python bench/latency.py [--sections warm,cold,big] [--rounds 5] [--queries 30]
-                                      [--cold-runs 1]
+                                      [--cold-runs 1] [--xquad en,de,es]
 
 Every figure comes from a real ``python -m mcp_server`` process over streamable HTTP, through the
 Python SDK's client (bench/servers.py's ``mcp_session``), with one client session held open as an agent
@@ -17,7 +17,9 @@ printed beside every table.
          load from elsewhere falls on all alike; the table gives the median of the per-round
          figures. Stages: the server's ``timings_ms`` (download = URL cache + sniff, index = lookup,
          embed = query vector, search = FAISS + BM25 + fusion), and the rest of the client's time
-         (protocol, guard, validation, serialisation, thread hops).
+         (protocol, guard, validation, serialisation, thread hops). With --xquad en,de,es, also
+         the XQuAD dev document of each language (its distinct questions): English goes to MiniLM,
+         other languages to the multilingual model.
   cold   the first retrieve_chunks on each of five filings (ULTABEAUTY, AMCOR, MGM earnings, the BOEING
          10-K, the Pfizer 10-Q) on a running server with an empty index folder, next to the LangChain
          reference's cold build of the same file (bench/_langchain_ref.py) in this process; goal <= 0.7x.
@@ -39,13 +41,22 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.data import DOCS, financebench_questions, load_average, percentile, qa_set, squad_questions  # noqa: E402
+from bench.data import (  # noqa: E402
+    DOCS,
+    financebench_questions,
+    load_average,
+    percentile,
+    qa_set,
+    squad_questions,
+    xquad,
+)
 from bench.retrieval import (  # noqa: E402
     BIG,
     CODE,
@@ -96,12 +107,18 @@ def per_call(before: tuple[float, float], pid: int, calls: int) -> tuple[float, 
     return ((cpu_seconds(pid) - before[0]) * 1000 / calls, (time.process_time() - before[1]) * 1000 / calls)
 
 
-def warm_section(rounds: int, queries: int, baseline: Path | None = None) -> dict[str, float]:
+def warm_section(rounds: int, queries: int, baseline: Path | None = None,
+                 languages: Sequence[str] = ()) -> dict[str, float]:
     print(f"\n## warm (load average {load_average()} at the start)", flush=True)
     fb_files, squad_files = FileServer(FINANCEBENCH), FileServer(qa_set("squad-v2-small") / "docs")
     # (document URL, query) per call; every query distinct (a repeated one would skip the embedding)
     docs = {"10-Q": [(fb_files.url(TENQ), q) for q in tenq_questions()],
             "SQuAD": [(squad_files.url(article), q) for article, q in squad_pairs()]}
+    xquad_files = FileServer(qa_set("xquad-dev")) if languages else None
+    for lang in languages:  # one document per language; other languages go to the multilingual model
+        assert xquad_files is not None
+        questions = list(dict.fromkeys(q["question"] for q in xquad(lang)[1]))
+        docs[f"XQuAD {lang}"] = [(xquad_files.url(f"{lang}/doc.txt"), q) for q in questions]
     for doc, calls in docs.items():
         if len(calls) < rounds * queries:
             raise SystemExit(f"{doc}: {len(calls)} distinct queries, fewer than --rounds x --queries")
@@ -159,6 +176,8 @@ def warm_section(rounds: int, queries: int, baseline: Path | None = None) -> dic
         asyncio.run(run())
     fb_files.close()
     squad_files.close()
+    if xquad_files is not None:
+        xquad_files.close()
     print(f"\n| warm calls, {rounds} rounds x {queries} distinct queries, median of the rounds (load {load_average()} "
           "at the end) | p50 (ms) | p95 (ms) | p50 - floor (ms) | CPU ms per call: server / client |"
           "\n|---|---:|---:|---:|---:|")
@@ -261,6 +280,8 @@ def main() -> None:
                         "RSS then covers the complete builds)")
     parser.add_argument("--code", type=Path, default=ROOT, help="run the measured server from this checkout "
                         "(e.g. an export of the commit before a change); the default is this one")
+    parser.add_argument("--xquad", default="", help="warm: also the XQuAD dev documents of these languages "
+                        "(comma-separated, e.g. en,de,es)")
     parser.add_argument("--baseline", type=Path, help="warm: another checkout (e.g. /work/main) measured in the "
                         "same rounds, alternating with this one")
     args = parser.parse_args()
@@ -269,7 +290,8 @@ def main() -> None:
     print(f"latency over MCP streamable HTTP (Python SDK client); server code {CODE[0]}; {os.cpu_count()} cores, "
           f"load average {load_average()}")
     if "warm" in sections:
-        warm_section(args.rounds, args.queries, args.baseline)
+        warm_section(args.rounds, args.queries, args.baseline,
+                     [lang for lang in args.xquad.split(",") if lang])
     if "cold" in sections:
         cold_section(args.cold_runs, [name for name in args.cold_docs.split(",") if name])
     if "big" in sections:

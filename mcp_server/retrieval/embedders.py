@@ -250,7 +250,8 @@ class SentenceTransformerEmbedder(Embedder):
             else:
                 from mcp_server.retrieval.onnx_encoder import build_encoder
 
-                encoder, how = build_encoder(model, threads=threads)
+                encoder, how = build_encoder(model, source=source, threads=threads,
+                                             local_files_only=local_files_only, token=token)
                 embedder.onnx = encoder
                 embedder.runtime = how if encoder is not None else f"torch ({how})"
                 if encoder is None:

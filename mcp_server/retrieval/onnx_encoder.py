@@ -5,29 +5,40 @@ small operations. ONNX Runtime runs the same graph, fused, in about half the tim
 and for batches alike (bench/latency.py measures warm calls and first answers with either
 runtime: ``MCP_EMBEDDING_RUNTIME``).
 
-The graph is exported from the loaded model itself, in memory, at start-up (about a second), so
-no second copy of the weights is downloaded or stored. It covers the common shape of a
-sentence-transformers model: one Hugging Face transformer, then mean or CLS pooling, then
-optionally normalisation. Anything else (another pooling, extra dense layers, a prompt that the
-pooling must exclude), a missing ``onnx`` package or a graph whose vectors differ from PyTorch's on
-the probe texts keeps PyTorch, and health says why.
+The graph is exported from the same weights by a child process (tracing leaves memory behind in
+the process that does it) into the user's cache folder, once per model and library version; no
+weights are downloaded. It covers the common shape of a sentence-transformers model: one Hugging
+Face transformer, then mean or CLS pooling, then optionally normalisation. Anything else (another
+pooling, extra dense layers, a prompt that the pooling must exclude), a missing ``onnx`` package,
+a failed export or a graph whose vectors differ from the loaded model's on the probe texts keeps
+PyTorch, and health says why.
 """
 
 from __future__ import annotations
 
-import io
+import contextlib
+import hashlib
+import json
 import os
+import re
+import subprocess
+import sys
+import tempfile
 import threading
-import warnings
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from mcp_server.retrieval._onnx_export import input_names, tokenizer_of, unsupported
+
 # The exported graph must give PyTorch's vectors: cosine scores of the index are compared with
 # these, so any drift would re-rank. float32 kernels differ by ~1e-7; more means a wrong graph.
 TOLERANCE = 1e-4
+EXPORT_TIMEOUT = 300  # seconds: a big model on a busy machine; beyond it, PyTorch serves
+_EXPORTER = Path(__file__).with_name("_onnx_export.py")
 MAX_STREAMS = 4  # batches run side by side at most: beyond, activations cost memory for little speed
 PROBES = ("query: a", "What were the total revenues in the second quarter of 2023, and how did they change?",
           " ".join(["long"] * 600))  # longer than any window: truncation must match too
@@ -86,91 +97,116 @@ class OnnxEncoder:
         return np.asarray(self._session.run(None, feed)[0], dtype=np.float32)
 
 
-def build_encoder(model: Any, *, threads: int | None) -> tuple[OnnxEncoder | None, str]:
-    """The encoder for ``model`` (a loaded SentenceTransformer on the CPU), or None and why not.
+def build_encoder(
+    model: Any, *, source: str, threads: int | None, local_files_only: bool = True, token: str | None = None,
+    cache_dir: Path | None = None,
+) -> tuple[OnnxEncoder | None, str]:
+    """The encoder for ``model`` (a SentenceTransformer on the CPU loaded from ``source``), or None
+    and why not.
 
-    Blocking (export and session creation take about a second): called while models load.
+    The graph is exported by a child process (``_onnx_export.py``) into ``cache_dir`` (by default
+    the user's cache folder), named by what it is made from; later starts load it from there.
+    Whatever file is loaded must give ``model``'s own vectors on the probe texts, so a stale or
+    altered file is never used: it is exported again once, else PyTorch serves. Blocking (an
+    export takes a few seconds, a cached load well under one): called while models load.
     """
     try:
         import onnxruntime as ort
-        import torch
     except ImportError as exc:
         return None, f"onnxruntime is not installed ({exc.name})"
     try:
         import onnx  # noqa: F401  (torch's exporter writes the graph with it)
     except ImportError:
         return None, "the onnx package is not installed (pip install onnx)"
-    graph = _pooled_graph(model, torch)
-    if isinstance(graph, str):
-        return None, graph
-    # preprocess() is tokenize()'s newer name in sentence-transformers: the same truncation and casing
-    tokenize = getattr(model, "preprocess", None) or model.tokenize
-    sample = tokenize([PROBES[1]])
-    names = [name for name in ("input_ids", "attention_mask", "token_type_ids") if name in sample]
-    buffer = io.BytesIO()
-    try:
-        # the TorchScript exporter is deprecated in favour of torch.export, which needs the onnxscript
-        # package; the tracer's warnings are about shapes that the dynamic axes cover
-        with torch.inference_mode(), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            torch.onnx.export(
-                graph, tuple(sample[name] for name in names), buffer,  # type: ignore[arg-type]  # a file object works
-                input_names=names, output_names=["vector"],
-                dynamic_axes={name: {0: "batch", 1: "tokens"} for name in names}, opset_version=17, dynamo=False,
-            )
+    reason = unsupported(model)
+    if reason is not None:
+        return None, reason
+    path = _cache_path(source, cache_dir)
+    fresh = not path.is_file()
+    for _ in range(2):
+        if fresh:
+            reason = _export(source, path, local_files_only=local_files_only, token=token)
+            if reason is not None:
+                return None, f"the ONNX export failed: {reason}"
         options = ort.SessionOptions()
-        # the registry gives torch its share of the cores; the session takes the same share
+        # the registry gives torch its share of the cores; each run takes the same share
         options.intra_op_num_threads = max(1, threads or 1)
         options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        session = ort.InferenceSession(buffer.getvalue(), options, providers=["CPUExecutionProvider"])
-    except Exception as exc:  # an exporter or runtime limitation: PyTorch serves the queries
-        return None, f"the ONNX export failed: {type(exc).__name__}: {str(exc)[:200]}"
-    # a build alone may use every core: as many single-threaded runs side by side as fit
-    streams = min(MAX_STREAMS, max(1, (os.cpu_count() or 1) // options.intra_op_num_threads))
-    encoder = OnnxEncoder(session, tokenize, names, streams=streams)
-    expected = model.encode(list(PROBES), convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False)
-    drift = float(np.abs(encoder.encode(PROBES) - expected).max())
-    if not drift <= TOLERANCE:
-        return None, f"the ONNX graph's vectors differ from PyTorch's by {drift:.2g}"
-    return encoder, (f"onnxruntime {ort.__version__}, {options.intra_op_num_threads} thread(s) per run, "
-                     f"up to {streams} batch(es) side by side")
+        try:
+            session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        except Exception as exc:  # a damaged file: exported again, then PyTorch serves
+            reason = f"{type(exc).__name__}: {str(exc)[:200]}"
+        else:
+            # a build alone may use every core: as many single-threaded runs side by side as fit
+            streams = min(MAX_STREAMS, max(1, (os.cpu_count() or 1) // options.intra_op_num_threads))
+            encoder = OnnxEncoder(session, tokenizer_of(model), input_names(model), streams=streams)
+            expected = model.encode(list(PROBES), convert_to_numpy=True, normalize_embeddings=True,
+                                    show_progress_bar=False)
+            drift = float(np.abs(encoder.encode(PROBES) - expected).max())
+            reason = f"the ONNX graph's vectors differ from PyTorch's by {drift:.2g}"
+            if drift <= TOLERANCE:
+                return encoder, (f"onnxruntime {ort.__version__}, {options.intra_op_num_threads} thread(s) per "
+                                 f"run, up to {streams} batch(es) side by side")
+        if fresh:
+            break
+        fresh = True  # a cached file that does not match: export once more
+    with contextlib.suppress(OSError):
+        path.unlink()
+    return None, reason or "no ONNX graph"
 
 
-def _pooled_graph(model: Any, torch: Any) -> Any:
-    """A torch module from token ids to the model's sentence vector, or the reason there is none."""
-    modules = list(model)
-    kinds = [type(module).__name__ for module in modules]
-    if kinds not in (["Transformer", "Pooling"], ["Transformer", "Pooling", "Normalize"]):
-        return f"the model's modules {kinds} are not a transformer with pooling"
-    pooling = modules[1]
-    config = pooling.get_config_dict() if hasattr(pooling, "get_config_dict") else {}
-    mode = config.get("pooling_mode") or next(
-        (name[len("pooling_mode_"):].removesuffix("_tokens") for name, on in config.items()
-         if name.startswith("pooling_mode_") and on is True), None)
-    if mode not in ("mean", "cls"):
-        return f"pooling {mode!r} is not mean or cls"
-    if config.get("include_prompt") is False:
-        return "the pooling excludes the prompt"
-    backbone = getattr(modules[0], "auto_model", None)
-    if backbone is None:
-        return "the transformer module has no auto_model"
+def default_cache_dir() -> Path:
+    """The user's cache folder (XDG_CACHE_HOME, else ~/.cache); a service account without a
+    writable home (a container's) gets one under the temporary folder instead."""
+    for base in (os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache", tempfile.gettempdir()):
+        folder = Path(base) / "rag-document-server" / "onnx"
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            continue
+        if os.access(folder, os.W_OK):
+            return folder
+    return Path(tempfile.gettempdir())
 
-    class Pooled(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.backbone: Any = backbone
 
-        def forward(self, *inputs: Any) -> Any:
-            features = dict(zip(names, inputs, strict=True))
-            tokens = self.backbone(**features).last_hidden_state
-            if mode == "cls":
-                vector = tokens[:, 0]
-            else:
-                mask = features["attention_mask"].unsqueeze(-1).to(tokens.dtype)
-                vector = (tokens * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-            return torch.nn.functional.normalize(vector, p=2.0, dim=1)
+def _cache_path(source: str, cache_dir: Path | None) -> Path:
+    """The file of ``source``'s graph: named by the source (and, for a folder, its files' sizes and
+    times), the torch and sentence-transformers versions and the exporter's own code."""
+    import sentence_transformers
+    import torch
 
-    tokenize = getattr(model, "preprocess", None) or model.tokenize
-    names = [name for name in ("input_ids", "attention_mask", "token_type_ids") if name in tokenize(["a"])]
-    return Pooled().eval()
+    parts = [source, torch.__version__, sentence_transformers.__version__, _EXPORTER.read_text(encoding="utf-8")]
+    folder = Path(source)
+    if folder.is_dir():
+        parts += [f"{f.relative_to(folder)}:{f.stat().st_size}:{f.stat().st_mtime_ns}"
+                  for f in sorted(folder.rglob("*")) if f.is_file()]
+    digest = hashlib.sha256("\n".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:24]
+    name = re.sub(r"[^\w.-]+", "_", source.rstrip("/").rsplit("/", 1)[-1])[:60] or "model"
+    return (cache_dir or default_cache_dir()) / f"{name}-{digest}.onnx"
+
+
+def _export(source: str, path: Path, *, local_files_only: bool, token: str | None) -> str | None:
+    """Export in a child process into ``path`` (atomically); None, or why it failed."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, partial = tempfile.mkstemp(prefix=".export-", suffix=".onnx", dir=path.parent)
+        os.close(fd)
+    except OSError as exc:
+        return f"no writable folder for the exported model ({exc})"
+    env = {**os.environ, "TOKENIZERS_PARALLELISM": "false", **({"HF_TOKEN": token} if token else {})}
+    flags = ["--local-files-only"] if local_files_only else []
+    args = [sys.executable, "-I", str(_EXPORTER), source, partial, *flags]
+    try:
+        done = subprocess.run(args, capture_output=True, text=True, env=env, timeout=EXPORT_TIMEOUT, check=False)  # noqa: S603
+        lines = done.stdout.strip().splitlines()
+        reply = json.loads(lines[-1]) if lines else {"error": (done.stderr.strip().splitlines() or ["no output"])[-1]}
+        if "error" in reply:
+            return str(reply["error"])
+        os.replace(partial, path)
+        return None
+    except (OSError, subprocess.TimeoutExpired, json.JSONDecodeError) as exc:
+        return f"{type(exc).__name__}: {str(exc)[:200]}"
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(partial)

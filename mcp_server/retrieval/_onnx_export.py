@@ -1,0 +1,118 @@
+"""Export a sentence-transformers model to ONNX, in a process of its own (run by ``onnx_encoder.py``).
+
+    python -I _onnx_export.py SOURCE OUT [--local-files-only]
+
+Tracing a model leaves a few hundred megabytes behind in the process that traces it (the
+exporter's modules and the traced graph); in this short-lived child they are gone when it exits,
+and the server keeps only the ONNX Runtime session. The graph goes from token ids to the model's
+sentence vector: the transformer, its mean or CLS pooling, then L2 normalisation. Prints one JSON
+line: ``{"inputs": [names]}`` or ``{"error": reason}`` (exit status 1). A Hugging Face token, when
+needed, comes from the environment (HF_TOKEN), never from the command line.
+
+Imports only the standard library at module level: the parent imports ``unsupported`` from here
+without loading the exporter.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import warnings
+from typing import Any
+
+INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+SAMPLE = "What were the total revenues in the second quarter of 2023, and how did they change?"
+
+
+def unsupported(model: Any) -> str | None:
+    """Why ``model`` (a SentenceTransformer) cannot be exported as a pooled graph, or None."""
+    modules = list(model)
+    kinds = [type(module).__name__ for module in modules]
+    if kinds not in (["Transformer", "Pooling"], ["Transformer", "Pooling", "Normalize"]):
+        return f"the model's modules {kinds} are not a transformer with pooling"
+    mode = _pooling_mode(modules[1])
+    if mode not in ("mean", "cls"):
+        return f"pooling {mode!r} is not mean or cls"
+    if _config(modules[1]).get("include_prompt") is False:
+        return "the pooling excludes the prompt"
+    if getattr(modules[0], "auto_model", None) is None:
+        return "the transformer module has no auto_model"
+    return None
+
+
+def tokenizer_of(model: Any) -> Any:
+    """preprocess() is tokenize()'s newer name in sentence-transformers: the same truncation and casing."""
+    return getattr(model, "preprocess", None) or model.tokenize
+
+
+def input_names(model: Any) -> list[str]:
+    sample = tokenizer_of(model)(["a"])
+    return [name for name in INPUTS if name in sample]
+
+
+def export(model: Any, out: str) -> list[str]:
+    """Write ``model``'s pooled graph to the file ``out``; returns its input names."""
+    import torch
+
+    names = input_names(model)
+    mode = _pooling_mode(model[1])
+    backbone = model[0].auto_model
+
+    class Pooled(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.backbone: Any = backbone
+
+        def forward(self, *inputs: Any) -> Any:
+            features = dict(zip(names, inputs, strict=True))
+            tokens = self.backbone(**features).last_hidden_state
+            if mode == "cls":
+                vector = tokens[:, 0]
+            else:
+                mask = features["attention_mask"].unsqueeze(-1).to(tokens.dtype)
+                vector = (tokens * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+            return torch.nn.functional.normalize(vector, p=2.0, dim=1)
+
+    sample = tokenizer_of(model)([SAMPLE])
+    # the TorchScript exporter is deprecated in favour of torch.export, which needs the onnxscript
+    # package; the tracer's warnings are about shapes that the dynamic axes cover
+    with torch.inference_mode(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            Pooled().eval(), tuple(sample[name] for name in names), out, input_names=names,
+            output_names=["vector"], dynamic_axes={name: {0: "batch", 1: "tokens"} for name in names},
+            opset_version=17, dynamo=False,
+        )
+    return names
+
+
+def _config(pooling: Any) -> dict[str, Any]:
+    return pooling.get_config_dict() if hasattr(pooling, "get_config_dict") else {}
+
+
+def _pooling_mode(pooling: Any) -> str | None:
+    config = _config(pooling)
+    return config.get("pooling_mode") or next(
+        (name[len("pooling_mode_"):].removesuffix("_tokens") for name, on in config.items()
+         if name.startswith("pooling_mode_") and on is True), None)
+
+
+def main(argv: list[str]) -> int:
+    source, out = argv[0], argv[1]
+    try:
+        import torch
+        from sentence_transformers import SentenceTransformer
+
+        torch.set_num_threads(1)  # the server is starting: its other loads share the cores
+        model = SentenceTransformer(source, device="cpu", local_files_only="--local-files-only" in argv)
+        model.eval()
+        reason = unsupported(model)
+        reply: dict[str, Any] = {"error": reason} if reason else {"inputs": export(model, out)}
+    except Exception as exc:  # noqa: BLE001 - reported to the parent, which keeps PyTorch
+        reply = {"error": f"{type(exc).__name__}: {str(exc)[:300]}"}
+    print(json.dumps(reply), flush=True)
+    return 1 if "error" in reply else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -34,6 +34,7 @@ ProgressFn = Callable[[int, int, str], None]
 
 DEFAULT_CACHE_ENTRIES = 20_000  # ~30 MB of 384-d float32 vectors
 SPEED_SAMPLE_CHARS = 2_000  # embedding speed is measured over at least this much text (one query is noise)
+ONNX_BATCH_TOKENS = 512  # padded tokens per ONNX Runtime batch (bench/latency.py's cold section measures it)
 QUERY_CACHE_ENTRIES = 1024  # agents repeat queries; a repeat then costs no model call
 
 # Queries of these model families need an instruction prefix (their model cards say so) and the
@@ -68,6 +69,8 @@ class Embedder(ABC):
     dimension: int
     max_tokens: int
     batch_size: int = 32
+    # Padded tokens per batch instead of a count (None: ``batch_size`` texts); ``_batches`` says why
+    batch_tokens: int | None = None
     query_prefix: str = ""
     # Characters per second before the first measurement (MiniLM on one CPU thread embeds
     # ~10,000); ``estimate_seconds`` uses the measured speed as soon as there is one.
@@ -130,20 +133,22 @@ class Embedder(ABC):
                     todo.setdefault(key, []).append(i)
         unique = list(todo)
         tokens = self.count_tokens([texts[todo[key][0]] for key in unique]) if unique else []
-        missing = [key for _, key in sorted(zip(tokens, unique, strict=True), key=lambda pair: pair[0])]
+        ordered = sorted(zip(tokens, unique, strict=True), key=lambda pair: pair[0])
+        missing = [key for _, key in ordered]
         total = len(missing)
+        runs = self._batches([count for count, _ in ordered])  # (start, end) of each batch in ``missing``
         if progress is not None:
             progress(0, total, f"embedding {total} of {len(texts)} {unit} with {self.model_id}")
         chars, seconds = 0, 0.0
         with self._cache_lock:
             self._running += 1
         try:
-            done = 0
-            while done < total:
+            done, step = 0, 0
+            while step < len(runs):
                 # re-read at every step: a second build starting meanwhile takes the other cores back
                 width = max(1, self.batches_at_once(self._running))
-                groups = [missing[start : start + self.batch_size]
-                          for start in range(done, min(total, done + width * self.batch_size), self.batch_size)]
+                groups = [missing[start:end] for start, end in runs[step : step + width]]
+                step += len(groups)
                 batches = [[texts[todo[key][0]] for key in keys] for keys in groups]
                 began = time.perf_counter()
                 results = self.embed_batches(batches) if len(batches) > 1 else [self.embed_batch(batches[0])]
@@ -166,6 +171,24 @@ class Embedder(ABC):
             with self._cache_lock:
                 self._running -= 1
         return out
+
+    def _batches(self, counts: Sequence[int]) -> list[tuple[int, int]]:
+        """Batches over texts sorted by token count: ``batch_size`` texts each, or, with
+        ``batch_tokens`` set, as many as pad to at most that many tokens (at least one): short
+        sentences go many to a call, long ones few, so each call costs about the same."""
+        if not self.batch_tokens:
+            size = self.batch_size
+            return [(start, min(start + size, len(counts))) for start in range(0, len(counts), size)]
+        runs: list[tuple[int, int]] = []
+        start = 0
+        for end, count in enumerate(counts):
+            # sorted ascending: the newest text is the longest, so the batch pads to its count
+            if end > start and (end - start + 1) * count > self.batch_tokens:
+                runs.append((start, end))
+                start = end
+        if start < len(counts):
+            runs.append((start, len(counts)))
+        return runs
 
     def estimate_seconds(self, chars: int) -> float:
         """How long embedding ``chars`` characters of new text should take at the measured speed."""
@@ -254,6 +277,8 @@ class SentenceTransformerEmbedder(Embedder):
                                              local_files_only=local_files_only, token=token)
                 embedder.onnx = encoder
                 embedder.runtime = how if encoder is not None else f"torch ({how})"
+                if encoder is not None:  # ONNX Runtime's cost follows padded tokens (bench/latency.py)
+                    embedder.batch_tokens = ONNX_BATCH_TOKENS
                 if encoder is None:
                     log.warning("models.runtime", extra={"model": model_id, "runtime": "torch", "reason": how})
         return embedder

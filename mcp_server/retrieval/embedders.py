@@ -136,7 +136,8 @@ class Embedder(ABC):
         ordered = sorted(zip(tokens, unique, strict=True), key=lambda pair: pair[0])
         missing = [key for _, key in ordered]
         total = len(missing)
-        runs = self._batches([count for count, _ in ordered])  # (start, end) of each batch in ``missing``
+        # (start, end) of each batch in ``missing``; a text pads to the model's window at most
+        runs = self._batches([min(count, self.max_tokens) for count, _ in ordered])
         if progress is not None:
             progress(0, total, f"embedding {total} of {len(texts)} {unit} with {self.model_id}")
         chars, seconds = 0, 0.0
@@ -276,10 +277,11 @@ class SentenceTransformerEmbedder(Embedder):
                 encoder, how = build_encoder(model, source=source, threads=threads,
                                              local_files_only=local_files_only, token=token)
                 embedder.onnx = encoder
-                embedder.runtime = how if encoder is not None else f"torch ({how})"
-                if encoder is not None:  # ONNX Runtime's cost follows padded tokens (bench/latency.py)
-                    embedder.batch_tokens = ONNX_BATCH_TOKENS
-                if encoder is None:
+                if encoder is not None:
+                    embedder.runtime = how
+                    embedder.batch_tokens = ONNX_BATCH_TOKENS  # its cost follows padded tokens (bench/latency.py)
+                else:
+                    embedder.runtime = f"torch ({how})"
                     log.warning("models.runtime", extra={"model": model_id, "runtime": "torch", "reason": how})
         return embedder
 

@@ -2,7 +2,7 @@
 
 Adding a format is one module with a ``Processor`` class declaring its ``Format`` plus one
 line in ``_PROCESSORS``. The sniffer, the chunking parameters, ``supported_formats()`` (and so
-``rag://supported-formats``, the health report and the README table) are generated from the
+``rag://supported-formats``, the health report and the table in docs/formats.md) are generated from the
 registered declarations, so nothing that lists formats can drift from what is actually parsed.
 
 ``process_document`` is synchronous and pure; the tool layer runs it in a parser worker::

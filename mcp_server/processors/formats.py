@@ -4,7 +4,7 @@ A processor module states everything about its format in one ``Format`` at the t
 class: the type name, extensions, MIME types, how its bytes are recognised (magic bytes at
 fixed offsets, a zip member folder, or for text formats how sure the content looks like it)
 and how its text is chunked. The sniffer, the chunker's parameters, ``rag://supported-formats``,
-the health report and the README table are all generated from these declarations.
+the health report and the table in docs/formats.md are all generated from these declarations.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ class Format:
     """
 
     doc_type: str
-    description: str  # one line for rag://supported-formats and the README
+    description: str  # one line for rag://supported-formats and docs/formats.md
     extensions: tuple[str, ...] = ()
     mime_types: tuple[str, ...] = ()
     magic: tuple[Magic, ...] = ()

@@ -89,7 +89,8 @@ class Embedder(ABC):
         """Vectors for ``texts``, shape (len(texts), dimension); need not be normalised."""
 
     def embed_batches(self, batches: Sequence[Sequence[str]]) -> list[np.ndarray]:
-        """``embed_batch`` of each batch; a provider that can run batches side by side does."""
+        """``embed_batch`` of each batch as ``embed`` planned it; a provider that can run batches
+        side by side does."""
         return [self.embed_batch(batch) for batch in batches]
 
     def batches_at_once(self, running: int) -> int:
@@ -152,7 +153,7 @@ class Embedder(ABC):
                 step += len(groups)
                 batches = [[texts[todo[key][0]] for key in keys] for keys in groups]
                 began = time.perf_counter()
-                results = self.embed_batches(batches) if len(batches) > 1 else [self.embed_batch(batches[0])]
+                results = self.embed_batches(batches)
                 seconds += time.perf_counter() - began
                 for batch_keys, batch, raw in zip(groups, batches, results, strict=True):
                     vectors = _normalise(raw)
@@ -299,7 +300,7 @@ class SentenceTransformerEmbedder(Embedder):
     def embed_batches(self, batches: Sequence[Sequence[str]]) -> list[np.ndarray]:
         if self.onnx is None:
             return super().embed_batches(batches)
-        prefix = self.passage_prefix
+        prefix = self.passage_prefix  # each batch is one ONNX Runtime run, as embed() sized it by tokens
         return self.onnx.encode_side_by_side([[prefix + text for text in batch] for batch in batches])
 
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:

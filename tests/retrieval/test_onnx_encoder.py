@@ -126,3 +126,22 @@ def test_a_failed_export_keeps_pytorch_and_says_why(minilm_registry: ModelRegist
                                     threads=1, cache_dir=tmp_path)
     assert encoder is None and reason.startswith("the ONNX export failed: ")
     assert not [name for name in os.listdir(tmp_path) if name.endswith(".onnx")]  # no partial file left
+
+
+def test_a_batch_sized_by_tokens_reaches_onnx_runtime_as_one_run(
+    minilm_registry: ModelRegistry, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    embedder = fast(minilm_registry)
+    assert embedder.onnx is not None and embedder.batch_tokens
+    runs: list[int] = []
+    run = embedder.onnx._batch
+
+    def recording(texts: list[str]) -> np.ndarray:
+        runs.append(len(texts))
+        return run(texts)
+
+    monkeypatch.setattr(embedder.onnx, "_batch", recording)
+    texts = [f"short line {i} of a token-sized batch" for i in range(30)]  # ~12 tokens each: one batch
+    vectors = embedder.embed(texts)
+    assert runs == [30]  # not cut again into batch_size pieces
+    assert np.abs(vectors - embedder._torch(texts)).max() < 1e-5

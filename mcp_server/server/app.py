@@ -25,7 +25,7 @@ from mcp_server.core import metrics
 from mcp_server.core.concurrency import run_sync
 from mcp_server.core.logging import configure_logging
 from mcp_server.core.settings import Settings
-from mcp_server.middleware.http import HTTPGuardMiddleware
+from mcp_server.middleware.http import HTTPGuardMiddleware, transport_security_settings
 from mcp_server.server.build import RagMCP, create_server
 from mcp_server.server.metrics_http import METRICS_PATH, scrape
 from mcp_server.server.resources import supported_formats
@@ -41,7 +41,13 @@ def create_app(settings: Settings | None = None, server: RagMCP | None = None) -
     configure_logging(settings.log_level, settings.log_dir)
     metrics.configure(settings)
     server = server or create_server(settings)
-    mcp_app = server.streamable_http_app()
+    mcp_app = server.streamable_http_app(
+        streamable_http_path="/mcp",
+        stateless_http=True,  # any worker can answer any request (--workers N)
+        max_request_body_size=settings.max_request_body_bytes,
+        transport_security=transport_security_settings(settings),
+        host=settings.host,
+    )
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -29,6 +29,7 @@ from mcp_server.middleware.http import HTTPGuardMiddleware, transport_security_s
 from mcp_server.server.build import RagMCP, create_server
 from mcp_server.server.metrics_http import METRICS_PATH, scrape
 from mcp_server.server.resources import supported_formats
+from mcp_server.server.viewer import VIEWER_URI
 from mcp_server.tools.health import readiness
 
 __all__ = ["create_app"]
@@ -76,7 +77,7 @@ def create_app(settings: Settings | None = None, server: RagMCP | None = None) -
             "transport": "streamable-http (stateless)",
             "auth": "bearer" if settings.api_keys else "none",
             "tools": [tool["name"] for tool in server.describe_tools()],
-            "resources": ["rag://supported-formats", "rag://tool-descriptions"],
+            "resources": ["rag://supported-formats", "rag://tool-descriptions", VIEWER_URI],
             "supported_formats": supported_formats(),
             "pid": os.getpid(),
             "time": time.time(),

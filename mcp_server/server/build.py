@@ -35,6 +35,7 @@ from mcp_server.middleware.guard import unknown_tool_error
 from mcp_server.server.lifespan import open_app_context
 from mcp_server.server.resources import register_resources, unknown_resource_error
 from mcp_server.server.tool_calls import OUTPUT_SCHEMA_DIALECT, call_parsed, client_of, parse_arguments
+from mcp_server.server.viewer import citation_viewer, viewer_meta
 from mcp_server.tools import TOOLS
 from mcp_server.tools.common import spec_of
 from mcp_server.tools.context import AppContext
@@ -90,6 +91,7 @@ class RagMCP(MCPServer[AppContext]):
             log_level=settings.log_level,
             cache_hints=dict.fromkeys(_CACHEABLE, LIST_CACHE_HINT),  # type: ignore[arg-type]
             subscriptions=False,  # the lists never change while the server runs: nothing to listen for
+            extensions=[citation_viewer()],  # the MCP App beside retrieve_chunks, search_documents, get_passage
         )
 
     @asynccontextmanager
@@ -186,6 +188,6 @@ class RagMCP(MCPServer[AppContext]):
 def create_server(settings: Settings | None = None, **kwargs: Any) -> RagMCP:
     server = RagMCP(settings or Settings(), **kwargs)
     for fn in TOOLS:
-        server.add_guarded_tool(fn)
+        server.add_guarded_tool(fn, meta=viewer_meta(fn.__name__))
     register_resources(server, server.describe_tools)
     return server

@@ -73,14 +73,19 @@ def server_process(args: Sequence[str] = (), env: dict[str, str] | None = None, 
     """``python -m mcp_server --port <free port> *args`` with ``env`` over this process's environment;
     yields once GET /health answers 200, stops the process group (SIGTERM, then SIGKILL after 30 s)
     on the way out. It runs in this checkout (``-m`` imports its package unless PYTHONPATH and
-    PYTHONSAFEPATH say otherwise), or in the checkout ``code``, whose package then comes first."""
+    PYTHONSAFEPATH say otherwise), or in the checkout ``code``, whose package then comes first; a
+    checkout with its own ``.venv`` runs on that environment (a baseline on other dependencies, e.g.
+    another MCP SDK), else on this one."""
     port = free_port()
     environment = {**os.environ, "MCP_LOG_DIR": "", **(env or {})}
+    python = sys.executable
     if code is not None:
         code = code.resolve()
         environment["PYTHONPATH"] = os.pathsep.join(filter(None, [str(code), environment.get("PYTHONPATH")]))
+        if (code / ".venv" / "bin" / "python").exists():
+            python = str(code / ".venv" / "bin" / "python")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "mcp_server", "--port", str(port), *args], env=environment, cwd=str(code or ROOT),
+        [python, "-m", "mcp_server", "--port", str(port), *args], env=environment, cwd=str(code or ROOT),
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )
     base = f"http://127.0.0.1:{port}"

@@ -137,8 +137,8 @@ class RagMCP(MCPServer[AppContext]):
         tool = self.tools.get(name)
         if tool is None:
             raise unknown_tool_error(name)
-        if context is None:  # a direct call from Python, outside any request
-            context = Context(mcp_server=self)
+        if context is None:  # the long-lived resources live in the request's lifespan context
+            raise RuntimeError("RagMCP.call_tool runs inside a request: the SDK's handler passes its Context")
         app: AppContext = context.request_context.lifespan_context
         # parsed once (the guard turns a pydantic error into VALIDATION_ERROR), then called with the result
         result: CallToolResult = await app.guard.run(

@@ -30,7 +30,9 @@ pytestmark = pytest.mark.anyio
 
 HOST_PAGE = Path(__file__).with_name("host.html")
 PDF = "docs/pdf/multi_page.pdf"
+DOCX = "docs/docx/testWORD.docx"
 CHROMIUM = shutil.which("chromium")
+needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (scripts/system-deps.sh)")
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=900,1150"]
 HOST_VARIABLES = {"--color-background-primary": "#20242c", "--color-text-primary": "#f1f1f1"}
@@ -98,12 +100,12 @@ def rpc(response: httpx.Response) -> dict[str, Any]:
     return dict(response.json())
 
 
-async def viewer_setup(server: ThreadedServer, pdf_url: str) -> dict[str, Any]:
+async def viewer_setup(server: ThreadedServer, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     """What a host has when it renders the viewer: the tool, its arguments and result, the viewer's HTML."""
-    arguments = {"document_url": pdf_url, "query": "Who patented the typewriter, and when?", "top_k": 3}
     async with http_client(server.mcp_url) as client:
-        tool = next(t for t in (await client.list_tools()).tools if t.name == "retrieve_chunks")
-        result = await client.call_tool("retrieve_chunks", arguments)
+        tool = next(t for t in (await client.list_tools()).tools if t.name == name)
+        result = await client.call_tool(name, arguments)
+        assert not result.is_error, result
         listed = {r.uri: r for r in (await client.list_resources()).resources}
         html = (await client.read_resource(tool.meta["ui"]["resourceUri"])).contents[0]  # type: ignore[index]
     assert str(listed[VIEWER_URI].mime_type) == "text/html;profile=mcp-app"
@@ -142,18 +144,15 @@ async def test_the_three_passage_tools_name_the_viewer_and_the_others_do_not(ser
     assert "globalThis.McpExtApps" in text and "<script src" not in text and "https://cdn" not in text
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (scripts/system-deps.sh)")
-async def test_chromium_shows_a_pdf_passage_highlighted_on_its_page_image_in_the_host_theme(
-    server: ThreadedServer, corpus_server: FileServer, tmp_path: Path,
-) -> None:
-    setup = await viewer_setup(server, corpus_server.url(PDF))
-    first = setup["result"]["structuredContent"]["results"][0]
+async def run_in_chromium(setup: dict[str, Any], server: ThreadedServer, tmp_path: Path,
+                          screenshot: Path) -> dict[str, Any]:
+    """Chromium opens the host page on ``setup``; once the viewer reports what it shows, a screenshot.
+    Returns the viewer's report."""
     host = Host(setup, server.mcp_url)
     profile = tmp_path / "profile"  # empty: no state from any earlier run
     browser = subprocess.Popen([str(CHROMIUM), *CHROMIUM_FLAGS, f"--user-data-dir={profile}",
                                 "--remote-debugging-port=0", host.url],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    screenshot = Path(os.environ.get("RAG_VIEWER_SCREENSHOT") or tmp_path / "viewer.png").resolve()
     try:
         shown = await anyio.to_thread.run_sync(host.shown.wait, 240)
         if shown:
@@ -163,15 +162,44 @@ async def test_chromium_shows_a_pdf_passage_highlighted_on_its_page_image_in_the
         browser.wait(timeout=30)
         host.close()
     assert shown, f"the viewer reported nothing; reports: {host.reports}"
-    report = next(r["data"] for r in host.reports if r.get("data", {}).get("event") in ("shown", "error"))
+    report: dict[str, Any] = next(r["data"] for r in host.reports
+                                  if r.get("data", {}).get("event") in ("shown", "error"))
     assert report["event"] == "shown", report
+    assert screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and screenshot.stat().st_size > 20_000
+    return report
+
+
+@needs_chromium
+async def test_chromium_shows_a_pdf_passage_highlighted_on_its_page_image_in_the_host_theme(
+    server: ThreadedServer, corpus_server: FileServer, tmp_path: Path,
+) -> None:
+    arguments = {"document_url": corpus_server.url(PDF), "query": "Who patented the typewriter, and when?", "top_k": 3}
+    setup = await viewer_setup(server, "retrieve_chunks", arguments)
+    first = setup["result"]["structuredContent"]["results"][0]
+    screenshot = Path(os.environ.get("RAG_VIEWER_SCREENSHOT") or tmp_path / "viewer.png").resolve()
+
+    report = await run_in_chromium(setup, server, tmp_path, screenshot)
+
     assert report["view"] == "page" and report["passage_id"] == first["passage_id"]
     assert report["page"] == first["location"]["page"]
     assert report["highlighted"] is True
     x0, y0, x1, y1 = report["clip"]
     assert 0 <= x0 < x1 and 0 <= y0 < y1  # a region on the page, in PDF points
     assert report["theme"] == "dark" and report["background"] == "rgb(32, 36, 44)"  # the host's variables
-    assert screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and screenshot.stat().st_size > 20_000
+
+
+@needs_chromium
+async def test_chromium_shows_a_word_passage_from_search_documents_in_its_section(
+    server: ThreadedServer, corpus_server: FileServer, tmp_path: Path,
+) -> None:
+    arguments = {"document_urls": [corpus_server.url(DOCX)], "query": "word processors", "top_k": 3}
+    setup = await viewer_setup(server, "search_documents", arguments)
+    first = setup["result"]["structuredContent"]["results"][0]
+
+    report = await run_in_chromium(setup, server, tmp_path, tmp_path / "section.png")
+
+    assert report["view"] == "section" and report["passage_id"] == first["passage_id"]
+    assert report["chunks"] >= 1 and report["highlighted"] is True
 
 
 async def capture(profile: Path, url: str) -> bytes:

@@ -18,6 +18,7 @@ from mcp_server.pipeline.research import MAX_DOCUMENTS
 from mcp_server.processors import supported_formats
 from mcp_server.server.build import create_server
 from mcp_server.server.tool_calls import OUTPUT_SCHEMA_DIALECT
+from mcp_server.server.viewer import VIEWER_URI
 from mcp_server.tools.common import tool
 from mcp_server.tools.research import MAX_QUERIES
 from tests.mcp_harness import make_settings, memory_client, payload, wait_forever
@@ -214,7 +215,7 @@ async def test_resources_are_generated_from_the_registries() -> None:
         listed = {str(r.uri) for r in (await client.list_resources()).resources}
         formats = json.loads((await client.read_resource("rag://supported-formats")).contents[0].text)  # type: ignore[union-attr]
         tools = json.loads((await client.read_resource("rag://tool-descriptions")).contents[0].text)  # type: ignore[union-attr]
-    assert listed == {"rag://supported-formats", "rag://tool-descriptions"}
+    assert listed == {"rag://supported-formats", "rag://tool-descriptions", VIEWER_URI}
     assert formats["formats"] == [f.describe() for f in supported_formats()]
     assert {t["name"] for t in tools["tools"]} == EXPECTED_TOOLS
     assert tools["tool_count"] == len(EXPECTED_TOOLS) == 18

@@ -23,6 +23,7 @@ from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, CallToolResult, TextContent, Tool
 
+from mcp_server.server.viewer import VIEWER_URI
 from tests.clients_js._calls import BAD, GOOD, Call, error_body
 from tests.clients_js._node import JS_DIR, find_node, node_env, package_bin
 from tests.clients_js.conftest import API_KEY
@@ -88,9 +89,10 @@ def text_of(result: CallToolResult) -> str:
     return result.content[0].text
 
 
-def test_mcp_remote_bridges_the_tool_list_and_both_resources(bridged: Bridged) -> None:
+def test_mcp_remote_bridges_the_tool_list_and_the_three_resources(bridged: Bridged) -> None:
     assert set(bridged.tools) == EXPECTED_TOOLS
-    assert set(bridged.resources) == {"rag://supported-formats", "rag://tool-descriptions"}
+    assert set(bridged.resources) == {"rag://supported-formats", "rag://tool-descriptions", VIEWER_URI}
+    assert "globalThis.McpExtApps" in bridged.resources[VIEWER_URI]  # the citation viewer, whole
     described = json.loads(bridged.resources["rag://tool-descriptions"])["tools"]
     assert {tool["name"] for tool in described} == EXPECTED_TOOLS
 

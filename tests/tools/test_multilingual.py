@@ -66,7 +66,7 @@ async def ask(server: ThreadedServer, tool: str, **arguments: Any) -> dict[str, 
     async with http_client(server.mcp_url) as client:
         result = await client.call_tool(tool, arguments)
     body = payload(result)
-    assert not result.isError, body
+    assert not result.is_error, body
     return body
 
 

@@ -36,8 +36,9 @@ class FetchedDocument:
     filename: str = ""  # last path segment (or Content-Disposition filename)
     etag: str = ""  # the response's validators, sent back in a conditional GET when the copy is old
     last_modified: str = ""
-    fetched_at: float = field(default_factory=time.time)  # epoch seconds: when these bytes were downloaded
-    validated_at: float = 0.0  # when the origin last confirmed them (a 304); 0 = at fetched_at
+    # bookkeeping, not identity (compare=False): the same bytes and headers are the same document
+    fetched_at: float = field(default_factory=time.time, compare=False)  # epoch s: when these bytes came
+    validated_at: float = field(default=0.0, compare=False)  # when the origin last confirmed them (a 304)
     sha256: str = field(init=False, repr=False)  # of ``data``; every cache and index key derives from it
 
     def __post_init__(self) -> None:

@@ -53,11 +53,14 @@ class DownloadCodec:
     """A JSON header line, then the document bytes untouched (no base64 inflation)."""
 
     def encode(self, value: FetchedDocument) -> bytes:
-        header = {"url": value.url, "final_url": value.final_url, "content_type": value.content_type,
-                  "charset": value.charset, "filename": value.filename, "etag": value.etag,
-                  "last_modified": value.last_modified, "fetched_at": value.fetched_at,
-                  "validated_at": value.validated_at}
-        return json.dumps(header, ensure_ascii=True).encode() + b"\n" + value.data
+        header: dict[str, Any] = {"url": value.url, "final_url": value.final_url, "content_type": value.content_type,
+                                  "charset": value.charset, "filename": value.filename,
+                                  "fetched_at": round(value.fetched_at, 3)}
+        # validators and a later confirmation only when there are any: the header stays small
+        header.update({name: getattr(value, name) for name in ("etag", "last_modified") if getattr(value, name)})
+        if value.validated_at != value.fetched_at:
+            header["validated_at"] = round(value.validated_at, 3)
+        return json.dumps(header, ensure_ascii=True, separators=(",", ":")).encode() + b"\n" + value.data
 
     def decode(self, data: bytes) -> FetchedDocument:
         header, _, body = data.partition(b"\n")

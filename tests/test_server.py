@@ -75,7 +75,7 @@ async def test_every_tool_parameter_is_listed_with_a_description_and_its_bounds(
                               "queries": ["y"] * (MAX_QUERIES + 1)}, "queries", f"at most {MAX_QUERIES} items"),
         ("search_documents", {"document_urls": ["https://example.com/a.pdf"], "query": "x", "per_document": 0},
          "per_document", "must be at least 1, not 0"),
-        ("manage_cache", {"action": "explode"}, "action", "must be 'stats' or 'clear', not 'explode'"),
+        ("manage_cache", {"action": "explode"}, "action", "must be 'stats', 'clear' or 'drop', not 'explode'"),
         ("get_page_image", {"document_url": "https://example.com/a.pdf", "page": 1, "dpi": 5000}, "dpi",
          "must be at most 300, not 5000"),
         ("read_document", {"document_url": "https://example.com/a.pdf", "max_tokens": 10}, "max_tokens",

@@ -140,8 +140,8 @@ class _Instruments:
         self.download_bytes = counter("rag_download_bytes_total", "Bytes downloaded over HTTP(S) (decoded).")
         self.download_revalidations = counter(
             "rag_download_revalidations_total",
-            "Cached downloads checked again at their origin: not_modified (a 304 kept the copy), changed (new "
-            "bytes), unvalidated (the copy had no validators: downloaded again).", ["outcome"])
+            "Cached downloads checked again after revalidate_after_s: not_modified (a 304 kept the copy), "
+            "changed (new bytes), unchanged (downloaded or read again, the same bytes).", ["outcome"])
         self.uploads = counter("rag_uploads_total", "POST /documents answers: stored, too_large, refused.",
                                ["outcome"])
         self.rate_limited = counter("rag_rate_limit_rejections_total",
@@ -338,7 +338,7 @@ def bytes_downloaded(count: int) -> None:
         m.download_bytes.inc(count)
 
 
-def download_revalidated(outcome: Literal["not_modified", "changed", "unvalidated"]) -> None:
+def download_revalidated(outcome: Literal["not_modified", "changed", "unchanged"]) -> None:
     m = _get()
     if m is not None:
         m.download_revalidations.labels(outcome).inc()

@@ -192,12 +192,9 @@ class Fetcher:
             if isinstance(result, _NotModified):
                 assert cached is not None  # only a conditional request accepts a 304
                 logger.info("fetch.not_modified", extra={"url": target.display})
-                metrics.download_revalidated("not_modified")
                 return cached.revalidated(at=time.time(), etag=result.headers.get("etag") or "",
                                           last_modified=result.headers.get("last-modified") or "")
             if isinstance(result, _Body):
-                if cached is not None:
-                    metrics.download_revalidated("changed" if conditional else "unvalidated")
                 logger.info("fetch.complete", extra={"bytes": len(result.data), "url": target.display})
                 metrics.bytes_downloaded(len(result.data))
                 return build_document(

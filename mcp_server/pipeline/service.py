@@ -193,11 +193,21 @@ class DocumentService:
             # a stale copy of an http(s) document is revalidated (a conditional GET when it has
             # validators); a local file is read again (its bytes decide the content key anyway)
             fetched = await self.fetcher.fetch(url, cached=cached if is_remote(url) else None)
-            if cached is not None and fetched.sha256 != cached.sha256:
-                logger.info("fetch.changed", extra={"url": fetched.final_url, "old": cached.sha256[:16],
-                                                    "new": fetched.sha256[:16]})
+            if cached is not None:
+                self._revalidated(cached, fetched)
             await _put(self.downloads, url, fetched)
             return fetched
+
+    @staticmethod
+    def _revalidated(cached: FetchedDocument, fetched: FetchedDocument) -> None:
+        if fetched.sha256 != cached.sha256:
+            metrics.download_revalidated("changed")
+            logger.info("fetch.changed", extra={"url": fetched.final_url, "old": cached.sha256[:16],
+                                                "new": fetched.sha256[:16]})
+        elif fetched.fetched_at == cached.fetched_at:  # a 304 keeps the copy's download time
+            metrics.download_revalidated("not_modified")
+        else:
+            metrics.download_revalidated("unchanged")  # downloaded again (no validators, or ignored)
 
     async def drop(self, url: str) -> dict[str, int]:
         """Forget one URL's download (the next call downloads it again) and a remembered failed
@@ -383,6 +393,7 @@ class DocumentService:
             "retriever": self.indexes.stats(),
             "failure": self.failures.stats(),
             **{layer.name: layer.stats() for layer in self.extra_layers},
+            "upload": self.fetcher.uploads.stats(),  # reported, never cleared here: uploads expire
         }
 
     async def clear(self) -> dict[str, Any]:

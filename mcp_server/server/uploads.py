@@ -18,6 +18,8 @@ from datetime import UTC, datetime
 from email.message import Message
 
 from starlette.datastructures import UploadFile
+from starlette.exceptions import HTTPException
+from starlette.formparsers import MultiPartException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse
 from starlette.types import Message as ASGIMessage
@@ -136,8 +138,9 @@ def upload_endpoint(context_of: Callable[[], AppContext | None]) -> Callable[[Re
         if multipart:
             try:
                 found = await _form_file(request, body)
-            except Exception as exc:  # the form parser's own errors: a malformed form
-                return _error(400, "VALIDATION_ERROR", f"the multipart form could not be read: {type(exc).__name__}")
+            except (MultiPartException, HTTPException) as exc:  # a malformed form (the parser's own message)
+                detail = exc.detail if isinstance(exc, HTTPException) else exc.message
+                return _error(400, "VALIDATION_ERROR", f"the multipart form could not be read: {detail}")
             if found is None:
                 return _error(400, "VALIDATION_ERROR", "the multipart form has no file field (curl -F file=@path)")
             body, part_name, media_type = found[0], found[1], _media_type(found[2])

@@ -26,7 +26,8 @@ class LanguageResult(BaseModel):
 class CacheResult(BaseModel):
     action: str
     layers: dict[str, Any] = Field(description="Per layer (download, document, retriever, failure, "
-                                               "quote_index, page_image): statistics, or what was removed.")
+                                               "quote_index, page_image, upload): statistics, or what was "
+                                               "removed (clear leaves uploads: they expire).")
     document_url: str | None = Field(None, description="With \"drop\": the URL dropped.")
 
 

@@ -53,7 +53,7 @@ async def test_every_tool_parameter_is_listed_with_a_description_and_its_bounds(
     assert (search["document_urls"]["minItems"], search["document_urls"]["maxItems"]) == (1, MAX_DOCUMENTS)
     assert search["queries"]["anyOf"][0]["maxItems"] == MAX_QUERIES
     assert search["per_document"]["anyOf"][0]["minimum"] == 1
-    assert tools["manage_cache"].inputSchema["properties"]["action"]["enum"] == ["stats", "clear"]
+    assert tools["manage_cache"].inputSchema["properties"]["action"]["enum"] == ["stats", "clear", "drop"]
     read = tools["read_document"].inputSchema["properties"]["max_tokens"]
     assert (read["minimum"], read["maximum"]) == (MIN_READ_TOKENS, MAX_READ_TOKENS)
     image = tools["get_page_image"].inputSchema["properties"]

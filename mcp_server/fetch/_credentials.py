@@ -4,8 +4,8 @@ A rule's key is ``host``, ``host:port`` or ``*.suffix`` (any subdomain of suffix
 itself), each with an optional port; the most specific matching rule wins: an exact host with the
 hop's port, then the exact host, then the longest suffix (with the port before without). Headers
 are looked up per hop, so a redirect to another host never carries the first host's headers (as
-curl drops credentials); after a redirect from https to http none are sent at all, so a token
-never travels in clear text because a server redirected it there. The values are secrets: this
+curl drops credentials); once a redirect chain has gone from https to http none are sent at all,
+so a token never travels in clear text because a server redirected it there. The values are secrets: this
 module hands them only to the request it builds; nothing here logs them.
 """
 
@@ -46,9 +46,10 @@ class HostHeaders:
                 return headers
         return None
 
-    def for_hop(self, url: httpx.URL, previous: httpx.URL | None = None) -> dict[str, str]:
-        """The headers for a request to ``url``; ``previous`` is the hop that redirected here."""
-        if previous is not None and previous.scheme == "https" and url.scheme == "http":
+    def for_hop(self, url: httpx.URL, *, downgraded: bool = False) -> dict[str, str]:
+        """The headers for a request to ``url``; ``downgraded``: the redirect chain went from https to
+        http at some hop before or at this one (then nothing, to any host, for the rest of the chain)."""
+        if downgraded:
             return {}
         host = url.raw_host.decode("ascii").lower().rstrip(".")
         if ":" in host:

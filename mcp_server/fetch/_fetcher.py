@@ -175,12 +175,12 @@ class Fetcher:
             raise ValidationError(message, argument="document_url") from None
         seen = {str(current)}
         redirects = 0
-        previous: httpx.URL | None = None
+        downgraded = False  # the chain went from https to http: no credentials from there on
         conditional = _conditional(cached)
         while True:
             target = await self._policy.pin(current, self._resolver)
             # per hop: a redirect to another host never carries this host's headers
-            headers = {**self._credentials.for_hop(current, previous), **conditional}
+            headers = {**self._credentials.for_hop(current, downgraded=downgraded), **conditional}
             try:
                 result = await with_retries(
                     self._settings, target.display,
@@ -201,7 +201,9 @@ class Fetcher:
                     data=result.data, url=url, final_url=display_url(current), headers=result.headers
                 )
             redirects += 1
-            previous, current = current, self._next_hop(current, result.location, seen, redirects)
+            following = self._next_hop(current, result.location, seen, redirects)
+            downgraded = downgraded or (current.scheme == "https" and following.scheme == "http")
+            current = following
 
     def _next_hop(self, current: httpx.URL, location: str, seen: set[str], redirects: int) -> httpx.URL:
         where = display_url(current)

@@ -42,11 +42,12 @@ def test_the_most_specific_rule_wins_and_a_suffix_pattern_matches_subdomains_onl
         assert rules.for_hop(httpx.URL(other)) == {}, other
 
 
-def test_a_redirect_from_https_to_http_carries_no_headers_even_to_the_same_host() -> None:
+def test_a_chain_downgraded_from_https_to_http_carries_no_headers_even_to_the_same_host() -> None:
     rules = _rules({"docs.example.com": {"Authorization": TOKEN}})
     https, http = httpx.URL("https://docs.example.com/a"), httpx.URL("http://docs.example.com/b")
-    assert rules.for_hop(https, previous=https) == {"Authorization": TOKEN}
-    assert rules.for_hop(http, previous=https) == {}
+    assert rules.for_hop(https) == {"Authorization": TOKEN}
+    assert rules.for_hop(http, downgraded=True) == {}
+    assert rules.for_hop(https, downgraded=True) == {}  # back on https later in the chain: still none
     assert rules.for_hop(http) == {"Authorization": TOKEN}  # asked for plain http: configured so
 
 

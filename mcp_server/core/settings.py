@@ -168,7 +168,7 @@ class Settings(BaseSettings):
         default_factory=dict, repr=False,
         description="Headers sent to private hosts, as JSON: {\"host\": {\"Header\": \"value\"}}; a key is a "
         "host, host:port or *.suffix (any subdomain). Sent only to a matching host, never after a redirect to "
-        "another host nor from https to http; never logged or shown.",
+        "another host nor once a redirect went from https to http; never logged or shown.",
     )
     fetch_headers_file: Path | None = Field(
         None,

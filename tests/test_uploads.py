@@ -129,3 +129,18 @@ async def test_an_upload_to_one_host_is_read_on_another_through_redis(tmp_path: 
     assert not result.isError, payload(result)
     assert "Shared across hosts" in payload(result)["content"]
     assert not list((tmp_path / "a").glob("uploads/*.upload"))  # stored in Redis, not on host a's disk
+
+
+async def test_an_upload_larger_than_the_whole_store_or_a_broken_form_is_refused_with_its_reason(
+    tmp_path: Path,
+) -> None:
+    with ThreadedServer(_settings(tmp_path, max_download_bytes=10_000, upload_store_max_bytes=3000)) as server:
+        too_big = await _upload(server.base, b"x" * 5000)
+        broken = await _upload(server.base, b"--b\r\nno headers, no end",
+                               headers={"Content-Type": "multipart/form-data; boundary=b"})
+        no_file = await _upload(server.base,
+                                headers={"Content-Type": "multipart/form-data; boundary=b"},
+                                content=b'--b\r\nContent-Disposition: form-data; name="x"\r\n\r\nv\r\n--b--\r\n')
+    assert too_big.status_code == 413 and "upload_store_max_bytes" in too_big.json()["error"]
+    assert broken.status_code == 400 and broken.json()["code"] == "VALIDATION_ERROR", broken.text
+    assert no_file.status_code == 400 and "no file field" in no_file.json()["error"], no_file.text

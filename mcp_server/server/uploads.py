@@ -122,15 +122,20 @@ def upload_endpoint(context_of: Callable[[], AppContext | None]) -> Callable[[Re
             metrics.upload_answered("refused")
             return JSONResponse(exc.to_dict(), status_code=429,
                                 headers={"Retry-After": str(max(1, round(exc.details["retry_after"])))})
-        limit = settings.max_download_bytes
+        # the download cap; and never more than the whole store holds (a larger upload could not be kept)
+        limit = min(settings.max_download_bytes, settings.upload_store_max_bytes)
+        setting = "max_download_bytes" if limit == settings.max_download_bytes else "upload_store_max_bytes"
+
+        def too_large() -> JSONResponse:
+            metrics.upload_answered("too_large")
+            return _error(413, "TOO_LARGE", f"the document is larger than the upload limit of {limit} bytes "
+                                            f"({setting})", limit=limit)
         media_type = _media_type(request.headers.get("content-type"))
         multipart = media_type == "multipart/form-data"
         try:
             body = await _capped_body(request, limit + (_FORM_OVERHEAD if multipart else 0))
         except _TooLarge:
-            metrics.upload_answered("too_large")
-            return _error(413, "TOO_LARGE", f"the document is larger than the upload limit of {limit} bytes "
-                                            "(max_download_bytes)", limit=limit)
+            return too_large()
         except ClientDisconnect:
             return _error(400, "VALIDATION_ERROR", "the upload was cut off")
         filename = request.query_params.get("filename", "") or _disposition_name(
@@ -146,15 +151,17 @@ def upload_endpoint(context_of: Callable[[], AppContext | None]) -> Callable[[Re
             body, part_name, media_type = found[0], found[1], _media_type(found[2])
             filename = filename or part_name
             if len(body) > limit:
-                metrics.upload_answered("too_large")
-                return _error(413, "TOO_LARGE", f"the document is larger than the upload limit of {limit} bytes "
-                                                "(max_download_bytes)", limit=limit)
+                return too_large()
         if not body:
             return _error(400, "VALIDATION_ERROR", "the upload is empty: send the file's bytes as the body")
         name = filename.replace("\\", "/").rsplit("/", 1)[-1].strip()  # a name, never a path
         kind = "" if media_type in _GENERIC_TYPES else media_type
         store = context.service.fetcher.uploads
-        document = await run_sync(_store, store, body, name, kind)
+        try:
+            document = await run_sync(_store, store, body, name, kind)
+        except OSError as exc:  # the upload folder is full or not writable: the operator's problem, logged
+            logger.error("upload.store_failed", extra={"error": f"{type(exc).__name__}: {exc.strerror or exc}"})
+            return _error(503, "STORAGE_ERROR", "the upload could not be stored; try again later")
         metrics.upload_answered("stored")
         logger.info("upload.stored", extra={"upload": document.sha256[:16], "bytes": len(body),
                                             "client": client_identity(request, settings)})

@@ -9,12 +9,14 @@ so the origin itself records what that hop carried), not a result, an error, a l
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import httpx
 import pytest
 
 from tests.fetch.servers import Handler, LoopbackServer, respond
+from tests.mcp_harness import payload, stdio_session
 
 from ._harness import call_tool, running_server, security_settings
 
@@ -75,4 +77,21 @@ async def test_a_private_document_is_read_with_its_token_which_appears_in_no_res
     assert "fetch.complete" in log_text  # the log was written, at DEBUG
     for text in [*shown, log_text]:
         assert SECRET not in text
+    assert canary.hits == 0
+
+
+async def test_the_token_comes_from_the_mcp_fetch_headers_variable_of_a_real_server_process(
+    web: LoopbackServer, canary: LoopbackServer, tmp_path: Path,
+) -> None:
+    web.route("/private.txt", _private)
+    env = {"MCP_FETCH_HEADERS": json.dumps({f"127.0.0.1:{web.port}": {"Authorization": f"Bearer {SECRET}"}}),
+           "MCP_FETCH_ALLOWLIST": "127.0.0.1", "MCP_LOAD_MODELS": "false", "MCP_PARSE_PRESTART": "false",
+           "MCP_INDEX_DIR": str(tmp_path / "indexes"), "MCP_UPLOAD_DIR": str(tmp_path / "uploads")}
+    async with stdio_session(env) as session:
+        result = await session.call_tool("process_document", {"document_url": web.url("/private.txt")})
+        health = await session.call_tool("get_system_health", {})
+    assert not result.isError and "private roadmap" in payload(result)["content"], payload(result)
+    assert payload(health)["security"]["private_host_rules"] == 1
+    assert SECRET not in str(payload(result)) + str(payload(health))
+    assert [seen.headers.get("authorization") for seen in web.requests] == [f"Bearer {SECRET}"]
     assert canary.hits == 0

@@ -37,7 +37,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 DocumentUrl = Annotated[str, Field(
     min_length=1, description="http(s) URL of the document; the server downloads it (private and local network "
-                              "addresses are refused unless allowlisted).")]
+                              "addresses are refused unless allowlisted). Or the upload:// URL POST /documents "
+                              "answered for a file the user uploaded.")]
 Query = Annotated[str, Field(
     min_length=1, description="The question or search text, in any language (at most max_text_length characters, "
                               f"a server setting: {Settings.model_fields['max_text_length'].default:,} by default).")]

@@ -81,6 +81,10 @@ def system_health(context: AppContext) -> dict[str, Any]:
             "fetch_allowlist": list(settings.fetch_allowlist),
             "document_roots": list(settings.document_roots),
             "max_download_bytes": settings.max_download_bytes,
+            # how many hosts have headers, never which headers nor their values
+            "private_host_rules": len(settings.fetch_headers),
+            "revalidate_after_s": settings.revalidate_after_s,
+            "upload_ttl_s": settings.upload_ttl,
         },
         "worker": _worker(),
         "timestamp": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),

@@ -79,7 +79,7 @@ BAD = [
           document_url=42),
     fails("extract_image_text", "VALIDATION_ERROR", "needs a IMAGE document", image_url=f"{DOCS}/txt/fake-text.txt"),
     fails("detect_language", "VALIDATION_ERROR", "argument 'text' must not be empty", text=""),
-    fails("manage_cache", "VALIDATION_ERROR", "must be 'stats' or 'clear', not 'explode'", action="explode"),
+    fails("manage_cache", "VALIDATION_ERROR", "must be 'stats', 'clear' or 'drop', not 'explode'", action="explode"),
     fails("read_document", "VALIDATION_ERROR", "argument 'cursor': not a cursor of read_document",
           document_url=MULTI_PAGE_PDF, cursor="bogus"),
     fails("verify_quote", "VALIDATION_ERROR", "argument 'quote' must not be empty", document_url=MULTI_PAGE_PDF,

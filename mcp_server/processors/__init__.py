@@ -17,6 +17,7 @@ import dataclasses
 
 from mcp_server.core.errors import MCPServerError, ProcessingError, UnsupportedFormatError
 from mcp_server.core.models import FetchedDocument, ProcessedDocument
+from mcp_server.processors.archive import ZipProcessor
 from mcp_server.processors.base import (
     DocumentInput,
     ProcessOptions,
@@ -31,21 +32,28 @@ from mcp_server.processors.csv import CsvProcessor
 from mcp_server.processors.doc import DocProcessor
 from mcp_server.processors.docx import DocxProcessor
 from mcp_server.processors.eml import EmlProcessor
+from mcp_server.processors.epub import EpubProcessor
 from mcp_server.processors.formats import Format
 from mcp_server.processors.html import HtmlProcessor
 from mcp_server.processors.image import ImageProcessor
+from mcp_server.processors.json import JsonProcessor
 from mcp_server.processors.language import detect_language
+from mcp_server.processors.msg import MsgProcessor
 from mcp_server.processors.odf import OdpProcessor, OdsProcessor, OdtProcessor
 from mcp_server.processors.ooxml import OleProcessor
+from mcp_server.processors.org import OrgProcessor
 from mcp_server.processors.pdf import PdfProcessor
 from mcp_server.processors.ppt import PptProcessor
 from mcp_server.processors.pptx import PptxProcessor
+from mcp_server.processors.rst import RstProcessor
 from mcp_server.processors.rtf import RtfProcessor
 from mcp_server.processors.sniff import TEXT_FALLBACK, detect_type, looks_like_text
 from mcp_server.processors.text import TextProcessor
 from mcp_server.processors.urls import extract_urls
 from mcp_server.processors.xls import XlsProcessor
 from mcp_server.processors.xlsx import XlsxProcessor
+from mcp_server.processors.xml import XmlProcessor
+from mcp_server.processors.yaml import YamlProcessor
 
 __all__ = [
     "DocumentInput",
@@ -77,8 +85,16 @@ _PROCESSORS: tuple[Processor, ...] = (
     OdpProcessor(),
     RtfProcessor(),
     EmlProcessor(),
+    MsgProcessor(),
+    EpubProcessor(),
+    ZipProcessor(),  # after every zip package format: it takes the zips they do not claim
     OleProcessor(),  # after every format that lives in an OLE container
     ImageProcessor(),
+    JsonProcessor(),
+    XmlProcessor(),
+    YamlProcessor(),
+    RstProcessor(),
+    OrgProcessor(),
     HtmlProcessor(),
     TextProcessor(),
 )

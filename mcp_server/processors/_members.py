@@ -83,16 +83,20 @@ class Parts:
         self.blocks.append(text)
         self.length = start + len(text)
         spans = sorted(inner, key=lambda loc: loc.start)
-        at = start
+        at, first = start, len(self.locations)
         for loc in spans:
             lo, hi = start + loc.start, min(start + loc.end, self.length)
             if lo < at or hi <= lo:
                 continue
-            if lo > at:
+            if lo > at and len(self.locations) > first:  # the blank lines between two spans
+                self.locations[-1] = dataclasses.replace(self.locations[-1], end=lo)
+            elif lo > at:
                 self.locations.append(Location(start=at, end=lo, heading_path=path))
             self.locations.append(dataclasses.replace(loc, start=lo, end=hi, heading_path=path + loc.heading_path))
             at = hi
-        if at < self.length:
+        if at < self.length and len(self.locations) > first:
+            self.locations[-1] = dataclasses.replace(self.locations[-1], end=self.length)
+        elif at < self.length:
             self.locations.append(Location(start=at, end=self.length, heading_path=path))
 
     def add_member(self, name: str, result: ProcessedDocument | str, path: tuple[str, ...]) -> None:

@@ -38,6 +38,7 @@ __all__ = [
     "OLE_MAGIC",
     "OleProcessor",
     "check_ole",
+    "check_zip_limits",
     "guard_ooxml",
     "is_ole",
     "ole_kind",
@@ -120,13 +121,13 @@ def guard_ooxml(data: bytes, options: ProcessOptions, *, kind: str) -> None:
         ) from exc
     with zf:
         infos = zf.infolist()
-        _check_limits(infos, options)
+        check_zip_limits(infos, options)
         for info in infos:
             if info.filename.lower().endswith(_XML_SUFFIXES) and not info.is_dir():
                 _check_prolog(zf, info, kind)
 
 
-def _check_limits(infos: list[zipfile.ZipInfo], options: ProcessOptions) -> None:
+def check_zip_limits(infos: list[zipfile.ZipInfo], options: ProcessOptions) -> None:
     if len(infos) > options.zip_max_entries:
         raise ProcessingError(
             f"zip has {len(infos)} entries, more than the limit zip_max_entries={options.zip_max_entries}",

@@ -29,6 +29,8 @@ __all__ = ["EmlProcessor", "header_block", "html_to_text"]
 
 HEADERS = ("From", "To", "Cc", "Date", "Subject")
 _HEADER_LINE = re.compile(rb"^([A-Za-z][A-Za-z0-9-]*):[ \t]", re.MULTILINE)
+_PART_HEADER = re.compile(rb"^content-type:", re.IGNORECASE | re.MULTILINE)
+_PARTS_PER_MEMBER = 4  # an attachment is a part, or a few (a message with its alternatives)
 _MAIL_HEADERS = {b"from", b"to", b"subject", b"date", b"message-id", b"received", b"mime-version", b"return-path",
                  b"cc", b"reply-to", b"delivered-to", b"x-mailer", b"content-type"}
 
@@ -57,6 +59,13 @@ class EmlProcessor:
     )
 
     def process(self, doc: DocumentInput, options: ProcessOptions) -> ProcessedDocument:
+        # The parser takes ~0.5 ms a part (5 s for 10,000): count the part headers first and refuse a
+        # message that cannot be within the limits before parsing any of it.
+        parts_declared = len(_PART_HEADER.findall(doc.data))
+        if parts_declared > _PARTS_PER_MEMBER * options.archive_max_members:
+            raise ProcessingError(
+                f"the message has {parts_declared} MIME parts, more than {_PARTS_PER_MEMBER} per attachment "
+                f"allowed by archive_max_members={options.archive_max_members}", limit="archive_max_members")
         try:
             message = BytesParser(policy=policy.default).parsebytes(doc.data)
         except Exception as exc:  # the parser is lenient; this is a last resort

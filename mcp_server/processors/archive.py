@@ -74,7 +74,7 @@ def _read(archive: zipfile.ZipFile, info: zipfile.ZipInfo, options: ProcessOptio
         return "encrypted (password required)"
     try:
         data = archive.read(info)
-    except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError) as exc:  # ValueError: bad offsets
         return f"corrupt member ({type(exc).__name__})"
     except NotImplementedError:
         return "compression method not supported"

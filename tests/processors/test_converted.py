@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import stat
+import time
 from pathlib import Path
 
 import olefile
@@ -93,15 +94,21 @@ def _script(folder: Path, body: str) -> str:
     return str(path)
 
 
-def _gone(pid_file: Path) -> bool:
-    """Not running: no such process, or a killed one left for init to reap (a zombie)."""
+def _gone(pid_file: Path, within: float = 10.0) -> bool:
+    """The process ends within ``within`` s (SIGKILL is delivered asynchronously): no such process,
+    or a killed one left for init to reap (a zombie)."""
     pid = int(pid_file.read_text())
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    status = Path(f"/proc/{pid}/stat")
-    return status.exists() and status.read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (ProcessLookupError, FileNotFoundError):
+            return True
+        if state in ("Z", "X"):
+            return True
+        time.sleep(0.02)  # polling a condition with a deadline, not waiting for a guessed time
+    return False
 
 
 def test_a_hanging_converter_is_killed_with_its_children_and_reported(tmp_path: Path) -> None:

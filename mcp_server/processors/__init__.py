@@ -17,6 +17,7 @@ import dataclasses
 
 from mcp_server.core.errors import MCPServerError, ProcessingError, UnsupportedFormatError
 from mcp_server.core.models import FetchedDocument, ProcessedDocument
+from mcp_server.processors._soffice import converter_available
 from mcp_server.processors.archive import ZipProcessor
 from mcp_server.processors.base import (
     DocumentInput,
@@ -60,6 +61,7 @@ __all__ = [
     "Format",
     "ProcessOptions",
     "Processor",
+    "converter_available",
     "detect_type",
     "document_input",
     "format_for",

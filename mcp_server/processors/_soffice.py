@@ -33,7 +33,7 @@ from mcp_server.core.models import ProcessedDocument
 from mcp_server.processors.base import DocumentInput, ProcessOptions, Processor
 from mcp_server.processors.ooxml import ENCRYPTED_MESSAGE
 
-__all__ = ["OfficeConverter", "convert", "read_converted", "refuse_encrypted_ole"]
+__all__ = ["OfficeConverter", "convert", "converter_available", "read_converted", "refuse_encrypted_ole"]
 
 _INSTALL = "apt-get install libreoffice-core-nogui libreoffice-writer-nogui libreoffice-calc-nogui " \
            "libreoffice-impress-nogui (or run `make`)"
@@ -90,6 +90,11 @@ class OfficeConverter:
         if code < 0 or code > 1:
             raise ProcessingError("the document converter crashed on this document", reason="converter_crashed",
                                   exitcode=code)
+
+
+def converter_available(command: str) -> bool:
+    """True when LibreOffice (``command``) is installed: .doc/.xls/.ppt, OpenDocument and RTF read."""
+    return shutil.which(command) is not None
 
 
 def convert(data: bytes, *, suffix: str, target: str, command: str, timeout: float) -> bytes:

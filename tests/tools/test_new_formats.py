@@ -6,6 +6,7 @@ one per converted format)."""
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from typing import Any
 
@@ -94,6 +95,13 @@ async def test_a_legacy_deck_and_workbook_are_read_one_slide_or_sheet_at_a_time(
     assert "Some notes on the second slide" in slide["text"] and slide["pages"] == [2]
     sheet = await call(mcp, "read_document", document_url=files.url("test.xls"), pages="1")
     assert "Alpha" in sheet["text"] and sheet["pages"] == [1]
+
+
+async def test_health_says_whether_the_office_converter_is_there(mcp: ThreadedServer) -> None:
+    health = await call(mcp, "get_system_health")
+    assert health["features"]["OFFICE_CONVERTER_AVAILABLE"] is (shutil.which("soffice") is not None)
+    assert {"doc", "xls", "ppt", "odt", "ods", "odp", "rtf", "eml", "msg", "epub", "zip", "json", "xml", "yaml",
+            "rst", "org"} <= set(health["supported_formats"])
 
 
 async def test_archive_members_are_located_by_their_paths(files: FileServer, mcp: ThreadedServer) -> None:

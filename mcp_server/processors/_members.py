@@ -41,7 +41,8 @@ def check_count(count: int, options: ProcessOptions, what: str) -> None:
         )
 
 
-def read_member(data: bytes, name: str, options: ProcessOptions, *, content_type: str = "") -> ProcessedDocument | str:
+def read_member(data: bytes, name: str, options: ProcessOptions, *, content_type: str = "",
+                charset: str | None = None) -> ProcessedDocument | str:
     """The member read by its format's processor, or why it was not read (a short phrase).
 
     ``options`` are the member's own (``deeper(...)``). Limit errors of nested containers
@@ -55,7 +56,7 @@ def read_member(data: bytes, name: str, options: ProcessOptions, *, content_type
         return "no format this server reads"
     try:
         return processor.process(DocumentInput(data=data, doc_type=doc_type, filename=name,
-                                               content_type=content_type), options)
+                                               content_type=content_type, charset=charset), options)
     except ProcessingError as exc:
         if exc.details.get("limit") in ("archive_max_depth", "archive_max_members"):
             raise

@@ -24,6 +24,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 from pathlib import Path
 
 import msoffcrypto
@@ -108,11 +109,27 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
 
 
 def _profile() -> Path:
-    # One profile per process: a worker converts one document at a time, and a warm profile
-    # saves LibreOffice's first-start setup on every later conversion.
-    path = Path(tempfile.gettempdir()) / f"rag-soffice-profile-{os.getuid()}-{os.getpid()}"
-    path.mkdir(mode=0o700, exist_ok=True)
+    """The profile folder of this process and thread: a worker converts one document at a time, and
+    a warm profile saves LibreOffice's first-start setup on every later conversion. Profiles of
+    processes that are gone (recycled workers) are removed when a new one is made."""
+    prefix = f"rag-soffice-profile-{os.getuid()}-"
+    path = Path(tempfile.gettempdir()) / f"{prefix}{os.getpid()}-{threading.get_ident()}"
+    if not path.is_dir():
+        for stale in Path(tempfile.gettempdir()).glob(f"{prefix}*"):
+            if not _running(int(stale.name[len(prefix):].split("-", 1)[0] or 0)):
+                shutil.rmtree(stale, ignore_errors=True)
+        path.mkdir(mode=0o700, exist_ok=True)
     return path
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return True
+    return pid > 0
 
 
 def _isolated(argv: list[str]) -> list[str]:

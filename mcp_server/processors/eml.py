@@ -98,7 +98,9 @@ def read_message(message: EmailMessage, parts: Parts, options: ProcessOptions, *
             parts.add(f"## {name}", (*here, name))
             read_message(nested, parts, inner, path=(*here, name))
             continue
-        parts.add_member(name, read_member(_payload(part), name, inner, content_type=part.get_content_type()), here)
+        member = read_member(_payload(part), name, inner, content_type=part.get_content_type(),
+                             charset=part.get_content_charset())
+        parts.add_member(name, member, here)
     return {**headers, "attachments": names, "attachment_count": len(names)}
 
 

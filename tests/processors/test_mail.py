@@ -59,6 +59,13 @@ def test_encoded_headers_bodies_and_a_base64_office_attachment_are_decoded_and_r
     assert located(doc, "This is a sample Microsoft Word Document")[:2] == ("Prüfbericht für Zoë", "Bericht Q4.docx")
 
 
+def test_a_text_attachment_is_decoded_with_its_declared_charset() -> None:
+    message = _message()
+    message.add_attachment("Straße, Größe, Übermaß".encode("cp1252"), maintype="text", subtype="plain",
+                           filename="notes.txt", params={"charset": "windows-1252"})
+    assert "Straße, Größe, Übermaß" in read(message.as_bytes()).content
+
+
 def test_an_html_only_body_is_converted_as_the_html_processor_reads_it() -> None:
     message = _message()
     message.set_content("<html><body><h1>Agenda</h1><p>Budget <b>review</b> at noon.</p></body></html>",

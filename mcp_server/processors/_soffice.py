@@ -9,8 +9,9 @@ binaries with structure (antiword/catdoc give plain text and fail on small files
 docs/formats.md). The child runs in the parser worker, so it inherits the worker's address-space
 cap; it gets its own session (killed as a group on timeout, so ``oosplash`` and ``soffice.bin``
 both go), its own profile folder per worker (LibreOffice refuses two instances on one profile),
-and no network when the kernel lets an unprivileged process unshare it (linked images and OLE
-objects are never fetched).
+no network when the kernel lets an unprivileged process unshare it (linked images and OLE objects
+are never fetched), and runs under coreutils' ``timeout``, which kills its process group even if the
+worker itself was killed first (a whole-document parse timeout).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ __all__ = ["OfficeConverter", "convert", "converter_available", "read_converted"
 
 _INSTALL = "apt-get install libreoffice-core-nogui libreoffice-writer-nogui libreoffice-calc-nogui " \
            "libreoffice-impress-nogui (or run `make`)"
+_GUARD_SLACK = 5.0  # seconds the outer guard waits past the converter's limit
 _OUTPUT_FILTERS = {"docx": "docx:MS Word 2007 XML", "xlsx": "xlsx:Calc Office Open XML",
                    "pptx": "pptx:Impress Office Open XML"}
 
@@ -64,12 +66,18 @@ class OfficeConverter:
             argv = [binary, "--headless", "--norestore", "--nolockcheck", "--nodefault", "--nologo",
                     f"-env:UserInstallation={_profile().as_uri()}",
                     "--convert-to", _OUTPUT_FILTERS[target], "--outdir", str(out), str(source)]
-            self._run(_isolated(argv), work)
+            self._run(self._guarded(_isolated(argv)), work)
             result = out / f"document.{target}"
             if not result.is_file() or result.stat().st_size == 0:
                 raise ProcessingError(f"LibreOffice could not read this {suffix} file (corrupt or not that format)",
                                       reason="corrupt")
             return result.read_bytes()
+
+    def _guarded(self, argv: list[str]) -> list[str]:
+        """Under coreutils' ``timeout``, which kills the whole group a little after our own limit even
+        when this worker is gone (a parse timeout kills the worker, not the converter's own session)."""
+        guard = shutil.which("timeout")
+        return [guard, "--signal=KILL", f"{self.timeout + _GUARD_SLACK:g}", *argv] if guard else argv
 
     def _run(self, argv: list[str], work: str) -> None:
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": work, "LANG": "C.UTF-8",

@@ -206,6 +206,21 @@ class Settings(BaseSettings):
     zip_max_uncompressed_bytes: int = Field(
         1024 * 1024 * 1024, ge=1, description="OOXML: most total declared uncompressed bytes."
     )
+    office_command: str = Field(
+        "soffice",
+        description="LibreOffice's command: it converts .doc/.xls/.ppt, OpenDocument and RTF to OOXML before they "
+        "are read (empty or missing: those formats are refused with the install command).",
+    )
+    office_timeout: float = Field(
+        60, gt=0, description="Time one LibreOffice conversion may take (seconds); then it is killed."
+    )
+    archive_max_depth: int = Field(
+        3, ge=0, le=10,
+        description="ZIP archives and e-mail: how deep archives and messages inside others are opened.",
+    )
+    archive_max_members: int = Field(
+        500, ge=1, description="ZIP archives and e-mail: most members or attachments read from one document."
+    )
     max_content_chars: int = Field(50_000, ge=1000, description="Cap of returned document content.")
     max_table_chars: int = Field(5_000, ge=100, description="Cap of one returned table.")
     max_rows_per_sheet: int = Field(20, ge=1, description="Rows rendered per sheet.")

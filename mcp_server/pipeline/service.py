@@ -244,7 +244,9 @@ class DocumentService:
         timings = {"download": _ms(started)}
         inp = await self._sniff(fetched)
         if expect and inp.doc_type not in expect:
-            wanted = " or ".join(t.upper() for t in expect)
+            # "ole" is let through for the processors' own message (encrypted); it is no format to ask for
+            named = [t.upper() for t in expect if t != "ole"] or [t.upper() for t in expect]
+            wanted = named[0] if len(named) == 1 else f"{', '.join(named[:-1])} or {named[-1]}"
             raise ValidationError(
                 f"{tool or 'this tool'} needs a {wanted} document, but {url} is "
                 f"{inp.doc_type.upper() if inp.doc_type != 'unknown' else 'of an unknown type'}; "

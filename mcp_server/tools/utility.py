@@ -47,7 +47,8 @@ async def detect_language(
 
 @tool("utility", title="System health")
 async def get_system_health(ctx: Context) -> dict[str, Any]:
-    """Status, version, feature flags (RERANK_AVAILABLE, OCR_AVAILABLE, LANG_DETECT_AVAILABLE),
+    """Status, version, feature flags (RERANK_AVAILABLE, OCR_AVAILABLE, LANG_DETECT_AVAILABLE,
+    OFFICE_CONVERTER_AVAILABLE: LibreOffice for .doc/.xls/.ppt, OpenDocument, RTF),
     the weights serving each model role, supported formats, device, cache statistics."""
     return await run_sync(system_health, app_of(ctx))
 

@@ -71,7 +71,7 @@ BAD = [
     fails("query_spreadsheet", "VALIDATION_ERROR", "needs an XLSX or CSV document",
           document_url=f"{DOCS}/pdf/testPDF_bom.pdf", search_value="x"),
     fails("extract_pdf_text", "PROCESSING_ERROR", "password required", document_url=ENCRYPTED_PDF),
-    fails("extract_docx_text", "VALIDATION_ERROR", "needs a DOCX or OLE document",
+    fails("extract_docx_text", "VALIDATION_ERROR", "needs a DOCX, DOC, ODT or RTF document",
           document_url=f"{DOCS}/pdf/testPDF_bom.pdf"),
     fails("extract_pptx_text", "DOWNLOAD_ERROR", "HTTP 404", document_url=f"{DOCS}/pptx/no-such-deck.pptx"),
     fails("extract_xlsx_tables", "VALIDATION_ERROR", "argument 'document_url' is required"),

@@ -21,6 +21,7 @@ from mcp_server.processors.base import (
     DocumentInput,
     ProcessOptions,
     Processor,
+    View,
     format_for,
     get_processor,
     register,
@@ -54,6 +55,7 @@ __all__ = [
     "register",
     "supported_formats",
     "unregister",
+    "View",
 ]
 
 # One line per format; the order is the sniffer's order among equals (generic formats last).

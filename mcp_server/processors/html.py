@@ -1,5 +1,10 @@
 """HTML: readable Markdown-ish text without the page chrome.
 
+Two views of a page (``ProcessOptions.html_view``): ``main``, the main content as a person reads it
+(``_html_main.py`` picks it; the whole page where the page is not an article or renders only with
+JavaScript, and ``metadata.extraction`` says which was used), and ``full``, the whole cleaned page
+written by the walk below. Both share the writer, the page's links and its metadata.
+
 BeautifulSoup over lxml's HTML parser (no DTD loading, no network, no entity definitions in
 HTML). The walk over the tree uses an explicit stack, never recursion, so 100k nested
 ``<div>`` cannot overflow the interpreter stack. Charset: the HTTP header or ``<meta>``
@@ -88,7 +93,8 @@ def looks_like_html(data: bytes) -> Likelihood | None:
 class HtmlProcessor:
     format: ClassVar[Format] = Format(
         doc_type="html",
-        description="HTML pages: chrome removed, headings, lists and tables as Markdown",
+        description="Web pages: the main content (trafilatura; the whole cleaned page on request or when the page "
+        "is not an article), headings, lists and tables as Markdown, title/authors/date metadata",
         extensions=(".html", ".htm", ".xhtml"),
         mime_types=("text/html", "application/xhtml+xml"),
         text=True,

@@ -230,7 +230,8 @@ class _Writer:
                 continue
             if name == "pre":
                 self.flush()
-                self.block(node.get_text().strip("\n"))
+                inner = node.find("pre")  # trafilatura writes a code block as <pre> in an indented <pre>
+                self.block((inner if isinstance(inner, Tag) else node).get_text().strip("\n"))
                 continue
             if name in _BLOCKS:
                 self.flush()

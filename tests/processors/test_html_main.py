@@ -111,6 +111,23 @@ def test_an_article_loses_the_site_around_it() -> None:
     assert main.metadata["site_name"] == "Daily"
 
 
+def test_an_article_keeps_its_code_blocks_lists_and_tables() -> None:
+    para = "<p>" + "Installing the tool takes one command and a minute of waiting for the packages. " * 4 + "</p>"
+    sidebar = "<div class='sidebar'><ul>" + "".join(
+        f"<li><a href='/p{n}'>Another guide about topic number {n}</a></li>" for n in range(30)) + "</ul></div>"
+    page = (f"<html><body>{sidebar}<article><h1>Install guide</h1>{para}"
+            "<pre><code>pip install foo\nfoo --run\n    indented line</code></pre>"
+            f"{para}<h2>Options</h2><ol><li>first option</li><li>second option</li></ol>"
+            "<table><tr><th>flag</th><th>meaning</th></tr><tr><td>-v</td><td>verbose</td></tr></table>"
+            f"{para}</article></body></html>")
+    doc = _page(page)
+    assert doc.metadata["extraction"] == "main" and "Another guide" not in doc.content
+    assert "\n\npip install foo\nfoo --run\n    indented line\n\n" in doc.content
+    assert "- first option" in doc.content and "- second option" in doc.content
+    assert doc.tables[0].content == "| flag | meaning |\n|---|---|\n| -v | verbose |"
+    assert [loc.heading_path for loc in doc.locations] == [("Install guide",), ("Install guide", "Options")]
+
+
 def test_a_listing_page_is_read_whole_and_says_why() -> None:
     items = "".join(f"<li><a href='https://docs.example/page{n}'>Reference page {n}</a></li>" for n in range(60))
     doc = _page(f"<html><body><h1>API reference</h1><ul>{items}</ul></body></html>")

@@ -112,14 +112,14 @@ class HtmlProcessor:
             )
         text, encoding = decode_bytes(doc.data, doc.charset or _declared_charset(doc.data))
         tree, too_deep = parse_page(text)
-        page = page_metadata(tree) if tree is not None else {}
-        if options.html_view == "full" or tree is None:
-            return _whole_page(text, encoding, page, {"extraction": "full"})
+        if tree is None:  # nothing to parse (an empty page)
+            return _whole_page(text, encoding, {}, {"extraction": "full"})
+        page = page_metadata(tree)
         facts = page_facts(tree, too_deep)
-        if facts.javascript_shell:
-            hint = JS_SHELL_HINT.format(words=facts.words)
-            return _whole_page(text, encoding, page, {"extraction": "full", "javascript_required": True,
-                                                      "hint": hint})
+        if facts.javascript_shell:  # said in either view: there is nothing else to read
+            page.update(javascript_required=True, hint=JS_SHELL_HINT.format(words=facts.words))
+        if options.html_view == "full" or facts.javascript_shell:
+            return _whole_page(text, encoding, page, {"extraction": "full"})
         links = _tree_links(tree)  # before the extractor changes the tree
         main = None if too_deep else extract_main(tree)
         reason = _not_an_article(facts, main)

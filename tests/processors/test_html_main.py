@@ -144,10 +144,11 @@ def test_a_listing_page_is_read_whole_and_says_why() -> None:
     "<html><body><div class='x'>Loading</div><script>" + "var state = {};" * 1000 + "</script></body></html>",
 ])
 def test_a_javascript_shell_is_recognised_with_a_hint(shell: str) -> None:
-    doc = _page(shell)
-    assert doc.metadata["javascript_required"] is True
-    assert "JavaScript" in doc.metadata["hint"]
-    assert doc.metadata["extraction"] == "full"
+    for view in ("main", "full"):
+        doc = _page(shell, view)
+        assert doc.metadata["javascript_required"] is True
+        assert "JavaScript" in doc.metadata["hint"]
+        assert doc.metadata["extraction"] == "full"
 
 
 def test_a_short_server_rendered_page_is_no_javascript_shell() -> None:

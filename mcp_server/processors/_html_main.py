@@ -27,6 +27,7 @@ __all__ = [
     "extract_main", "page_facts", "page_metadata", "parse_page",
 ]
 
+log = logging.getLogger(__name__)
 # trafilatura logs every page it finds little in at WARNING; that is our decision to make.
 logging.getLogger("trafilatura").setLevel(logging.ERROR)
 logging.getLogger("htmldate").setLevel(logging.ERROR)
@@ -122,7 +123,13 @@ def page_metadata(tree: Any) -> dict[str, Any]:
     states them (meta tags, JSON-LD, bylines); the language its markup declares."""
     from trafilatura import extract_metadata  # here: the server process never parses (workers preload it)
 
-    found = extract_metadata(tree, extensive=False)
+    try:
+        found = extract_metadata(tree, extensive=False)
+    except MemoryError:
+        raise
+    except Exception:  # noqa: BLE001 - a bug in the metadata heuristics must not cost the page its text
+        log.warning("html.metadata_failed", exc_info=True)
+        return {}
     metadata: dict[str, Any] = {}
     for source, name in _METADATA_FIELDS:
         value = getattr(found, source, None)
@@ -151,8 +158,14 @@ def extract_main(tree: Any) -> MainContent | None:
 
     # Measured on the dev pages (bench/README.md): the comments section out (precision), the links in
     # (the link text stays in its paragraph: recall and precision), no images (they pull captions in).
-    html = extract(tree, output_format="html", include_comments=False, include_tables=True,
-                   include_formatting=False, include_links=True, include_images=False)
+    try:
+        html = extract(tree, output_format="html", include_comments=False, include_tables=True,
+                       include_formatting=False, include_links=True, include_images=False)
+    except MemoryError:
+        raise
+    except Exception:  # noqa: BLE001 - the extractor failing leaves the whole page, which still reads
+        log.warning("html.main_content_failed", exc_info=True)
+        return None
     if not html:
         return None
     body = lxml.html.document_fromstring(html).body

@@ -3,8 +3,9 @@
 Three cache layers (as the original design): downloads by URL, processed documents by content
 key, retrievers (indexes) by content key in memory then on disk (``retrieval.IndexManager``).
 Keys of the last two hash the *bytes*, so one document at two URLs is processed and embedded
-once, and new bytes at an old URL never meet stale results. A fourth, small layer remembers
-failed parses per content key for ``failure_ttl`` seconds.
+once, and new bytes at an old URL never meet stale results. A web page's two views (its main
+content, the whole page) have two keys; every other format one, whatever the view asked for. A
+fourth, small layer remembers failed parses per content key for ``failure_ttl`` seconds.
 
 ``retrieve`` goes bytes -> content key -> index: a document with an index in memory or on disk
 is never parsed (nor its processed form decoded) again; only a missing index parses and chunks.

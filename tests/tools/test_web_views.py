@@ -40,7 +40,7 @@ def mcp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThreadedServer]:
 async def call(server: ThreadedServer, tool: str, **arguments: Any) -> tuple[bool, dict[str, Any]]:
     async with http_client(server.mcp_url) as client:
         result = await client.call_tool(tool, arguments)
-    return result.isError, payload(result)
+    return result.is_error, payload(result)
 
 
 async def test_process_document_reads_the_main_content_by_default_and_the_whole_page_on_request(

@@ -221,6 +221,16 @@ class Settings(BaseSettings):
     archive_max_members: int = Field(
         500, ge=1, description="ZIP archives and e-mail: most members or attachments read from one document."
     )
+    html_view: Literal["main", "full"] = Field(
+        "main",
+        description="How web pages (HTML) are read by default: 'main' = the main content (the article, "
+        "without the site's menus, share bars, related links and footers; the whole page when the page is "
+        "not an article), 'full' = the whole cleaned page. Every reading tool takes view= to choose per call.",
+    )
+    max_html_bytes: int = Field(
+        32 * 1024 * 1024, ge=1024,
+        description="Larger HTML pages are refused with a clear error instead of parsed (bytes).",
+    )
     max_content_chars: int = Field(50_000, ge=1000, description="Cap of returned document content.")
     max_table_chars: int = Field(5_000, ge=100, description="Cap of one returned table.")
     max_rows_per_sheet: int = Field(20, ge=1, description="Rows rendered per sheet.")

@@ -23,6 +23,7 @@ from mcp_server.processors.base import (
     DocumentInput,
     ProcessOptions,
     Processor,
+    View,
     format_for,
     get_processor,
     register,
@@ -70,6 +71,7 @@ __all__ = [
     "register",
     "supported_formats",
     "unregister",
+    "View",
 ]
 
 # One line per format; the order is the sniffer's order among equals (generic formats last).

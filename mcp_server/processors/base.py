@@ -10,16 +10,20 @@ so ``formats.py`` holds declarations only and imports nothing of the processors.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Protocol
+from typing import ClassVar, Literal, Protocol
 
 from mcp_server.core.models import ProcessedDocument
 from mcp_server.core.settings import Settings
 from mcp_server.processors.formats import Format
 
 __all__ = [
-    "DocumentInput", "ProcessOptions", "Processor", "format_for", "get_processor", "register", "registered",
+    "DocumentInput", "ProcessOptions", "Processor", "View", "format_for", "get_processor", "register", "registered",
     "unregister",
 ]
+
+
+# How a web page is read: its main content (the article) or the whole cleaned page.
+View = Literal["main", "full"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -51,6 +55,8 @@ class ProcessOptions:
     archive_max_depth: int = 3
     archive_max_members: int = 500
     nesting: int = 0  # how deep inside archives or messages this document is (0: the download)
+    html_view: View = "main"  # a web page's main content, or the whole page
+    max_html_bytes: int = 32 * 1024 * 1024
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ProcessOptions:
@@ -67,6 +73,8 @@ class ProcessOptions:
             office_timeout=settings.office_timeout,
             archive_max_depth=settings.archive_max_depth,
             archive_max_members=settings.archive_max_members,
+            html_view=settings.html_view,
+            max_html_bytes=settings.max_html_bytes,
         )
 
 

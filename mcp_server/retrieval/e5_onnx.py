@@ -180,6 +180,8 @@ class OnnxE5Embedder(Embedder):
         """Mean vectors (not normalised: ``embed`` does), one per text; a text longer than the
         window is cut into windows whose means are averaged by their token counts (e5.c's way)."""
         tokenizer = tokenizer or self._wait()  # the loader passes it before it is ready
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
         width = WINDOW - 2
         windows: list[list[int]] = []
         owners: list[int] = []

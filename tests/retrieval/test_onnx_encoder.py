@@ -35,7 +35,7 @@ def test_queries_and_passages_are_embedded_by_onnx_runtime_with_pytorchs_vectors
     embedder = fast(minilm_registry)
     assert embedder.onnx is not None
     assert embedder.runtime.startswith("onnxruntime ")
-    assert minilm_registry.health()["embedding_runtime"] == {embedder.model_id: embedder.runtime}
+    assert minilm_registry.health()["embedding_runtime"][embedder.model_id] == embedder.runtime
     prefixed = [embedder.query_prefix + query for query in QUERIES]
     assert np.abs(embedder.embed_queries(QUERIES) - embedder._torch(prefixed)).max() < 1e-5
     # one query alone (the warm path) and in a batch (padding) give the same vector

@@ -16,6 +16,7 @@ from typing import Any
 
 import anyio
 
+from mcp_server.core.budget import MemoryBudget
 from mcp_server.core.concurrency import run_sync
 from mcp_server.core.settings import Settings
 from mcp_server.fetch import Fetcher
@@ -74,9 +75,11 @@ async def open_app_context(settings: Settings) -> AsyncIterator[AppContext]:
             shared_indexes = shared.indexes
         # background index builds belong to the process, not to the request that started them;
         # they stop (at their next batch) before the parsers and models go away
-        indexes = await stack.enter_async_context(IndexManager(settings, models, shared=shared_indexes).running())
+        budget = MemoryBudget(settings.memory_budget_mb * 2**20 or None)
+        indexes = await stack.enter_async_context(
+            IndexManager(settings, models, shared=shared_indexes, budget=budget).running())
         service = DocumentService(
-            settings, fetcher=fetcher, parsers=parsers, models=models, indexes=indexes, **caches,
+            settings, fetcher=fetcher, parsers=parsers, models=models, indexes=indexes, budget=budget, **caches,
         )
         context = AppContext(settings=settings, limiter=limiter, guard=ToolGuard(settings, limiter),
                              models=models, service=service, reading=Reading(service),

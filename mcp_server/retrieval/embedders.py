@@ -251,7 +251,9 @@ class SentenceTransformerEmbedder(Embedder):
 
     def __init__(self, model: Any, *, model_id: str, batch_size: int = 32, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.model = model
+        self._model = model
+        self._reload: Callable[[], Any] | None = None  # set when the weights were released for ONNX Runtime
+        self._model_lock = threading.Lock()
         self.model_id = model_id
         self.batch_size = batch_size
         get_dim = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
@@ -298,10 +300,28 @@ class SentenceTransformerEmbedder(Embedder):
                 if encoder is not None:
                     embedder.runtime = how
                     embedder.batch_tokens = ONNX_BATCH_TOKENS  # its cost follows padded tokens (bench/latency.py)
+                    embedder.release_torch_weights(lambda: SentenceTransformer(
+                        source, device=device, local_files_only=local_files_only, token=token).eval())
                 else:
                     embedder.runtime = f"torch ({how})"
                     log.warning("models.runtime", extra={"model": model_id, "runtime": "torch", "reason": how})
         return embedder
+
+    @property
+    def model(self) -> Any:
+        """The PyTorch model; loaded again on first use if ``release_torch_weights`` dropped its weights."""
+        with self._model_lock:
+            if self._reload is not None:
+                self._model, self._reload = self._reload(), None
+            return self._model
+
+    def release_torch_weights(self, reload: Callable[[], Any]) -> None:
+        """ONNX Runtime holds its own copy of the weights: PyTorch's go (90-130 MB per small model).
+        The module structure stays on the meta device (its tokenizer keeps working for the encoder);
+        ``reload`` brings the weights back if PyTorch is ever asked to embed."""
+        with self._model_lock:
+            self._model.to("meta")
+            self._reload = reload
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         # the query prefix replaces the passage one

@@ -41,7 +41,7 @@ import anyio.from_thread
 from anyio.abc import TaskGroup
 
 from mcp_server.core import metrics
-from mcp_server.core.budget import MemoryBudget, measure
+from mcp_server.core.budget import MemoryBudget, measure, release_memory
 from mcp_server.core.cache import MemoryLayer
 from mcp_server.core.concurrency import KeyedLock, Progress, run_sync
 from mcp_server.core.errors import ModelLoadError
@@ -297,8 +297,13 @@ class IndexManager:
             slot: AbstractAsyncContextManager[Any] = metrics.build_slot(self._gpu())
             if background:
                 slot = _both(self._background(), self._gpu())
+            def build() -> DocumentIndex:
+                built = DocumentIndex.embed(chunks, embedder, progress=progress)
+                release_memory()  # the batches' activations and token arrays are freed: give them back
+                return built
+
             async with slot:
-                index = await run_sync(lambda: DocumentIndex.embed(chunks, embedder, progress=progress))
+                index = await run_sync(build)
             await self.tiers.save(key, index, chunker_version)
             self._built(key, index, embedder, started)
             return index, True

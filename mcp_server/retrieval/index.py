@@ -63,7 +63,7 @@ MAX_NEIGHBORS = 2
 SENTENCE_FANOUT = 4  # sentences fetched per dense chunk candidate; several may share a chunk
 EMBED_SLICE = 4096  # sentences embedded and added to FAISS at a time (bounds the vectors held twice)
 
-# (unit texts, owning chunk of each) -> mask of the units to embed (``DocumentIndex.extended``)
+# (unit texts, the document position of each one's chunk) -> mask of the units to embed (``DocumentIndex.extended``)
 UnitSelect = Callable[[list[str], np.ndarray], np.ndarray]
 
 
@@ -370,8 +370,10 @@ def _embed_into(
     progress: ProgressFn | None, select: UnitSelect | None = None,
 ) -> np.ndarray:
     """Embed the sentences of the chunks at ``positions`` (sorted) into ``index``, a slice at a
-    time so that no second full-size copy of the vectors exists; returns each vector's chunk."""
+    time so that no second full-size copy of the vectors exists; returns each vector's chunk
+    position. ``select`` sees the units with their chunks' positions in the document."""
     texts, owners = sentence_units([chunks[int(p)] for p in positions])
+    owners = positions[owners]  # the chunk positions in the document, which ``select`` ranks by
     if select is not None:
         keep = select(texts, owners)
         texts, owners = [t for t, k in zip(texts, keep, strict=True) if k], owners[keep]
@@ -391,7 +393,7 @@ def _embed_into(
 
         index.add(embedder.embed(part, progress=report, unit="sentences"))
         done += sliced[0]
-    return positions[owners]
+    return owners
 
 
 def _span_location(anchor: ChunkLocation, parts: list[ChunkLocation]) -> ChunkLocation:

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlparse
 
-from mcp_server.chunking import TokenCounter
+from mcp_server.chunking import TokenCounter, special_tokens
 from mcp_server.core.errors import ModelLoadError
 from mcp_server.core.settings import Settings
 from mcp_server.retrieval.analysis import base_language
@@ -390,8 +390,9 @@ class _WindowCounter:
     def __init__(self, *embedders: Embedder) -> None:
         self._embedders = list({id(e): e for e in embedders}.values())
         self.max_tokens = min(e.max_tokens for e in self._embedders)
-        # per-word sums of the larger count are an upper bound of each tokenizer's own count
+        # per-word sums of the larger count, less the smallest fixed cost, bound each tokenizer's own count
         self.splits_on_whitespace = all(getattr(e, "splits_on_whitespace", False) for e in self._embedders)
+        self.special_tokens = min(special_tokens(e) for e in self._embedders)
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         counts = [e.count_tokens(texts) for e in self._embedders]

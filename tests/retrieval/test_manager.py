@@ -609,3 +609,21 @@ def test_a_first_answer_keeps_its_embedding_within_budget_dropping_the_lowest_ra
         True, False, True]
     # the best candidate keeps its units even when they alone exceed the budget
     assert best_sentences("alpha river", 1, ranks=ranks, max_chars=1)(texts, owners).tolist() == [False, False, True]
+
+
+def test_a_first_answer_on_a_slow_models_document_embeds_its_best_candidate_even_late_in_the_document() -> None:
+    """The budget keeps the best-ranked candidates' sentences, wherever in the document they stand
+    (it used to rank the candidates by their order among the embedded chunks: the first chunks kept
+    their vectors and a question about a later article had none for its answer)."""
+    from mcp_server.retrieval import DocumentIndex
+    from mcp_server.retrieval.partial import partial_view
+
+    texts = [f"Der Fluss Nummer {i} fließt ruhig durch das Tal und das Dorf." for i in range(11)]
+    texts.append("Der Vulkan am Fluss brach aus. Der Vulkan ist hoch.")
+    chunks = make_chunks(texts, language="de")
+    embedder = FakeEmbedder()
+    embedder.prior_chars_per_second = 30.0  # a slow model: the budget holds one candidate's sentences
+    base = DocumentIndex.embed(chunks, embedder, only=())
+    view = partial_view(base, "Wann brach der Vulkan am Fluss aus?", embedder, 5, per_chunk=3)
+    assert base.bm25_top("Wann brach der Vulkan am Fluss aus?", 1) == [11]
+    assert set(view.owners.tolist()) == {11}

@@ -15,6 +15,7 @@ Hand-written because cachetools bounds one cache by size, not several caches tog
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import logging
@@ -24,11 +25,21 @@ import types
 from collections import Counter
 from typing import Any, Protocol
 
-from mcp_server.core import metrics
+import anyio
+import anyio.to_thread
 
-__all__ = ["BudgetedLayer", "MemoryBudget", "measure", "release_memory"]
+from mcp_server.core import metrics
+from mcp_server.core.concurrency import Progress
+from mcp_server.core.errors import ServerBusyError
+
+__all__ = ["BUILD_BYTES_PER_CHAR", "BudgetedLayer", "MemoryBudget", "measure", "release_memory"]
 
 log = logging.getLogger(__name__)
+
+ADMISSION_WAIT = 120.0  # seconds a build waits for the budget before its call gets SERVER_BUSY
+# What indexing holds per character of chunk text: sentence vectors (384 float32 per ~100-character
+# sentence: ~15 B/char), the chunks and the BM25 matrix (a few more)
+BUILD_BYTES_PER_CHAR = 20
 
 _ATOMS = (str, bytes, bytearray, int, float, bool, complex, type(None))
 # classes, modules and functions are shared code, not a cached value's data
@@ -95,6 +106,9 @@ class MemoryBudget:
         self._lock = threading.Lock()
         self.evictions: Counter[str] = Counter()
         self.evicted_bytes = 0
+        self.reserved = 0  # bytes admitted for index builds under way (``admitted``); caches make room for them
+        self._released: anyio.Event | None = None
+        self.admission_waits = 0
 
     def register(self, layer: BudgetedLayer) -> None:
         with self._lock:
@@ -112,7 +126,7 @@ class MemoryBudget:
             metrics.cache_bytes(self.bytes_by_layer())
             return 0
         with self._lock:
-            while self.used() > self.max_bytes:
+            while self.used() + self.reserved > self.max_bytes:
                 victim = self._oldest(keep)
                 if victim is None and keep is not None:
                     victim = (keep[0], keep[1])  # alone over the whole budget: not kept
@@ -131,6 +145,40 @@ class MemoryBudget:
             if freed >= RELEASE_AFTER_BYTES:
                 release_memory()
         return freed
+
+    async def reserve(self, nbytes: int, *, progress: Progress | None = None, wait: float = ADMISSION_WAIT) -> None:
+        """Hold ``nbytes`` of the budget while a document's index is built (on the event loop; give
+        it back with ``release``). The caches give way at once; builds already holding the budget do
+        not, so a build that does not fit waits for one to end (saying so through ``progress``), and
+        after ``wait`` seconds the call gets ``ServerBusyError`` (retryable). A build alone always fits."""
+        if self.max_bytes is not None:
+            deadline = anyio.current_time() + wait
+            told = False
+            while self.reserved and self.reserved + nbytes > self.max_bytes:
+                if anyio.current_time() >= deadline:
+                    raise ServerBusyError(retry_after=30.0, reserved_mb=self.reserved // 2**20)
+                if not told:
+                    told = True
+                    self.admission_waits += 1
+                    log.info("index.admission_wait", extra={"bytes": nbytes, "reserved": self.reserved})
+                    if progress is not None:
+                        with contextlib.suppress(Exception):
+                            await progress(0, None, f"queued: {self.reserved // 2**20} MB of other index builds "
+                                                    f"hold the memory budget")
+                if self._released is None:
+                    self._released = anyio.Event()
+                with anyio.move_on_after(max(0.0, deadline - anyio.current_time())):
+                    await self._released.wait()
+        self.reserved += nbytes
+        if self.max_bytes is not None and self.used() + self.reserved > self.max_bytes:
+            await anyio.to_thread.run_sync(self.enforce)  # the caches make room now, off the loop
+
+    def release(self, nbytes: int) -> None:
+        """Give back what ``reserve`` held (on the event loop); a waiting build may go."""
+        self.reserved -= nbytes
+        released, self._released = self._released, None
+        if released is not None:
+            released.set()
 
     def _oldest(self, keep: tuple[BudgetedLayer, str] | None) -> tuple[BudgetedLayer, str] | None:
         best: tuple[float, BudgetedLayer, str] | None = None
@@ -154,6 +202,8 @@ class MemoryBudget:
             "bytes_by_layer": dict(by_layer),
             "evictions": dict(self.evictions),
             "evicted_bytes": self.evicted_bytes,
+            "reserved_for_builds": self.reserved,
+            "admission_waits": self.admission_waits,
         }
 
 

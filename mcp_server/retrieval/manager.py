@@ -41,7 +41,7 @@ import anyio.from_thread
 from anyio.abc import TaskGroup
 
 from mcp_server.core import metrics
-from mcp_server.core.budget import MemoryBudget, measure, release_memory
+from mcp_server.core.budget import BUILD_BYTES_PER_CHAR, MemoryBudget, measure, release_memory
 from mcp_server.core.cache import MemoryLayer
 from mcp_server.core.concurrency import KeyedLock, Progress, run_sync
 from mcp_server.core.errors import ModelLoadError
@@ -104,6 +104,7 @@ class _Pending:
     done: anyio.Event = field(default_factory=anyio.Event)
     progress: Progress | None = None  # the starting call's, while it is connected
     embedded: tuple[int, int] = (0, 0)
+    reserved: int = 0  # bytes of the memory budget held until the complete build ends
 
 
 class IndexManager:
@@ -121,6 +122,7 @@ class IndexManager:
         self._memory: MemoryLayer[DocumentIndex] = MemoryLayer(
             "index", max_entries=settings.cache_max_retrievers, ttl=settings.cache_ttl, size_of=measure,
             budget=budget, timer=timer, count_lookups=False)
+        self.memory = budget
         if budget is not None:
             register_embedders(budget, models.embedders)
         self._concurrency = settings.gpu_concurrency
@@ -204,17 +206,27 @@ class IndexManager:
                 metrics.index_lookup("miss")
                 chunk_list = list(await chunks() if callable(chunks) else chunks)
                 embedder = self.models.embedder_for(*_profile(chunk_list))
+                need = BUILD_BYTES_PER_CHAR * sum(len(chunk.text) for chunk in chunk_list)
+                if self.memory is not None:  # several big first calls at once queue here, or SERVER_BUSY
+                    await self.memory.reserve(need, progress=progress)
                 if query is None or self._build_now(chunk_list, embedder):
-                    fresh, built = await self._build_here(key, chunker_version, chunk_list, progress)
+                    try:
+                        fresh, built = await self._build_here(key, chunker_version, chunk_list, progress)
+                    finally:
+                        self._release(need)
                     await self._remember(key, fresh)
                     return IndexView(key=key, index=fresh, complete=True, cached=not built)
                 # BM25 over every chunk, no vectors yet: a second or so for a 3 MB book, off the loop
                 started = time.perf_counter()
-                base = await run_sync(lambda: DocumentIndex.embed(chunk_list, embedder, only=()))
-                base.key = key  # passage ids of partial answers name the key the complete index will have
-                lexical = round((time.perf_counter() - started) * 1000, 2)
-                pending = _Pending(key=key, base=base, embedder=embedder, progress=progress)
-                view = await self._answer_partial(pending, query, progress)
+                try:
+                    base = await run_sync(lambda: DocumentIndex.embed(chunk_list, embedder, only=()))
+                    base.key = key  # passage ids of partial answers name the key the complete index will have
+                    lexical = round((time.perf_counter() - started) * 1000, 2)
+                    pending = _Pending(key=key, base=base, embedder=embedder, progress=progress, reserved=need)
+                    view = await self._answer_partial(pending, query, progress)
+                except BaseException:
+                    self._release(need)
+                    raise
                 view.timings_ms["bm25_index"] = lexical
                 self._pending[key] = pending
                 assert self._tasks is not None
@@ -277,6 +289,7 @@ class IndexManager:
         finally:
             if self._pending.get(key) is pending:
                 del self._pending[key]
+            self._release(pending.reserved)
             pending.done.set()
 
     async def _claim_and_build(
@@ -342,6 +355,10 @@ class IndexManager:
         if index is not None:
             await self._remember(key, index)
         return index
+
+    def _release(self, nbytes: int) -> None:
+        if self.memory is not None:
+            self.memory.release(nbytes)
 
     async def _remember(self, key: str, index: DocumentIndex) -> None:
         """Into the memory layer; measuring and any evictions it causes run off the loop."""

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import anyio
+import anyio.lowlevel
 import numpy as np
+import pytest
 
 from mcp_server.core.budget import MemoryBudget, measure
 from mcp_server.core.cache import MemoryLayer
+from mcp_server.core.errors import ServerBusyError
 
 MB = 2**20
 
@@ -84,3 +88,52 @@ def test_without_a_budget_only_the_layers_bound_themselves() -> None:
     cache.put("a", b"x" * (3 * MB))
     assert cache.get("a") is not None and budget.stats()["bytes"] == 3 * MB
 
+
+
+# --- admission: index builds hold the budget while they run -------------------------------------
+@pytest.mark.anyio
+async def test_a_build_that_does_not_fit_waits_for_one_to_end_and_is_told_so() -> None:
+    budget = MemoryBudget(10 * MB)
+    await budget.reserve(8 * MB)
+    told: list[str] = []
+    admitted = anyio.Event()
+
+    async def progress(done: float, total: float | None, message: str) -> None:
+        told.append(message)
+
+    async def second() -> None:
+        await budget.reserve(5 * MB, progress=progress)
+        admitted.set()
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as group:
+            group.start_soon(second)
+            while not told:  # the second build is queued: it said so
+                await anyio.lowlevel.checkpoint()
+            assert not admitted.is_set() and budget.reserved == 8 * MB
+            budget.release(8 * MB)
+            await admitted.wait()
+    assert budget.reserved == 5 * MB and "queued" in told[0] and budget.stats()["admission_waits"] == 1
+
+
+@pytest.mark.anyio
+async def test_a_build_that_waits_too_long_gets_a_retryable_busy_error() -> None:
+    budget = MemoryBudget(10 * MB)
+    await budget.reserve(8 * MB)
+    with pytest.raises(ServerBusyError) as caught:
+        await budget.reserve(5 * MB, wait=0.05)
+    assert caught.value.code == "SERVER_BUSY" and caught.value.details["retry_after"] > 0
+    assert budget.reserved == 8 * MB
+
+
+@pytest.mark.anyio
+async def test_the_caches_make_room_for_a_build_and_a_build_alone_always_fits() -> None:
+    budget = MemoryBudget(3 * MB)
+    cache = layer("document", budget)
+    for key in "abc":
+        cache.put(key, b"x" * MB)
+    await budget.reserve(2 * MB)
+    assert budget.used() <= MB and cache.get("c") is not None  # the least recently used went
+    budget.release(2 * MB)
+    await budget.reserve(50 * MB, wait=0)  # bigger than the budget, but nothing else builds
+    assert budget.used() == 0 and budget.reserved == 50 * MB

@@ -202,3 +202,45 @@ async def test_a_worker_killed_mid_build_leaves_nothing_in_the_way_and_the_next_
     names = sorted(p.name for p in (tmp_path / key).iterdir())
     assert len(names) == 4 and MANIFEST_FILE in names and not [n for n in names if n.endswith(".tmp")]
     assert IndexStore(tmp_path).load(key) is not None
+
+
+async def test_first_calls_on_documents_bigger_than_half_the_budget_build_one_after_the_other(tmp_path: Path) -> None:
+    import anyio
+
+    from mcp_server.core.budget import BUILD_BYTES_PER_CHAR, MemoryBudget
+
+    chunks = make_chunks(TEXTS)
+    need = BUILD_BYTES_PER_CHAR * sum(len(chunk.text) for chunk in chunks)
+    budget = MemoryBudget(need * 3 // 2)  # one build fits, two do not
+    manager = IndexManager(Settings(index_dir=tmp_path, _env_file=None), ModelRegistry.fake(), budget=budget)
+    built: list[int] = []
+
+    async def first_call(n: int) -> None:
+        index, cached = await manager.get_or_build(f"{n:064x}", "1", "params", make_chunks(TEXTS))
+        built.append(len(index))
+        assert not cached
+
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as group:
+            for n in range(3):
+                group.start_soon(first_call, n)
+    assert built == [len(TEXTS)] * 3 and budget.reserved == 0
+    assert budget.stats()["admission_waits"] >= 1
+
+
+async def test_a_partially_answered_document_holds_the_budget_until_its_background_build_ends(tmp_path: Path) -> None:
+    import anyio
+
+    from mcp_server.core.budget import MemoryBudget
+
+    budget = MemoryBudget(64 * 2**20)
+    settings = Settings(index_dir=tmp_path, progressive_budget=0, _env_file=None)
+    manager = IndexManager(settings, ModelRegistry.fake(), budget=budget)
+    with anyio.fail_after(60):
+        async with manager.running():
+            view = await manager.open("c" * 64, "1", "params", make_chunks(TEXTS), query="volcanoes")
+            assert not view.complete
+            done = manager.pending("c" * 64, "1", "params")
+            assert done is not None and budget.reserved > 0
+            await done.wait()
+    assert budget.reserved == 0

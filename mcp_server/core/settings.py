@@ -42,6 +42,11 @@ class Settings(BaseSettings):
         "streamable-http", description="MCP transport."
     )
     workers: int = Field(1, ge=1, le=64, description="Worker processes for streamable HTTP.")
+    worker_healthcheck_timeout: int = Field(
+        60, ge=1, le=3600,
+        description="With --workers > 1: seconds a worker may take to answer the supervisor's health check "
+        "before it is killed and replaced (uvicorn's own default, 5, replaced busy workers on a loaded machine).",
+    )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", description="Log level.")
     log_dir: Path | None = Field(
         Path("request_logs"),

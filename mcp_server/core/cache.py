@@ -30,6 +30,8 @@ class CacheLayer(Protocol[V]):
 
     def put(self, key: str, value: V) -> None: ...
 
+    def delete(self, key: str) -> bool: ...
+
     def clear(self) -> int: ...
 
     def stats(self) -> dict[str, object]: ...
@@ -121,6 +123,10 @@ class MemoryLayer(Generic[V]):
             self._touch(key)
         if self._budget is not None:  # outside the lock: the budget takes other layers' locks
             self._budget.enforce(keep=(self, key))
+
+    def delete(self, key: str) -> bool:
+        with self._lock:
+            return self._cache.pop(key, None) is not None
 
     def clear(self) -> int:
         with self._lock:

@@ -21,6 +21,8 @@ from mcp_server.core.errors import ValidationError
 from mcp_server.core.models import Chunk, ChunkLocation, Location, ProcessedDocument
 from mcp_server.pipeline.read_windows import (
     CHARS_PER_TOKEN_CAP,
+    SHEET_TYPES,
+    SLIDE_TYPES,
     Cursor,
     canonical_pages,
     locations_of,
@@ -163,7 +165,7 @@ class Reading:
 
     @staticmethod
     def _sheet_units(doc: ProcessedDocument, locations: Sequence[Location], start: int, end: int) -> tuple[int, ...]:
-        if doc.doc_type not in ("xlsx", "csv"):
+        if doc.doc_type not in SHEET_TYPES:
             return ()
         units = unit_spans(doc, locations)
         return tuple(sorted(u for u, spans in units.items() if any(s < end and start < e for s, e in spans)))
@@ -208,11 +210,11 @@ class Reading:
     async def page_image(self, url: str, page: int, *, pid: str | None, dpi: int) -> PageImage:
         fetched = await self.service.fetch(url)
         inp = await run_sync(document_input, fetched)
-        if inp.doc_type == "pptx":
+        if inp.doc_type in SLIDE_TYPES:
             raise ValidationError(
-                "argument 'document_url': PPTX slides cannot be rendered on this server (it has no office "
-                "renderer); read the slide's text with read_document(pages=...)", argument="document_url",
-                document_type="pptx")
+                f"argument 'document_url': {inp.doc_type.upper()} slides cannot be rendered on this server (it "
+                "has no office renderer); read the slide's text with read_document(pages=...)", argument="document_url",
+                document_type=inp.doc_type)
         if inp.doc_type not in RENDERABLE:
             raise ValidationError(
                 f"argument 'document_url': get_page_image needs a PDF (or an image), but {url} is "

@@ -28,7 +28,7 @@ from mcp_server.core.errors import MCPServerError, ToolTimeoutError, ValidationE
 from mcp_server.core.logging import request_id_var
 from mcp_server.core.models import Chunk, ChunkLocation, SearchHit
 from mcp_server.fetch import validate_url
-from mcp_server.pipeline.service import DocumentService
+from mcp_server.pipeline.service import DocumentService, Source
 from mcp_server.retrieval.index import DocumentIndex, merge_texts
 from mcp_server.retrieval.passages import parse_passage_id, passage_id, text_checksum
 from mcp_server.retrieval.pool import PoolSource, search_pool
@@ -52,6 +52,7 @@ class DocumentOutcome:
     doc_type: str | None = None
     chunks: int | None = None
     cached: bool | None = None
+    source: Source | None = None  # which bytes were searched, fetched when
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -194,7 +195,7 @@ class Research:
                 return
             indexes[i] = indexed.index
             outcomes[i] = DocumentOutcome(url=url, doc_type=indexed.doc_type, chunks=len(indexed.index.chunks),
-                                          cached=indexed.cached)
+                                          cached=indexed.cached, source=indexed.source)
             await tracker.advance(i, 1.0, f"[{i + 1}/{len(urls)}] {url}: ready ({len(indexed.index.chunks)} chunks)")
 
         with anyio.move_on_after(deadline if deadline is not None else math.inf):

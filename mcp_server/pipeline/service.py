@@ -8,6 +8,11 @@ failed parses per content key for ``failure_ttl`` seconds.
 
 ``retrieve`` goes bytes -> content key -> index: a document with an index in memory or on disk
 is never parsed (nor its processed form decoded) again; only a missing index parses and chunks.
+
+Freshness: a cached download older than ``revalidate_after_s`` (by its ``validated_at``, wall-clock
+time, so every worker and host sharing the Redis layer agrees on its age) is checked with a
+conditional GET before use: a 304 keeps the bytes, hence the content key and the index; new bytes
+are a new content key, parsed and indexed anew. Uploads are content-addressed: never revalidated.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from mcp_server.core.errors import ProcessingError, ValidationError
 from mcp_server.core.failures import FailedParse
 from mcp_server.core.models import Chunk, FetchedDocument, ProcessedDocument, SearchHit
 from mcp_server.core.settings import Settings
-from mcp_server.fetch import Fetcher
+from mcp_server.fetch import Fetcher, is_immutable, is_remote
 from mcp_server.processors import DocumentInput, ProcessOptions, document_input, process_document
 from mcp_server.processors.sandbox import ParserPool
 from mcp_server.processors.sheet_search import search_spreadsheet
@@ -40,12 +45,25 @@ from mcp_server.retrieval.manager import IndexManager, IndexView
 from mcp_server.retrieval.models import ModelRegistry
 from mcp_server.retrieval.passages import passage_id
 
-__all__ = ["DocumentService", "Indexed", "Processed", "Retrieval"]
+__all__ = ["DocumentService", "Indexed", "Processed", "Retrieval", "Source"]
 
 logger = logging.getLogger(__name__)
 
 # Bump when processor output changes in a way cached documents and indexes must not survive.
 PROCESSING_VERSION = "1"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Source:
+    """Which bytes answered: their hash and when they were downloaded and last confirmed."""
+
+    sha256: str = ""
+    fetched_at: float = 0.0  # epoch seconds
+    validated_at: float = 0.0
+
+    @classmethod
+    def of(cls, fetched: FetchedDocument) -> Source:
+        return cls(sha256=fetched.sha256, fetched_at=fetched.fetched_at, validated_at=fetched.validated_at)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -55,6 +73,7 @@ class _Located:
     input: DocumentInput
     content_key: str  # hash of bytes + processing options: the document and index cache key
     timings_ms: dict[str, float]
+    source: Source
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -63,6 +82,7 @@ class Processed:
     document: ProcessedDocument
     cached: bool  # parsed earlier: from the document cache
     content_key: str = ""  # hash of bytes + processing options (read cursors and quote indexes name it)
+    source: Source = Source()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -74,6 +94,7 @@ class Indexed:
     timings_ms: dict[str, float]
     complete: bool = True  # False: a partial index while the complete one builds
     dense_coverage: float = 1.0
+    source: Source = Source()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -87,6 +108,7 @@ class Retrieval:
     dense_coverage: float = 1.0  # share of the chunks with vectors in the index searched
     model_id: str = ""  # the embedding model of the index searched
     languages: tuple[str, ...] = ()  # its passages' languages, most text first
+    source: Source = Source()
 
 
 # Failed parses kept when no shared layer is given (they are small; the TTL is what matters).
@@ -150,19 +172,52 @@ class DocumentService:
         )
         self._sniffed: LRUCache[tuple[str, str, str, str], str] = LRUCache(maxsize=SNIFFED_ENTRIES)
         self._parse_locks = KeyedLock()
+        self._fetch_locks = KeyedLock()  # concurrent calls for one stale URL revalidate it once
         # layers of the tools built on this service (reading.py), reported and cleared with these
         self.extra_layers: list[CacheLayer[Any]] = []
         self.process_runs = 0  # documents actually parsed (tests use it to prove coalescing)
 
     # --- stages -----------------------------------------------------------------------
+    def _fresh(self, url: str, cached: FetchedDocument) -> bool:
+        return is_immutable(url) or time.time() - cached.validated_at < self.settings.revalidate_after_s
+
     async def fetch(self, url: str) -> FetchedDocument:
         # Cache layers may be remote (Redis): their calls run in a worker thread, off the loop.
         cached = await _get(self.downloads, url)
-        if cached is not None:
+        if cached is not None and self._fresh(url, cached):
             return cached
-        fetched = await self.fetcher.fetch(url)
-        await _put(self.downloads, url, fetched)
-        return fetched
+        async with self._fetch_locks.hold(url):
+            # another call may have fetched or confirmed it meanwhile: one download, not ten
+            cached = await _get(self.downloads, url)
+            if cached is not None and self._fresh(url, cached):
+                return cached
+            # a stale copy of an http(s) document is revalidated (a conditional GET when it has
+            # validators); a local file is read again (its bytes decide the content key anyway)
+            fetched = await self.fetcher.fetch(url, cached=cached if is_remote(url) else None)
+            if cached is not None:
+                self._revalidated(cached, fetched)
+            await _put(self.downloads, url, fetched)
+            return fetched
+
+    @staticmethod
+    def _revalidated(cached: FetchedDocument, fetched: FetchedDocument) -> None:
+        if fetched.sha256 != cached.sha256:
+            metrics.download_revalidated("changed")
+            logger.info("fetch.changed", extra={"url": fetched.final_url, "old": cached.sha256[:16],
+                                                "new": fetched.sha256[:16]})
+        elif fetched.fetched_at == cached.fetched_at:  # a 304 keeps the copy's download time
+            metrics.download_revalidated("not_modified")
+        else:
+            metrics.download_revalidated("unchanged")  # downloaded again (no validators, or ignored)
+
+    async def drop(self, url: str) -> dict[str, int]:
+        """Forget one URL's download (the next call downloads it again) and a remembered failed
+        parse of its bytes; indexes stay, keyed by content: the same bytes find theirs again."""
+        cached = await _get(self.downloads, url)
+        removed = {"download": int(await run_sync(self.downloads.delete, url)), "failure": 0}
+        if cached is not None:
+            removed["failure"] = int(await run_sync(self.failures.delete, self._content_key(cached)))
+        return removed
 
     def content_key(self, fetched: FetchedDocument) -> str:
         return self._content_key(fetched)
@@ -190,7 +245,9 @@ class DocumentService:
         timings = {"download": _ms(started)}
         inp = await self._sniff(fetched)
         if expect and inp.doc_type not in expect:
-            wanted = " or ".join(t.upper() for t in expect)
+            # "ole" is let through for the processors' own message (encrypted); it is no format to ask for
+            named = [t.upper() for t in expect if t != "ole"] or [t.upper() for t in expect]
+            wanted = named[0] if len(named) == 1 else f"{', '.join(named[:-1])} or {named[-1]}"
             raise ValidationError(
                 f"{tool or 'this tool'} needs a {wanted} document, but {url} is "
                 f"{inp.doc_type.upper() if inp.doc_type != 'unknown' else 'of an unknown type'}; "
@@ -199,7 +256,8 @@ class DocumentService:
             )
         if progress is not None:
             await progress(1, None, f"downloaded {len(fetched.data)} bytes")
-        return _Located(input=inp, content_key=self._content_key(fetched), timings_ms=timings)
+        return _Located(input=inp, content_key=self._content_key(fetched), timings_ms=timings,
+                        source=Source.of(fetched))
 
     async def process(
         self, url: str, *, expect: Sequence[str] = (), tool: str = "", progress: Progress | None = None,
@@ -210,7 +268,7 @@ class DocumentService:
         if progress is not None:
             await progress(2, None, f"processed {len(document.content)} characters")
         return Processed(doc_type=located.input.doc_type, document=document, cached=cached,
-                         content_key=located.content_key)
+                         content_key=located.content_key, source=located.source)
 
     async def _parse(self, key: str, inp: DocumentInput) -> tuple[ProcessedDocument, bool]:
         document = await _get(self.documents, key)
@@ -281,7 +339,7 @@ class DocumentService:
         return Retrieval(hits=hits, total_chunks=len(index.chunks), doc_type=indexed.doc_type,
                          cached=indexed.cached, timings_ms=timings, complete=indexed.complete,
                          dense_coverage=indexed.dense_coverage, model_id=index.model_id,
-                         languages=tuple(index.languages))
+                         languages=tuple(index.languages), source=indexed.source)
 
     async def index(self, url: str, *, query: str | None = None, progress: Progress | None = None) -> Indexed:
         """The document's search index, bytes -> content key -> index: from memory or disk when
@@ -324,7 +382,7 @@ class DocumentService:
         chunks = view.index.chunks
         doc_type = chunks[0].doc_type if chunks else located.input.doc_type  # the processor's; else the sniffed
         return Indexed(index=view.index, key=view.key, doc_type=doc_type, cached=view.cached, timings_ms=timings,
-                       complete=view.complete, dense_coverage=view.dense_coverage)
+                       complete=view.complete, dense_coverage=view.dense_coverage, source=located.source)
 
     async def query_spreadsheet(self, url: str, search_value: str, column: str | None) -> dict[str, Any]:
         inp = await self._sniff(await self.fetch(url))
@@ -339,6 +397,7 @@ class DocumentService:
             "failure": self.failures.stats(),
             **{layer.name: layer.stats() for layer in self.extra_layers},
             "memory_budget": self.budget.stats() if self.budget is not None else None,
+            "upload": self.fetcher.uploads.stats(),  # reported, never cleared here: uploads expire
         }
 
     async def clear(self) -> dict[str, Any]:

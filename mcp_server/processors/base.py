@@ -46,6 +46,11 @@ class ProcessOptions:
     zip_max_uncompressed_bytes: int = 1024 * 1024 * 1024
     max_rows_per_sheet: int = 20
     detect_language: bool = True
+    office_command: str = "soffice"
+    office_timeout: float = 60.0
+    archive_max_depth: int = 3
+    archive_max_members: int = 500
+    nesting: int = 0  # how deep inside archives or messages this document is (0: the download)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ProcessOptions:
@@ -58,6 +63,10 @@ class ProcessOptions:
             zip_max_ratio=settings.zip_max_ratio,
             zip_max_uncompressed_bytes=settings.zip_max_uncompressed_bytes,
             max_rows_per_sheet=settings.max_rows_per_sheet,
+            office_command=settings.office_command,
+            office_timeout=settings.office_timeout,
+            archive_max_depth=settings.archive_max_depth,
+            archive_max_members=settings.archive_max_members,
         )
 
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
 
-from mcp.server.fastmcp import Context
+from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
@@ -37,7 +37,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 DocumentUrl = Annotated[str, Field(
     min_length=1, description="http(s) URL of the document; the server downloads it (private and local network "
-                              "addresses are refused unless allowlisted).")]
+                              "addresses are refused unless allowlisted). Or the upload:// URL POST /documents "
+                              "answered for a file the user uploaded.")]
 Query = Annotated[str, Field(
     min_length=1, description="The question or search text, in any language (at most max_text_length characters, "
                               f"a server setting: {Settings.model_fields['max_text_length'].default:,} by default).")]
@@ -90,8 +91,9 @@ def spec_of(fn: Callable[..., Any]) -> ToolSpec:
     return spec
 
 
-def app_of(ctx: Context) -> AppContext:
-    return ctx.request_context.lifespan_context
+def app_of(ctx: Context[Any, Any]) -> AppContext:
+    app: AppContext = ctx.request_context.lifespan_context
+    return app
 
 
 def settings_of(ctx: Context) -> Settings:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from mcp.server.fastmcp import Context
+from mcp.server.mcpserver import Context
 from pydantic import Field
 
 from mcp_server.fetch import validate_url
@@ -19,6 +19,7 @@ from mcp_server.tools.schemas import (
     chunk_item,
     document_result,
     retrieve_item,
+    source_info,
 )
 
 __all__ = ["chunk_document", "process_document", "query_spreadsheet", "retrieve_chunks"]
@@ -37,7 +38,8 @@ async def process_document(document_url: DocumentUrl, ctx: Context) -> DocumentR
     processed = await app.service.process(validate_url(document_url, settings), progress=progress_of(ctx))
     doc = processed.document
     return document_result(doc, max_content=settings.max_content_chars, max_table=settings.max_table_chars,
-                           cached=processed.cached, language_name=language_name(doc.detected_language))
+                           cached=processed.cached, language_name=language_name(doc.detected_language),
+                           source=source_info(processed.source))
 
 
 @tool("document", title="Chunk document", open_world=True)
@@ -47,7 +49,7 @@ async def chunk_document(document_url: DocumentUrl, ctx: Context) -> ChunkResult
     app = app_of(ctx)
     processed, chunks = await app.service.chunks(validate_url(document_url, app.settings))
     return ChunkResult(chunks=[chunk_item(c) for c in chunks], chunk_count=len(chunks),
-                       document_type=processed.doc_type)
+                       document_type=processed.doc_type, source=source_info(processed.source))
 
 
 @tool("document", title="Retrieve chunks", open_world=True)
@@ -77,7 +79,7 @@ async def retrieve_chunks(
                         model=found.model_id, languages=found.languages)
     return RetrieveResult(results=items, total_chunks_indexed=found.total_chunks, document_type=found.doc_type,
                           cached=found.cached, timings_ms=found.timings_ms, index=index, tokens=tokens,
-                          omitted=omitted)
+                          omitted=omitted, source=source_info(found.source))
 
 
 @tool("document", title="Query spreadsheet", open_world=True)

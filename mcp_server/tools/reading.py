@@ -6,7 +6,7 @@ import base64
 import json
 from typing import Annotated, Any, Literal
 
-from mcp.server.fastmcp import Context
+from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult, ImageContent, TextContent
 from pydantic import BaseModel, Field
 
@@ -92,8 +92,8 @@ def _reading(ctx: Context) -> Reading:
 async def read_document(
     document_url: DocumentUrl, ctx: Context,
     pages: Annotated[str | None, Field(
-        description='Only these PDF pages, PPTX slides or XLSX/CSV sheets (numbered in order), e.g. "3-7,12"; '
-                    "leave it out when passing a cursor.")] = None,
+        description='Only these PDF pages, slides (PPTX, PPT, ODP) or sheets (XLSX, XLS, ODS, CSV; numbered in '
+                    'order), e.g. "3-7,12"; leave it out when passing a cursor.')] = None,
     cursor: Annotated[str | None, Field(
         min_length=1, max_length=400, description="next_cursor of the previous call, to read on.")] = None,
     max_tokens: Annotated[int, Field(
@@ -104,7 +104,7 @@ async def read_document(
 
     next_cursor continues where this call stopped (null at the end): following the cursors reads
     everything once, with no gap and nothing twice. pages ("3-7,12") limits the read to those PDF
-    pages, PPTX slides or XLSX/CSV sheets (numbered in order); with a cursor leave pages out.
+    pages, slides or sheets (numbered in order); with a cursor leave pages out.
     A cursor is opaque, tied to the document's bytes (a changed document makes it stale) and
     works on any worker of the server.
     """

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from mcp.server.fastmcp import Context
+from mcp.server.mcpserver import Context
 from pydantic import Field
 
 from mcp_server.middleware.http import client_identity
@@ -20,6 +20,7 @@ from mcp_server.tools.schemas import (
     capped,
     chunk_item,
     retrieve_item,
+    source_info,
 )
 
 __all__ = ["PassageId", "get_passage", "search_documents"]
@@ -36,7 +37,7 @@ def _status(outcome: DocumentOutcome, results: int) -> DocumentStatus:
         return DocumentStatus(url=outcome.url, status="error",
                               error=DocumentError(code=outcome.error.code, error=outcome.error.message))
     return DocumentStatus(url=outcome.url, status="ok", document_type=outcome.doc_type, chunks=outcome.chunks,
-                          cached=outcome.cached, results=results)
+                          cached=outcome.cached, results=results, source=source_info(outcome.source))
 
 
 @tool("document", title="Search documents", open_world=True)

@@ -339,13 +339,10 @@ async def test_a_csv_over_the_byte_cap_is_refused(capped: ThreadedServer, web: L
     assert "max_download_bytes" in str(body), body
 
 
-async def test_archives_inside_a_download_are_never_unpacked(capped: ThreadedServer, web: LoopbackServer) -> None:
+async def test_compressed_text_inside_a_download_is_never_unpacked(capped: ThreadedServer, web: LoopbackServer) -> None:
+    # ZIP archives are a format of their own (processors/archive.py, with its limits); a gzip'd CSV is not.
     inner = b"name,value\nHIDDEN-INSIDE,1\n"
-    packed = io.BytesIO()
-    with zipfile.ZipFile(packed, "w") as archive:
-        archive.writestr("inner.csv", inner)
     for path, data, kind in [("/nested.csv.gz", gzip.compress(inner), "application/gzip"),
-                             ("/nested.zip", packed.getvalue(), "application/zip"),
                              ("/nested.csv", gzip.compress(inner), "text/csv")]:
         url = web.route(path, lambda h, d=data, k=kind: respond(h, 200, d, {"Content-Type": k}))
         failed, body = await call_tool(capped, "process_document", {"document_url": url})

@@ -197,8 +197,8 @@ async def one_pass(mcp_url: str, base: str, names: list[str], concurrency: int, 
                             result = await session.call_tool("retrieve_chunks", {
                                 "document_url": f"{base}/{name}", "query": QUERIES[i % len(QUERIES)], "top_k": 3})
                         body = payload(result)
-                        code = str(body.get("code", "ERROR")) if result.isError else "OK"
-                        if result.isError:
+                        code = str(body.get("code", "ERROR")) if result.is_error else "OK"
+                        if result.is_error:
                             refused[name] = f"{code}: {str(body.get('error', ''))[:100]}"
                     except TimeoutError:
                         code, broken = "CLIENT_TIMEOUT", True

@@ -37,7 +37,7 @@ def mcp() -> Iterator[ThreadedServer]:
 async def call(server: ThreadedServer, tool: str, **arguments: Any) -> dict[str, Any]:
     async with http_client(server.mcp_url) as client:
         result = await client.call_tool(tool, arguments)
-    assert not result.isError, payload(result)
+    assert not result.is_error, payload(result)
     return payload(result)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import inspect
 import logging
 import os
 import shutil
@@ -138,6 +139,10 @@ def serve_http(settings: Settings, workers: int, reload: bool) -> None:
               "timeout_graceful_shutdown": 10, "server_header": False}
     logger.info("server.start", extra={"host": settings.host, "port": settings.port, "workers": workers})
     if reload or workers > 1:
+        if "timeout_worker_healthcheck" in inspect.signature(uvicorn.run).parameters:
+            # uvicorn kills a worker that misses one 5 s health check: on a loaded machine a busy,
+            # healthy worker (a build holding the GIL) missed it and lost its calls
+            common["timeout_worker_healthcheck"] = settings.worker_healthcheck_timeout
         uvicorn.run("mcp_server.server.app:create_app", factory=True, workers=None if reload else workers,
                     reload=reload, reload_dirs=[str(Path(__file__).parent)] if reload else None,
                     **common)  # type: ignore[arg-type]

@@ -7,14 +7,16 @@ retriever layer (memory then disk) belongs to ``retrieval/``. Each layer sits be
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from cachetools import TTLCache
 
 from mcp_server.core import metrics
+from mcp_server.core.budget import MemoryBudget, measure
 
 __all__ = ["CacheLayer", "MemoryLayer"]
 
@@ -35,8 +37,23 @@ class CacheLayer(Protocol[V]):
     def stats(self) -> dict[str, object]: ...
 
 
+class _Counted(TTLCache[str, V]):
+    """Counts what cachetools evicts to make room (it does so silently)."""
+
+    def __init__(self, *args: Any, on_evict: Callable[[], None], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._on_evict = on_evict
+
+    def popitem(self) -> tuple[str, V]:
+        item = super().popitem()
+        self._on_evict()
+        return item
+
+
 class MemoryLayer(Generic[V]):
-    """Bounded by entries and, when ``size_of`` is given, by total size (oldest evicted first)."""
+    """Bounded by entries and, when ``size_of`` is given, by total size (least recently used
+    evicted first); with a ``budget``, also by the worker's ``MemoryBudget`` together with the
+    other layers (sizes then measured by ``size_of``, else by ``measure``)."""
 
     def __init__(
         self,
@@ -46,20 +63,40 @@ class MemoryLayer(Generic[V]):
         ttl: float,
         max_bytes: int | None = None,
         size_of: Callable[[V], int] | None = None,
+        budget: MemoryBudget | None = None,
         timer: Callable[[], float] = time.monotonic,
+        count_lookups: bool = True,
     ) -> None:
         self.name = name
+        self._count_lookups = count_lookups  # False: the owner counts lookups itself (the retriever layer)
         self.max_entries = max_entries
         self.max_bytes = max_bytes
+        self._budget = budget
+        if size_of is None and budget is not None:
+            size_of = measure
         self._size_of = size_of
-        if max_bytes is not None and size_of is not None:
-            self._cache: TTLCache[str, V] = TTLCache(maxsize=max_bytes, ttl=ttl, timer=timer, getsizeof=size_of)
+        self._next_size = 0  # measured once per put, read back by the cache's getsizeof
+        if size_of is not None:
+            self._cache: TTLCache[str, V] = _Counted(
+                maxsize=max_bytes or sys.maxsize, ttl=ttl, timer=timer, getsizeof=lambda _: self._next_size,
+                on_evict=self._evicted)
         else:
-            self._cache = TTLCache(maxsize=max_entries, ttl=ttl, timer=timer)
+            self._cache = _Counted(maxsize=max_entries, ttl=ttl, timer=timer, on_evict=self._evicted)
+        self._used: dict[str, float] = {}  # key -> last use (time.monotonic), least recent first
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
         self.evictions = 0
+        if budget is not None:
+            budget.register(self)
+
+    def _evicted(self) -> None:
+        self.evictions += 1
+        metrics.cache_evicted(self.name, "memory")
+
+    def _touch(self, key: str) -> None:
+        self._used.pop(key, None)
+        self._used[key] = time.monotonic()
 
     def get(self, key: str) -> V | None:
         with self._lock:
@@ -68,19 +105,24 @@ class MemoryLayer(Generic[V]):
                 self.misses += 1
             else:
                 self.hits += 1
-            metrics.cache_lookup(self.name, "memory", value is not None)
+                self._touch(key)
+            if self._count_lookups:
+                metrics.cache_lookup(self.name, "memory", value is not None)
             return value
 
     def put(self, key: str, value: V) -> None:
+        size = self._size_of(value) if self._size_of is not None else 1
         with self._lock:
-            if self._size_of is not None and self.max_bytes is not None and self._size_of(value) > self.max_bytes:
+            if self._size_of is not None and self.max_bytes is not None and size > self.max_bytes:
                 return  # larger than the whole layer: not cached
             self._cache.pop(key, None)
             while len(self._cache) >= self.max_entries:
                 self._cache.popitem()
-                self.evictions += 1
-                metrics.cache_evicted(self.name, "memory")
+            self._next_size = size
             self._cache[key] = value
+            self._touch(key)
+        if self._budget is not None:  # outside the lock: the budget takes other layers' locks
+            self._budget.enforce(keep=(self, key))
 
     def delete(self, key: str) -> bool:
         with self._lock:
@@ -90,7 +132,35 @@ class MemoryLayer(Generic[V]):
         with self._lock:
             count = len(self._cache)
             self._cache.clear()
+            self._used.clear()
             return count
+
+    # --- BudgetedLayer ------------------------------------------------------------------------
+    def nbytes(self) -> int:
+        if self._size_of is None:
+            return 0
+        with self._lock:
+            self._cache.expire()
+            return int(self._cache.currsize)
+
+    def oldest(self, exclude: str | None = None) -> tuple[float, str] | None:
+        with self._lock:
+            for key in list(self._used):
+                if key not in self._cache:  # expired or evicted by the cache itself
+                    del self._used[key]
+                elif key != exclude:
+                    return self._used[key], key
+            return None
+
+    def evict(self, key: str) -> int:
+        with self._lock:
+            self._used.pop(key, None)
+            if key not in self._cache:
+                return 0
+            before = int(self._cache.currsize)
+            del self._cache[key]
+            self.evictions += 1
+            return before - int(self._cache.currsize)
 
     def stats(self) -> dict[str, object]:
         with self._lock:
@@ -106,7 +176,8 @@ class MemoryLayer(Generic[V]):
                 "evictions": self.evictions,
                 "ttl_s": self._cache.ttl,
             }
+            if self._size_of is not None:
+                out["bytes"] = int(self._cache.currsize)
             if self.max_bytes is not None:
-                out["bytes"] = int(self._cache.currsize) if self._size_of else None
                 out["max_bytes"] = self.max_bytes
             return out

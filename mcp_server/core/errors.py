@@ -24,6 +24,7 @@ __all__ = [
     "ModelLoadError",
     "ProcessingError",
     "RateLimitError",
+    "ServerBusyError",
     "ToolTimeoutError",
     "UnsupportedFormatError",
     "ValidationError",
@@ -54,6 +55,16 @@ class MCPServerError(Exception):
 class RateLimitError(MCPServerError):
     code = "RATE_LIMITED"
     default_message = "Rate limit exceeded"
+
+    def __init__(self, message: str | None = None, *, retry_after: float, **details: Any) -> None:
+        super().__init__(message, retry_after=round(max(retry_after, 0.0), 3), **details)
+
+
+class ServerBusyError(MCPServerError):
+    """Retryable: the memory budget is taken by other documents' index builds for now."""
+
+    code = "SERVER_BUSY"
+    default_message = "The server is indexing other large documents; retry shortly"
 
     def __init__(self, message: str | None = None, *, retry_after: float, **details: Any) -> None:
         super().__init__(message, retry_after=round(max(retry_after, 0.0), 3), **details)

@@ -54,6 +54,7 @@ __all__ = [
     "Stage",
     "build_slot",
     "bytes_downloaded",
+    "cache_bytes",
     "cache_evicted",
     "cache_insert",
     "cache_lookup",
@@ -62,6 +63,7 @@ __all__ = [
     "download_revalidated",
     "enabled",
     "index_build",
+    "index_dir_bytes",
     "index_embedded",
     "index_lookup",
     "metric_names",
@@ -126,6 +128,13 @@ class _Instruments:
                                      ("layer", "backend", "result"))
         self.cache_evictions = counter("rag_cache_evictions_total",
                                        "Entries evicted to make room, by layer and backend.", ("layer", "backend"))
+        self.cache_bytes = gauge("rag_cache_bytes",
+                                 "Measured bytes held by the in-memory cache layers (MCP_MEMORY_BUDGET_MB bounds "
+                                 "their sum per worker), by layer; summed over the live workers.", ("layer",))
+        self.index_dir_bytes = Gauge("rag_index_dir_bytes",
+                                     "Bytes of committed indexes in the index folder (MCP_INDEX_DIR_MAX_MB bounds it), "
+                                     "as last measured by any worker.", registry=registry,
+                                     multiprocess_mode="mostrecent")
         self.retrievals = counter("rag_retrievals_total",
                                   "retrieve_chunks answers by document type and index state (warm: no embedding).",
                                   ("doc_type", "index"))
@@ -365,6 +374,19 @@ def cache_evicted(layer: Layer | str, backend: Backend, count: int = 1) -> None:
     m = _get()
     if m is not None and count > 0:
         m.cache_evictions.labels(_label(layer), backend).inc(count)
+
+
+def cache_bytes(by_layer: dict[str, int]) -> None:
+    m = _get()
+    if m is not None:
+        for layer, size in by_layer.items():
+            m.cache_bytes.labels(_label(layer)).set(size)
+
+
+def index_dir_bytes(size: int) -> None:
+    m = _get()
+    if m is not None:
+        m.index_dir_bytes.set(size)
 
 
 def cache_insert(layer: Layer, cache: Cache[Any, Any], key: Any) -> None:

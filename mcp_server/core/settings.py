@@ -91,6 +91,11 @@ class Settings(BaseSettings):
         "streamable-http", description="MCP transport."
     )
     workers: int = Field(1, ge=1, le=64, description="Worker processes for streamable HTTP.")
+    worker_healthcheck_timeout: int = Field(
+        60, ge=1, le=3600,
+        description="With --workers > 1: seconds a worker may take to answer the supervisor's health check "
+        "before it is killed and replaced (uvicorn's own default, 5, replaced busy workers on a loaded machine).",
+    )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", description="Log level.")
     log_dir: Path | None = Field(
         Path("request_logs"),
@@ -301,6 +306,24 @@ class Settings(BaseSettings):
     cache_max_documents: int = Field(50, ge=1, description="Processed-document cache entries.")
     cache_max_retrievers: int = Field(20, ge=1, description="In-memory retriever (index) entries.")
     index_dir: Path = Field(Path("faiss_indexes"), description="Folder of persisted FAISS indexes.")
+    memory_budget_mb: int = Field(
+        768, ge=0,
+        description="Bytes (MB) that every in-memory cache of one worker together may hold: downloads, processed "
+        "documents, retrievers (indexes), embedding vectors, quote indexes and page images; the least recently "
+        "used entries go first, by measured size (0 = only the per-layer bounds). Per worker: the process tree "
+        "needs about this times --workers on top of its models.",
+    )
+    index_dir_max_mb: int = Field(
+        2048, ge=0,
+        description="Size (MB) the index folder may reach; after each save the least recently used documents' "
+        "indexes are deleted whole (never one being read or written) until it fits, so the folder stays under "
+        "this plus the index just saved (0 = unbounded).",
+    )
+    malloc_arenas: int = Field(
+        2, ge=0, le=64,
+        description="glibc malloc arenas per process (mallopt M_ARENA_MAX): fewer arenas keep freed memory "
+        "reusable across threads instead of stranded in per-thread arenas (0 = glibc's default, 8 per core).",
+    )
     gpu_concurrency: int = Field(
         2, ge=1, validation_alias=_alias("GPU_CONCURRENCY"), description="Concurrent index builds/searches."
     )

@@ -116,10 +116,10 @@ class Reading:
         settings = service.settings
         self.quote_indexes: MemoryLayer[QuoteIndex] = MemoryLayer(
             "quote_index", max_entries=QUOTE_INDEXES, ttl=settings.cache_ttl, max_bytes=QUOTE_INDEX_BYTES,
-            size_of=lambda index: index.size)
+            size_of=lambda index: index.size, budget=service.budget)
         self.images: MemoryLayer[RenderedPage] = MemoryLayer(
             "page_image", max_entries=256, ttl=settings.cache_ttl, max_bytes=IMAGE_CACHE_BYTES,
-            size_of=lambda page: len(page.png) + 200)
+            size_of=lambda page: len(page.png) + 200, budget=service.budget)
         service.extra_layers.extend([self.quote_indexes, self.images])
         self._builds = KeyedLock()
 

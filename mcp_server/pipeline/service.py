@@ -30,6 +30,7 @@ from cachetools import LRUCache
 
 from mcp_server.chunking import CHUNKER_VERSION, ChunkParams, chunk_document, chunk_params_for
 from mcp_server.core import metrics
+from mcp_server.core.budget import MemoryBudget
 from mcp_server.core.cache import CacheLayer, MemoryLayer
 from mcp_server.core.concurrency import KeyedLock, Progress, run_sync
 from mcp_server.core.errors import ProcessingError, ValidationError
@@ -138,10 +139,8 @@ async def _get(layer: CacheLayer[V], key: str) -> V | None:
 
 
 async def _put(layer: CacheLayer[V], key: str, value: V) -> None:
-    if isinstance(layer, MemoryLayer):
-        layer.put(key, value)
-    else:
-        await run_sync(layer.put, key, value)
+    """Off the loop: a remote layer's call, or measuring a big document and the evictions it causes."""
+    await run_sync(layer.put, key, value)
 
 
 class DocumentService:
@@ -156,6 +155,7 @@ class DocumentService:
         downloads: CacheLayer[FetchedDocument] | None = None,
         documents: CacheLayer[ProcessedDocument] | None = None,
         failures: CacheLayer[FailedParse] | None = None,
+        budget: MemoryBudget | None = None,
     ) -> None:
         self.settings = settings
         self.fetcher = fetcher
@@ -165,11 +165,12 @@ class DocumentService:
         self.options = ProcessOptions.from_settings(settings)
         self.downloads: CacheLayer[FetchedDocument] = downloads or MemoryLayer(
             "download", max_entries=settings.cache_max_downloads, ttl=settings.cache_ttl,
-            max_bytes=settings.cache_max_download_bytes, size_of=lambda d: len(d.data),
+            max_bytes=settings.cache_max_download_bytes, size_of=lambda d: len(d.data), budget=budget,
         )
         self.documents: CacheLayer[ProcessedDocument] = documents or MemoryLayer(
-            "document", max_entries=settings.cache_max_documents, ttl=settings.cache_ttl,
+            "document", max_entries=settings.cache_max_documents, ttl=settings.cache_ttl, budget=budget,
         )
+        self.budget = budget  # the memory budget the tools' own layers (reading.py) join
         self.failures: CacheLayer[FailedParse] = failures or MemoryLayer(
             "failure", max_entries=FAILURE_ENTRIES, ttl=max(settings.failure_ttl, 1e-3),
         )
@@ -413,6 +414,7 @@ class DocumentService:
             "retriever": self.indexes.stats(),
             "failure": self.failures.stats(),
             **{layer.name: layer.stats() for layer in self.extra_layers},
+            "memory_budget": self.budget.stats() if self.budget is not None else None,
             "upload": self.fetcher.uploads.stats(),  # reported, never cleared here: uploads expire
         }
 

@@ -35,6 +35,8 @@ ProgressFn = Callable[[int, int, str], None]
 DEFAULT_CACHE_ENTRIES = 20_000  # ~30 MB of 384-d float32 vectors
 SPEED_SAMPLE_CHARS = 2_000  # embedding speed is measured over at least this much text (one query is noise)
 ONNX_BATCH_TOKENS = 512  # padded tokens per ONNX Runtime batch (bench/latency.py's cold section measures it)
+# a cached vector's array header, its 32-byte key and the cache's bookkeeping (measured: ~240 B)
+CACHED_VECTOR_OVERHEAD = 240
 QUERY_CACHE_ENTRIES = 1024  # agents repeat queries; a repeat then costs no model call
 
 # Queries of these model families need an instruction prefix (their model cards say so) and the
@@ -83,6 +85,7 @@ class Embedder(ABC):
         self.texts_embedded = 0  # texts actually sent to the model (cache misses)
         self._speed: float | None = None  # measured characters per second (moving average)
         self._running = 0  # embed() calls under way (builds, partial answers), under _cache_lock
+        self.cache_used_at = 0.0  # time.monotonic() of the last embed(): its place in the memory budget's LRU
 
     @abstractmethod
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
@@ -126,6 +129,7 @@ class Embedder(ABC):
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
         todo: dict[bytes, list[int]] = {}
         with self._cache_lock:
+            self.cache_used_at = time.monotonic()
             for i, key in enumerate(keys):
                 cached = self._cache.get(key)
                 if cached is not None:
@@ -222,6 +226,19 @@ class Embedder(ABC):
             self._cache.clear()
             self._queries.clear()
 
+    def cache_bytes(self) -> int:
+        """Bytes of the cached vectors (the query cache is small and fixed: not counted)."""
+        with self._cache_lock:
+            return len(self._cache) * (4 * self.dimension + CACHED_VECTOR_OVERHEAD)
+
+    def trim_cache(self, fraction: float) -> int:
+        """Drop the least recently used ``fraction`` of the cached vectors; the bytes freed."""
+        with self._cache_lock:
+            drop = min(len(self._cache), max(1, int(len(self._cache) * fraction)))
+            for _ in range(drop):
+                self._cache.popitem()
+            return drop * (4 * self.dimension + CACHED_VECTOR_OVERHEAD)
+
     def _key(self, text: str) -> bytes:
         return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
 
@@ -234,7 +251,9 @@ class SentenceTransformerEmbedder(Embedder):
 
     def __init__(self, model: Any, *, model_id: str, batch_size: int = 32, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.model = model
+        self._model = model
+        self._reload: Callable[[], Any] | None = None  # set when the weights were released for ONNX Runtime
+        self._model_lock = threading.Lock()
         self.model_id = model_id
         self.batch_size = batch_size
         get_dim = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
@@ -281,10 +300,28 @@ class SentenceTransformerEmbedder(Embedder):
                 if encoder is not None:
                     embedder.runtime = how
                     embedder.batch_tokens = ONNX_BATCH_TOKENS  # its cost follows padded tokens (bench/latency.py)
+                    embedder.release_torch_weights(lambda: SentenceTransformer(
+                        source, device=device, local_files_only=local_files_only, token=token).eval())
                 else:
                     embedder.runtime = f"torch ({how})"
                     log.warning("models.runtime", extra={"model": model_id, "runtime": "torch", "reason": how})
         return embedder
+
+    @property
+    def model(self) -> Any:
+        """The PyTorch model; loaded again on first use if ``release_torch_weights`` dropped its weights."""
+        with self._model_lock:
+            if self._reload is not None:
+                self._model, self._reload = self._reload(), None
+            return self._model
+
+    def release_torch_weights(self, reload: Callable[[], Any]) -> None:
+        """ONNX Runtime holds its own copy of the weights: PyTorch's go (90-130 MB per small model).
+        The module structure stays on the meta device (its tokenizer keeps working for the encoder);
+        ``reload`` brings the weights back if PyTorch is ever asked to embed."""
+        with self._model_lock:
+            self._model.to("meta")
+            self._reload = reload
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         # the query prefix replaces the passage one

@@ -39,13 +39,15 @@ from typing import Any, TypeVar
 import anyio
 import anyio.from_thread
 from anyio.abc import TaskGroup
-from cachetools import TTLCache
 
 from mcp_server.core import metrics
+from mcp_server.core.budget import BUILD_BYTES_PER_CHAR, MemoryBudget, measure, release_memory
+from mcp_server.core.cache import MemoryLayer
 from mcp_server.core.concurrency import KeyedLock, Progress, run_sync
 from mcp_server.core.errors import ModelLoadError
 from mcp_server.core.models import Chunk, SearchHit
 from mcp_server.core.settings import Settings
+from mcp_server.retrieval.cache_layers import register_embedders
 from mcp_server.retrieval.embedders import Embedder
 from mcp_server.retrieval.index import DocumentIndex
 from mcp_server.retrieval.models import ModelRegistry
@@ -102,20 +104,27 @@ class _Pending:
     done: anyio.Event = field(default_factory=anyio.Event)
     progress: Progress | None = None  # the starting call's, while it is connected
     embedded: tuple[int, int] = (0, 0)
+    reserved: int = 0  # bytes of the memory budget held until the complete build ends
 
 
 class IndexManager:
     def __init__(
         self, settings: Settings, models: ModelRegistry, store: IndexStore | None = None, *,
-        shared: SharedIndexStore | None = None, timer: Callable[[], float] = time.monotonic,
+        shared: SharedIndexStore | None = None, budget: MemoryBudget | None = None,
+        timer: Callable[[], float] = time.monotonic,
     ) -> None:
         self.models = models
         self.store = store or IndexStore(settings.index_dir)
         self.tiers = IndexTiers(self.store, shared, lease_seconds=settings.index_lease_seconds,
-                                max_bytes=settings.index_store_max_bytes)
-        self._memory: TTLCache[str, DocumentIndex] = TTLCache(
-            maxsize=settings.cache_max_retrievers, ttl=settings.cache_ttl, timer=timer
-        )
+                                max_bytes=settings.index_store_max_bytes,
+                                local_max_bytes=settings.index_dir_max_mb * 2**20 or None)
+        # measured off the loop (``_remember``): a big index is a walk over thousands of objects
+        self._memory: MemoryLayer[DocumentIndex] = MemoryLayer(
+            "index", max_entries=settings.cache_max_retrievers, ttl=settings.cache_ttl, size_of=measure,
+            budget=budget, timer=timer, count_lookups=False)
+        self.memory = budget
+        if budget is not None:
+            register_embedders(budget, models.embedders)
         self._concurrency = settings.gpu_concurrency
         self.budget = settings.progressive_budget
         self.candidates = settings.progressive_candidates
@@ -191,25 +200,33 @@ class IndexManager:
                 if loaded is not None:
                     self.counters["disk_hits"] += 1  # the shared store's too: they land in the folder
                     metrics.index_lookup(found)
-                    metrics.cache_insert("index", self._memory, key)
-                    self._memory[key] = loaded
+                    await self._remember(key, loaded)
                     return IndexView(key=key, index=loaded, complete=True, cached=True)
                 self.counters["misses"] += 1
                 metrics.index_lookup("miss")
                 chunk_list = list(await chunks() if callable(chunks) else chunks)
                 embedder = self.models.embedder_for(*_profile(chunk_list))
+                need = BUILD_BYTES_PER_CHAR * sum(len(chunk.text) for chunk in chunk_list)
+                if self.memory is not None:  # several big first calls at once queue here, or SERVER_BUSY
+                    await self.memory.reserve(need, progress=progress)
                 if query is None or self._build_now(chunk_list, embedder):
-                    fresh, built = await self._build_here(key, chunker_version, chunk_list, progress)
-                    metrics.cache_insert("index", self._memory, key)
-                    self._memory[key] = fresh
+                    try:
+                        fresh, built = await self._build_here(key, chunker_version, chunk_list, progress)
+                    finally:
+                        self._release(need)
+                    await self._remember(key, fresh)
                     return IndexView(key=key, index=fresh, complete=True, cached=not built)
                 # BM25 over every chunk, no vectors yet: a second or so for a 3 MB book, off the loop
                 started = time.perf_counter()
-                base = await run_sync(lambda: DocumentIndex.embed(chunk_list, embedder, only=()))
-                base.key = key  # passage ids of partial answers name the key the complete index will have
-                lexical = round((time.perf_counter() - started) * 1000, 2)
-                pending = _Pending(key=key, base=base, embedder=embedder, progress=progress)
-                view = await self._answer_partial(pending, query, progress)
+                try:
+                    base = await run_sync(lambda: DocumentIndex.embed(chunk_list, embedder, only=()))
+                    base.key = key  # passage ids of partial answers name the key the complete index will have
+                    lexical = round((time.perf_counter() - started) * 1000, 2)
+                    pending = _Pending(key=key, base=base, embedder=embedder, progress=progress, reserved=need)
+                    view = await self._answer_partial(pending, query, progress)
+                except BaseException:
+                    self._release(need)
+                    raise
                 view.timings_ms["bm25_index"] = lexical
                 self._pending[key] = pending
                 assert self._tasks is not None
@@ -263,8 +280,7 @@ class IndexManager:
             index, built = await self._claim_and_build(key, chunker_version, chunks, report, background=True)
             if built:
                 self.counters["background_builds"] += 1
-            metrics.cache_insert("index", self._memory, key)
-            self._memory[key] = index
+            await self._remember(key, index)
         except _Stopped:
             log.info("index.background_stopped", extra={"key": key})
         except Exception:  # the partial index keeps answering; the next cold call retries
@@ -273,6 +289,7 @@ class IndexManager:
         finally:
             if self._pending.get(key) is pending:
                 del self._pending[key]
+            self._release(pending.reserved)
             pending.done.set()
 
     async def _claim_and_build(
@@ -293,8 +310,13 @@ class IndexManager:
             slot: AbstractAsyncContextManager[Any] = metrics.build_slot(self._gpu())
             if background:
                 slot = _both(self._background(), self._gpu())
+            def build() -> DocumentIndex:
+                built = DocumentIndex.embed(chunks, embedder, progress=progress)
+                release_memory()  # the batches' activations and token arrays are freed: give them back
+                return built
+
             async with slot:
-                index = await run_sync(lambda: DocumentIndex.embed(chunks, embedder, progress=progress))
+                index = await run_sync(build)
             await self.tiers.save(key, index, chunker_version)
             self._built(key, index, embedder, started)
             return index, True
@@ -331,8 +353,17 @@ class IndexManager:
 
         index, _ = await self.tiers.find(key, check)
         if index is not None:
-            self._memory[key] = index
+            await self._remember(key, index)
         return index
+
+    def _release(self, nbytes: int) -> None:
+        if self.memory is not None:
+            self.memory.release(nbytes)
+
+    async def _remember(self, key: str, index: DocumentIndex) -> None:
+        """Into the memory layer; measuring and any evictions it causes run off the loop."""
+        with anyio.CancelScope(shield=True):
+            await run_sync(self._memory.put, key, index)
 
     def _check(self, chunker_version: str) -> Callable[[Manifest], str | None]:
         def check(manifest: Manifest) -> str | None:
@@ -392,9 +423,9 @@ class IndexManager:
         return {
             **self.counters,
             "hit_rate": round((memory_hits + disk_hits) / lookups, 4) if lookups else 0.0,
-            "entries": len(self._memory),
-            "max_entries": int(self._memory.maxsize),
-            "ttl": self._memory.ttl,
+            **{name: value for name, value in self._memory.stats().items()
+               if name in ("entries", "max_entries", "bytes", "evictions")},
+            "ttl": self._memory.stats()["ttl_s"],
             "building": [
                 {"key": key, "chunks": len(state.base), "embedded": state.embedded[0], "to_embed": state.embedded[1]}
                 for key, state in list(self._pending.items())
@@ -406,8 +437,7 @@ class IndexManager:
 
     async def clear(self) -> dict[str, int]:
         """Forget every index in memory and on disk, and the embedders' vector caches."""
-        entries = len(self._memory)
-        self._memory.clear()
+        entries = self._memory.clear()
         for embedder in self.models.embedders:
             embedder.clear_cache()
         removed = await run_sync(self.store.clear)

@@ -56,6 +56,7 @@ class OnnxEncoder:
         self.streams = max(1, streams)  # batches that may run side by side (encode_side_by_side)
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
+        self._run_options = _shrinking_arena()
 
     def encode_side_by_side(self, batches: Sequence[Sequence[str]]) -> list[np.ndarray]:
         """One ``encode`` per batch, up to ``streams`` at once: the first on the calling thread,
@@ -94,7 +95,18 @@ class OnnxEncoder:
     def _batch(self, texts: list[str]) -> np.ndarray:
         features = self._tokenize(texts)
         feed = {name: features[name].numpy().astype(np.int64, copy=False) for name in self._inputs}
-        return np.asarray(self._session.run(None, feed)[0], dtype=np.float32)
+        return np.asarray(self._session.run(None, feed, self._run_options)[0], dtype=np.float32)
+
+
+def _shrinking_arena() -> Any:
+    """Run options that hand the CPU arena's growth back after each run: otherwise the arena keeps
+    the largest batch's activations for good (measured: MiniLM's grew by ~550 MB after 8 x 512-token
+    batches and never shrank; with shrinking it returns to the session's size at the same speed)."""
+    import onnxruntime as ort
+
+    options = ort.RunOptions()
+    options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+    return options
 
 
 def build_encoder(

@@ -149,6 +149,7 @@ class IndexStore:
     def __init__(self, index_dir: Path | str) -> None:
         self.root = Path(index_dir)
         self.quarantined = 0
+        self.evicted = 0
 
     def path(self, key: str) -> Path:
         if not key or "/" in key or key.startswith("."):
@@ -216,9 +217,17 @@ class IndexStore:
         _fsync_dir(self.root)
         version = f"{time.time_ns():x}"
         names = {name: _versioned(name, version) for name in writers}
-        digests = {name: write_atomic(folder / names[name], write) for name, write in writers.items()}
-        manifest = {**header, "sha256": digests, "files": names}
-        write_atomic(folder / MANIFEST_FILE, _bytes(json.dumps(manifest, indent=1).encode()))  # the switch
+        try:
+            digests = {name: write_atomic(folder / names[name], write) for name, write in writers.items()}
+            manifest = {**header, "sha256": digests, "files": names}
+            write_atomic(folder / MANIFEST_FILE, _bytes(json.dumps(manifest, indent=1).encode()))  # the switch
+        except BaseException:  # e.g. the disk is full: the new version's files go, the old version stays
+            for file in names.values():
+                with contextlib.suppress(OSError):
+                    (folder / file).unlink()
+            with contextlib.suppress(OSError):
+                folder.rmdir()  # only if empty: a first save leaves no folder behind
+            raise
         keep = {MANIFEST_FILE, *names.values()}
         for entry in folder.iterdir():  # the previous version, and temp files of a killed writer
             if entry.name not in keep:
@@ -244,6 +253,7 @@ class IndexStore:
                 self.quarantine(key, f"{type(exc).__name__}: {exc}")
                 return None
             index.key = key
+            self._used(folder)
             return index
         # versions kept switching under this reader: the caller looks again under the lock
         log.info("index.read_raced", extra={"key": key})
@@ -267,9 +277,14 @@ class IndexStore:
                     raise ValueError(f"{name} checksum mismatch")
             index = faiss.read_index(str(paths[INDEX_FILE]))
         except (FileNotFoundError, ValueError, RuntimeError):
-            with contextlib.suppress(OSError):
-                if (folder / MANIFEST_FILE).read_bytes() != raw:
-                    raise _Switched from None  # a writer replaced the version we were reading
+            try:
+                current: bytes | None = (folder / MANIFEST_FILE).read_bytes()
+            except FileNotFoundError:  # evicted or quarantined meanwhile: absent, not damaged
+                current = None
+            except OSError:
+                current = raw
+            if current != raw:
+                raise _Switched from None  # a writer replaced the version we were reading, or it went
             raise
         return self._decode(manifest, index, files)
 
@@ -290,6 +305,13 @@ class IndexStore:
         if loaded.coverage < 1.0:
             raise ValueError("sentence map misses a chunk")
         return loaded
+
+    @classmethod
+    def decode_blobs(cls, manifest: Manifest, blobs: Mapping[str, bytes]) -> DocumentIndex:
+        """An index from exported files (checked with ``verify_files`` first), without the folder."""
+        verify_files(manifest, blobs)
+        index = faiss.deserialize_index(np.frombuffer(blobs[INDEX_FILE], dtype=np.uint8))
+        return cls._decode(manifest, index, blobs)
 
     def export(self, key: str) -> tuple[Manifest, dict[str, bytes]] | None:
         """The current version's manifest (without local file names) and files by logical name,
@@ -315,6 +337,67 @@ class IndexStore:
         log.warning("index.quarantined", extra={"key": key, "moved_to": target.name, "reason": reason})
         return target
 
+    # --- size bound ---------------------------------------------------------------------
+    @staticmethod
+    def _used(folder: Path) -> None:
+        """Mark the index as used now (its manifest's mtime is its place in the eviction order)."""
+        with contextlib.suppress(OSError):
+            os.utime(folder / MANIFEST_FILE)
+
+    def _entries(self) -> list[tuple[float, int, Path]]:
+        """(last use, bytes, folder) of every index folder; quarantined ones count as never used."""
+        out: list[tuple[float, int, Path]] = []
+        if not self.root.is_dir():
+            return out
+        for entry in self.root.iterdir():
+            if entry.name.startswith("."):
+                continue
+            try:
+                files = [f.stat() for f in entry.iterdir()]
+                used = 0.0 if ".corrupt-" in entry.name else (entry / MANIFEST_FILE).stat().st_mtime
+            except OSError:  # no manifest: a first save is under way (or was cut short): not ours to delete
+                continue
+            out.append((used, sum(f.st_size for f in files), entry))
+        return out
+
+    def make_room(self, max_bytes: int | None, *, keep: str) -> tuple[int, int]:
+        """Delete the least recently used indexes whole until the folder holds at most ``max_bytes``,
+        never ``keep`` (just saved) nor an index whose lock another writer holds; (bytes now, evicted)."""
+        for leftover in self.root.glob(".evicted-*"):  # a deleter killed midway
+            shutil.rmtree(leftover, ignore_errors=True)
+        entries = sorted(self._entries(), key=lambda entry: entry[0])
+        total = sum(size for _, size, _ in entries)
+        evicted = 0
+        for _, size, folder in entries:
+            if max_bytes is None or total <= max_bytes:
+                break
+            if folder.name == keep or not self._evict(folder):
+                continue
+            total -= size
+            evicted += 1
+        self.evicted += evicted
+        return total, evicted
+
+    def _evict(self, folder: Path) -> bool:
+        """Rename the folder away under its key's lock (readers then find the index absent, never
+        half of it), then delete it. False when a writer holds the lock or it is already gone."""
+        corrupt = ".corrupt-" in folder.name
+        lock = None if corrupt else self.file_lock(folder.name)
+        if lock is not None and not self.try_acquire(lock):
+            return False
+        try:
+            gone = self.root / f".evicted-{folder.name}-{os.getpid()}-{time.time_ns():x}"
+            try:
+                os.replace(folder, gone)
+            except OSError:
+                return False
+        finally:
+            if lock is not None:
+                lock.release()
+        shutil.rmtree(gone, ignore_errors=True)
+        log.info("index.evicted", extra={"key": folder.name, "reason": "index folder over its size bound"})
+        return True
+
     # --- housekeeping ---------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
         count = size = corrupt = 0
@@ -328,7 +411,7 @@ class IndexStore:
                 if (entry / MANIFEST_FILE).is_file():
                     count += 1
                     size += sum(f.stat().st_size for f in entry.iterdir() if f.is_file())
-        return {"count": count, "bytes": size, "quarantined": corrupt, "path": str(self.root)}
+        return {"count": count, "bytes": size, "quarantined": corrupt, "evicted": self.evicted, "path": str(self.root)}
 
     def clear(self) -> int:
         """Delete every stored and quarantined index; returns how many folders went."""

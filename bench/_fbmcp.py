@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mcp import ClientSession
+from mcp import Client
 
 from bench.servers import FileServer, mcp_session, payload, server_env, server_process
 
@@ -46,12 +46,12 @@ def _complete(body: dict[str, Any]) -> bool:
     return bool((body.get("index") or {}).get("status", "complete") == "complete")
 
 
-async def _settle(client: ClientSession, url: str, query: str, k: int) -> float:
+async def _settle(client: Client, url: str, query: str, k: int) -> float:
     """Seconds until ``url``'s index answers as complete (polling retrieve_chunks)."""
     started = time.perf_counter()
     while time.perf_counter() - started < SETTLE_LIMIT_S:
         result = await client.call_tool("retrieve_chunks", {"document_url": url, "query": query, "top_k": k})
-        if result.isError or _complete(payload(result)):
+        if result.is_error or _complete(payload(result)):
             return time.perf_counter() - started
         await asyncio.sleep(SETTLE_POLL_S)
     raise TimeoutError(f"{url} did not complete its index within {SETTLE_LIMIT_S:.0f} s")
@@ -87,10 +87,10 @@ async def mcp_results(
                         if n == 0:
                             out["cold_s"][name] = seconds
                             log(f"  {name}: first call {seconds:.1f}s "
-                                f"{'error: ' + str(body.get('message', body))[:160] if result.isError else ''}")
-                        elif name not in out["errors"] and not result.isError:  # a failed document is never warm
+                                f"{'error: ' + str(body.get('message', body))[:160] if result.is_error else ''}")
+                        elif name not in out["errors"] and not result.is_error:  # a failed document is never warm
                             out["warm_ms"].append(seconds * 1000)
-                        if result.isError:
+                        if result.is_error:
                             out["errors"][name] = str(body.get("message", body))[:300]
                             out["questions"][q["id"]] = []
                             continue
@@ -109,7 +109,7 @@ async def mcp_results(
                             result = await client.call_tool(
                                 "retrieve_chunks", {"document_url": url, "query": q["question"], "top_k": k})
                             body = payload(result)
-                            out["settled"][q["id"]] = [] if result.isError else _results(body)
+                            out["settled"][q["id"]] = [] if result.is_error else _results(body)
     finally:
         files.close()
     return out

@@ -38,7 +38,7 @@ async def _process(mcp_url: str, url: str) -> bool:
     async with mcp_session(mcp_url) as client:
         result = await client.call_tool("process_document", {"document_url": url})
     body = payload(result)
-    return not result.isError or bool(body.get("code"))
+    return not result.is_error or bool(body.get("code"))
 
 
 async def _run_once(base: str, files: FileServer, poll: float) -> tuple[list[float], float, int]:

@@ -93,7 +93,7 @@ async def run_load(base: str, calls: list[tuple[str, dict[str, Any]]], clients: 
                 started = time.perf_counter()
                 try:
                     result = await client.call_tool(tool, args)
-                    if result.isError:
+                    if result.is_error:
                         errors.append(f"{tool}: {result.content[0].text[:200]}")  # type: ignore[union-attr]
                 except Exception as exc:  # noqa: BLE001 - every failure is counted, none stops the run
                     errors.append(f"{tool}: {type(exc).__name__}: {exc}")
@@ -162,7 +162,7 @@ async def burst(base: str, keys: list[str], per_key: int) -> tuple[int, int, int
             await go.wait()  # every session is open: the calls leave together
             result = await client.call_tool("get_system_health", {})
         body = payload(result)  # errors carry their JSON as text only
-        if not result.isError:
+        if not result.is_error:
             allowed += 1
             pids.add(int(body["worker"]["pid"]))
         elif body.get("code") == "RATE_LIMITED" and "global" in str(body.get("error")):
@@ -227,7 +227,7 @@ async def first_call(base: str, url: str) -> float:
         started = time.perf_counter()
         result = await client.call_tool("retrieve_chunks", {"document_url": url, "query": QUERIES[0]})
         elapsed = time.perf_counter() - started
-    if result.isError:
+    if result.is_error:
         raise RuntimeError(result.content[0].text[:300])  # type: ignore[union-attr]
     return elapsed
 

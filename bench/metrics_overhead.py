@@ -52,7 +52,7 @@ async def rotating_round(mcp_urls: dict[str, str], url: str, count: int) -> dict
                 started = time.perf_counter()
                 result = await sessions[side].call_tool("retrieve_chunks", {"document_url": url, "query": query})
                 latencies[side].append((time.perf_counter() - started) * 1000)
-                if result.isError or not payload(result)["cached"]:
+                if result.is_error or not payload(result)["cached"]:
                     raise RuntimeError(f"not a warm answer: {payload(result)}")
     return latencies
 
@@ -88,7 +88,7 @@ def recording_microseconds(repeat: int = 20000) -> float:
 async def _cold(mcp_url: str, url: str) -> None:
     async with mcp_session(mcp_url) as client:
         result = await client.call_tool("retrieve_chunks", {"document_url": url, "query": QUERIES[0]})
-        if result.isError:
+        if result.is_error:
             raise RuntimeError(payload(result))
 
 

@@ -56,9 +56,11 @@ from mcp_server.core.settings import Settings  # noqa: E402
 from mcp_server.processors import ProcessOptions, document_input, process_document  # noqa: E402
 from mcp_server.retrieval.index import DocumentIndex  # noqa: E402
 from mcp_server.retrieval.models import ModelRegistry  # noqa: E402
-from mcp_server.retrieval.partial import SENTENCES_PER_CANDIDATE, partial_view  # noqa: E402
+from mcp_server.retrieval.partial import PARTIAL_SECONDS, SENTENCES_PER_CANDIDATE, partial_view  # noqa: E402
 
-Config = tuple[int, int]  # candidates, sentences per candidate (0 = all); (0, 0) the complete index, (-1, 0) its BM25
+# candidates, sentences per candidate (0 = all), embedding budget in seconds (partial.PARTIAL_SECONDS);
+# (0, 0, 0) the complete index, (-1, 0, 0) its BM25
+Config = tuple[int, int, float]
 
 
 class Pair:
@@ -75,15 +77,16 @@ class Pair:
     def search(self, question: str, k: int, config: Config) -> list[Any]:
         index = self.complete
         if config not in (COMPLETE, BM25):  # the vectors come from the embedder's cache: quality is measured
-            index = partial_view(self.base, question, self.embedder, config[0], per_chunk=config[1])
+            index = partial_view(self.base, question, self.embedder, config[0], per_chunk=config[1],
+                                 seconds=config[2])
             self.coverages.setdefault(config, []).append(index.coverage)
         query_vec = self.embedder.embed_query(question)
         return index.search(query_vec, question, k, reranker=self.models.reranker,
                             mode="bm25" if config == BM25 else "hybrid")
 
 
-COMPLETE: Config = (0, 0)
-BM25: Config = (-1, 0)
+COMPLETE: Config = (0, 0, 0.0)
+BM25: Config = (-1, 0, 0.0)
 
 
 def label(config: Config) -> str:
@@ -91,7 +94,7 @@ def label(config: Config) -> str:
         return "complete"
     if config == BM25:
         return "BM25 alone"
-    return f"partial: {config[0]} candidates, {config[1] or 'all'} sentences each"
+    return f"partial: {config[0]} candidates, {config[1] or 'all'} sentences each, {config[2]:g} s"
 
 
 def mean_coverage(pairs: dict[str, Pair], config: Config) -> float:
@@ -123,12 +126,20 @@ def squad_rows(models: ModelRegistry, configs: list[Config], k: int) -> list[Row
     return rows
 
 
-def xquad_rows(models: ModelRegistry, configs: list[Config], k: int, langs: list[str]) -> list[Row]:
+def xquad_rows(models: ModelRegistry, configs: list[Config], k: int, langs: list[str],
+               cross: str | None = None) -> list[Row]:
+    """Each language's document with its own questions; with ``cross``, that language's questions
+    (the same ones, translated) over every other document instead."""
     from mcp_server.processors.language import detect_language
 
     rows = []
     for lang in langs:
         text, questions = xquad(lang)
+        if cross:
+            if cross == lang:
+                continue
+            questions = [{**gold, "question": asked["question"]}
+                         for gold, asked in zip(questions, xquad(cross)[1], strict=True)]
         document = ProcessedDocument(content=text, doc_type="txt", detected_language=detect_language(text))
         counter = models.token_counter_for(document.detected_language)
         params = chunk_params_for("txt", len(text), counter.max_tokens)
@@ -143,7 +154,8 @@ def xquad_rows(models: ModelRegistry, configs: list[Config], k: int, langs: list
                 return [(h.text or h.chunk.text, h.chunk.location.start_char, h.chunk.location.end_char) for h in hits]
 
             scores = squad_scores(questions, retrieve, k)
-            rows.append((f"{label(config)} [{lang}]", scores, mean_coverage({lang: pair}, config)))
+            name = f"{label(config)} [{lang}{f', {cross} questions' if cross else ''}]"
+            rows.append((name, scores, mean_coverage({lang: pair}, config)))
     return rows
 
 
@@ -190,17 +202,20 @@ def main() -> None:
                         help="comma-separated candidate counts to measure (the server's setting by default)")
     parser.add_argument("--per-chunk", default=str(SENTENCES_PER_CANDIDATE),
                         help="comma-separated sentences per candidate (0 = all of them)")
+    parser.add_argument("--seconds", default=str(PARTIAL_SECONDS),
+                        help="comma-separated embedding budgets of a first answer (s at the nominal speed)")
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--only", choices=["squad", "financebench", "xquad"])
     parser.add_argument("--cache", type=Path, help="folder keeping parsed FinanceBench documents between runs")
     parser.add_argument("--langs", default=",".join(XQUAD_LANGS), help="XQuAD languages (comma-separated)")
+    parser.add_argument("--cross", help="XQuAD: this language's questions over the other documents")
     parser.add_argument("--embedding-cache", action="store_true",
                         help="keep the vectors in bench/results/ between runs (tuning only)")
     args = parser.parse_args()
     for name in ("squad-v2-small", "financebench-dev", "xquad-dev"):
         qa_set(name)
-    configs = [COMPLETE, BM25] + [(int(c), int(p)) for c in args.candidates.split(",")
-                                  for p in args.per_chunk.split(",")]
+    configs = [COMPLETE, BM25] + [(int(c), int(p), float(s)) for c in args.candidates.split(",")
+                                  for p in args.per_chunk.split(",") for s in args.seconds.split(",")]
     models = ModelRegistry.load(Settings(log_dir=None))
     caches = [DiskCache(e, RESULTS / f"embcache-{e.model_id.replace('/', '_')}.pkl")
               for e in models.embedders] if args.embedding_cache else []
@@ -211,7 +226,7 @@ def main() -> None:
         measured += [("FinanceBench dev", *row) for row in financebench_rows(models, configs, args.k, args.cache)]
     if args.only in (None, "xquad"):
         langs = [lang for lang in args.langs.split(",") if lang]
-        measured += [("XQuAD dev", *row) for row in xquad_rows(models, configs, args.k, langs)]
+        measured += [("XQuAD dev", *row) for row in xquad_rows(models, configs, args.k, langs, args.cross)]
     for cache in caches:
         cache.save()
     print(f"\nfirst (partial) answers vs the complete index, k={args.k}; the server's default is "

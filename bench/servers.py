@@ -30,8 +30,9 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import httpx
+import httpx2
 import psutil
-from mcp import ClientSession
+from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult
 
@@ -72,14 +73,19 @@ def server_process(args: Sequence[str] = (), env: dict[str, str] | None = None, 
     """``python -m mcp_server --port <free port> *args`` with ``env`` over this process's environment;
     yields once GET /health answers 200, stops the process group (SIGTERM, then SIGKILL after 30 s)
     on the way out. It runs in this checkout (``-m`` imports its package unless PYTHONPATH and
-    PYTHONSAFEPATH say otherwise), or in the checkout ``code``, whose package then comes first."""
+    PYTHONSAFEPATH say otherwise), or in the checkout ``code``, whose package then comes first; a
+    checkout with its own ``.venv`` runs on that environment (a baseline on other dependencies, e.g.
+    another MCP SDK), else on this one."""
     port = free_port()
     environment = {**os.environ, "MCP_LOG_DIR": "", **(env or {})}
+    python = sys.executable
     if code is not None:
         code = code.resolve()
         environment["PYTHONPATH"] = os.pathsep.join(filter(None, [str(code), environment.get("PYTHONPATH")]))
+        if (code / ".venv" / "bin" / "python").exists():
+            python = str(code / ".venv" / "bin" / "python")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "mcp_server", "--port", str(port), *args], env=environment, cwd=str(code or ROOT),
+        [python, "-m", "mcp_server", "--port", str(port), *args], env=environment, cwd=str(code or ROOT),
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )
     base = f"http://127.0.0.1:{port}"
@@ -167,43 +173,41 @@ class FileServer:
 # --- the client ---------------------------------------------------------------------------
 @contextlib.asynccontextmanager
 async def mcp_session(url: str, headers: dict[str, str] | None = None, *, keepalive: bool = True,
-                      read_timeout: float | None = 300) -> AsyncIterator[ClientSession]:
-    """An initialised MCP SDK client session over streamable HTTP. ``read_timeout=None`` for calls
-    that send nothing for minutes (a cold search over many filings)."""
-    limits = httpx.Limits() if keepalive else httpx.Limits(max_keepalive_connections=0)
-    timeout = httpx.Timeout(60, read=read_timeout)
-    async with httpx.AsyncClient(headers=headers, timeout=timeout, limits=limits) as http, \
-            streamable_http_client(url, http_client=http) as (read, write, _), \
-            ClientSession(read, write) as session:
-        await session.initialize()
-        yield session
+                      read_timeout: float | None = 300) -> AsyncIterator[Client]:
+    """A connected MCP SDK client over streamable HTTP (protocol 2026-07-28). ``read_timeout=None`` for
+    calls that send nothing for minutes (a cold search over many filings)."""
+    limits = httpx2.Limits() if keepalive else httpx2.Limits(max_keepalive_connections=0)
+    timeout = httpx2.Timeout(60, read=read_timeout)
+    async with httpx2.AsyncClient(headers=headers, timeout=timeout, limits=limits) as http, \
+            Client(streamable_http_client(url, http_client=http)) as client:
+        yield client
 
 
 def payload(result: CallToolResult) -> dict[str, Any]:
     """A tool result as a dict: its structured content, or for an error (no structured content) the
     JSON error in its text."""
-    if result.structuredContent is not None:
-        return dict(result.structuredContent)
+    if result.structured_content is not None:
+        return dict(result.structured_content)
     return dict(json.loads(result.content[0].text))  # type: ignore[union-attr]
 
 
-async def call_tool(session: ClientSession, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+async def call_tool(session: Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
     """The tool's result; a tool error raises RuntimeError (a benchmark must not score an error)."""
     result = await session.call_tool(tool, arguments)
     body = payload(result)
-    if result.isError:
+    if result.is_error:
         raise RuntimeError(f"{tool} failed: {body}")
     return body
 
 
-async def timed_call(session: ClientSession, tool: str, arguments: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+async def timed_call(session: Client, tool: str, arguments: dict[str, Any]) -> tuple[float, dict[str, Any]]:
     """(milliseconds the client waited, the result) of one call; a tool error raises RuntimeError."""
     started = time.perf_counter()
     body = await call_tool(session, tool, arguments)
     return (time.perf_counter() - started) * 1000, body
 
 
-async def wait_for_builds(session: ClientSession, poll: float = 0.5, limit: float = 3600) -> float:
+async def wait_for_builds(session: Client, poll: float = 0.5, limit: float = 3600) -> float:
     """Seconds until the server runs no background index build (``manage_cache`` stats): a
     benchmark waiting for a build to end, polled, bounded."""
     started = time.perf_counter()

@@ -22,7 +22,7 @@ def _module(name: str, package: str) -> ModuleType:
         return importlib.import_module(name)
     except ImportError as exc:
         raise ConfigError(f"The {package} package is missing: "
-                          "pip install -r client/requirements.txt") from exc
+                          "client/.venv/bin/pip install -e ./client (make setup does)") from exc
 
 
 def _google(config: ClientConfig) -> BaseChatModel:

@@ -13,7 +13,7 @@ every import, function-local and ``TYPE_CHECKING`` ones too):
     middleware  what every tool call passes through: guard, rate limiter, HTTP caller identity
     tools       the MCP tools, the context they read (AppContext), health reports
     redis       the Redis implementations of the shared rate limiter, caches and index store
-    server      the MCP surface: FastMCP build, HTTP app, stdio, lifespan, resources, /metrics
+    server      the MCP surface: MCPServer build, HTTP app, stdio, lifespan, resources, /metrics
 
 This module sits under every layer; ``__main__`` (the command line) above them all.
 """

@@ -18,23 +18,24 @@ import sys
 from typing import Any
 
 import httpx
-from mcp import ClientSession, StdioServerParameters
+import httpx2
+from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult
 
 
 def _payload(result: CallToolResult) -> dict[str, Any]:
-    if result.structuredContent is not None:
-        return dict(result.structuredContent)
+    if result.structured_content is not None:
+        return dict(result.structured_content)
     return dict(json.loads(result.content[0].text))  # type: ignore[union-attr]
 
 
-async def _retrieve(session: ClientSession, doc_url: str, query: str) -> dict[str, Any]:
+async def _retrieve(session: Client, doc_url: str, query: str) -> dict[str, Any]:
     tools = {tool.name for tool in (await session.list_tools()).tools}
     result = await session.call_tool("retrieve_chunks", {"document_url": doc_url, "query": query, "top_k": 3})
     body = _payload(result)
-    if result.isError or not body.get("results"):
+    if result.is_error or not body.get("results"):
         raise SystemExit(f"retrieve_chunks failed: {json.dumps(body)[:1000]}")
     best = body["results"][0]
     return {"tools": len(tools), "results": len(body["results"]), "document_type": body["document_type"],
@@ -42,10 +43,9 @@ async def _retrieve(session: ClientSession, doc_url: str, query: str) -> dict[st
 
 
 async def over_http(url: str, doc_url: str, query: str) -> dict[str, Any]:
-    async with httpx.AsyncClient(timeout=httpx.Timeout(60, read=300)) as http, \
-            streamable_http_client(url, http_client=http) as (read, write, _), ClientSession(read, write) as session:
-        await session.initialize()
-        return await _retrieve(session, doc_url, query)
+    async with httpx2.AsyncClient(timeout=httpx2.Timeout(60, read=300)) as http, \
+            Client(streamable_http_client(url, http_client=http)) as client:
+        return await _retrieve(client, doc_url, query)
 
 
 async def over_stdio(command: list[str], doc_url: str, query: str) -> dict[str, Any]:
@@ -53,10 +53,9 @@ async def over_stdio(command: list[str], doc_url: str, query: str) -> dict[str, 
     params = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
     # the server's log lines (stderr) go to IMAGE_CHECK_STDERR, not between this script's results
     with open(os.environ.get("IMAGE_CHECK_STDERR", os.devnull), "w") as errlog:
-        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
-            info = await session.initialize()
-            answer = await _retrieve(session, doc_url, query)
-            return {"server": info.serverInfo.name, **answer}
+        async with Client(stdio_client(params, errlog=errlog)) as client:
+            answer = await _retrieve(client, doc_url, query)
+            return {"server": client.server_info.name if client.server_info else None, **answer}
 
 
 def _sum(metrics: str, name: str, labels: str = "") -> float:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the server and its tests need (Tesseract OCR, Redis, and Node.js with
-# npm for the third-party MCP client tests), or prints the exact command when not root. Fast when
+# npm for the third-party MCP client tests, Chromium for the MCP App's browser test), or prints the exact command when not root. Fast when
 # everything is already there. Debian's node may be older than the clients need: npm then brings
 # Node 22 as a pinned package (scripts/node-deps.sh).
 set -euo pipefail
@@ -8,6 +8,7 @@ missing=()
 command -v tesseract >/dev/null 2>&1 || missing+=(tesseract-ocr tesseract-ocr-eng)
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)  # the citation viewer's browser test
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "installing system packages: ${missing[*]}"

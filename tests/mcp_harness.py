@@ -1,4 +1,8 @@
-"""Real MCP clients against the server: in memory, over streamable HTTP, over stdio."""
+"""Real MCP clients against the server: in memory, over streamable HTTP, over stdio.
+
+Each is the 2.x SDK's ``mcp.Client``, which negotiates the newest protocol the server speaks
+(2026-07-28, per-request envelope) unless a test asks for the handshake era (``mode="legacy"``).
+"""
 
 from __future__ import annotations
 
@@ -17,11 +21,12 @@ from typing import Any
 
 import anyio
 import httpx
+import httpx2
 import uvicorn
-from mcp import ClientSession, StdioServerParameters
+from mcp import Client, StdioServerParameters
+from mcp.client.client import ConnectMode
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.memory import create_connected_server_and_client_session
 from mcp.types import CallToolResult
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 
@@ -74,17 +79,19 @@ async def wait_forever() -> dict[str, Any]:
 
 
 @contextlib.asynccontextmanager
-async def memory_client(server: RagMCP | None = None, **settings: Any) -> AsyncIterator[ClientSession]:
+async def memory_client(server: RagMCP | None = None, mode: ConnectMode = "auto",
+                        **settings: Any) -> AsyncIterator[Client]:
+    """The server in this process, without framing (2026-07-28) or over memory streams (``mode="legacy"``)."""
     server = server or create_server(make_settings(**settings))
-    async with create_connected_server_and_client_session(server) as session:
-        yield session
+    async with Client(server, mode=mode) as client:
+        yield client
 
 
 def payload(result: CallToolResult) -> dict[str, Any]:
     """The result of a tool call as a dict: its structured content, or for an error (which carries
     no structured content) the JSON error in its text content."""
-    if result.structuredContent is not None:
-        return dict(result.structuredContent)
+    if result.structured_content is not None:
+        return dict(result.structured_content)
     return json.loads(result.content[0].text)  # type: ignore[union-attr]
 
 
@@ -121,26 +128,23 @@ class ThreadedServer:
 
 
 @contextlib.asynccontextmanager
-async def http_client(url: str, headers: dict[str, str] | None = None,
-                      keepalive: bool = True) -> AsyncIterator[ClientSession]:
-    limits = httpx.Limits() if keepalive else httpx.Limits(max_keepalive_connections=0)
-    async with httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(60, read=300), limits=limits) as http, \
-            streamable_http_client(url, http_client=http) as (read, write, _), \
-            ClientSession(read, write) as session:
-        await session.initialize()
-        yield session
+async def http_client(url: str, headers: dict[str, str] | None = None, keepalive: bool = True,
+                      mode: ConnectMode = "auto") -> AsyncIterator[Client]:
+    limits = httpx2.Limits() if keepalive else httpx2.Limits(max_keepalive_connections=0)
+    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(60, read=300), limits=limits) as http, \
+            Client(streamable_http_client(url, http_client=http), mode=mode) as client:
+        yield client
 
 
 @contextlib.asynccontextmanager
-async def stdio_session(env: dict[str, str] | None = None) -> AsyncIterator[ClientSession]:
+async def stdio_session(env: dict[str, str] | None = None, mode: ConnectMode = "auto") -> AsyncIterator[Client]:
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "mcp_server", "--transport", "stdio"],
         env={**os.environ, "MCP_LOG_DIR": "", **(env or {})}, cwd=str(ROOT),
     )
     with open(os.devnull, "w") as devnull:
-        async with stdio_client(params, errlog=devnull) as (read, write), ClientSession(read, write) as session:
-            await session.initialize()
-            yield session
+        async with Client(stdio_client(params, errlog=devnull), mode=mode) as client:
+            yield client
 
 
 @contextlib.contextmanager

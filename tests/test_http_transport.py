@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 import pytest
-from mcp.shared.exceptions import McpError
+from mcp.shared.exceptions import MCPError
 
 from mcp_server.server.build import create_server
 from tests.mcp_harness import ThreadedServer, http_client, make_settings, payload, wait_forever
@@ -43,9 +43,9 @@ async def test_an_unknown_resource_is_not_found_and_an_unknown_prompt_is_invalid
     open_server: ThreadedServer,
 ) -> None:
     async with http_client(open_server.mcp_url) as client:
-        with pytest.raises(McpError) as resource:
+        with pytest.raises(MCPError) as resource:
             await client.read_resource("rag://nope")
-        with pytest.raises(McpError) as prompt:
+        with pytest.raises(MCPError) as prompt:
             await client.get_prompt("no_such_prompt")
         known = await client.read_resource("rag://supported-formats")
     assert (resource.value.error.code, resource.value.error.data) == (-32002, {"uri": "rag://nope"})
@@ -57,7 +57,7 @@ async def test_an_unknown_resource_is_not_found_and_an_unknown_prompt_is_invalid
 async def test_bad_arguments_over_http_are_validation_errors(open_server: ThreadedServer) -> None:
     async with http_client(open_server.mcp_url) as client:
         result = await client.call_tool("detect_language", {"text": ["not", "a", "string"]})
-    assert result.isError and payload(result)["code"] == "VALIDATION_ERROR"
+    assert result.is_error and payload(result)["code"] == "VALIDATION_ERROR"
 
 
 def test_health_and_info_answer_json(open_server: ThreadedServer) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 import jsonschema
 import pytest
-from mcp.shared.exceptions import McpError
+from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, TextContent
 
 from mcp_server.core.logging import configure_logging
@@ -17,7 +17,8 @@ from mcp_server.pipeline.reading import DPI_RANGE, MAX_READ_TOKENS, MIN_READ_TOK
 from mcp_server.pipeline.research import MAX_DOCUMENTS
 from mcp_server.processors import supported_formats
 from mcp_server.server.build import create_server
-from mcp_server.server.sdk_adapter import OUTPUT_SCHEMA_DIALECT
+from mcp_server.server.tool_calls import OUTPUT_SCHEMA_DIALECT
+from mcp_server.server.viewer import VIEWER_URI
 from mcp_server.tools.common import tool
 from mcp_server.tools.research import MAX_QUERIES
 from tests.mcp_harness import make_settings, memory_client, payload, wait_forever
@@ -37,9 +38,9 @@ async def test_every_tool_is_listed_with_an_output_schema_and_annotations() -> N
         tools = (await client.list_tools()).tools
     assert {listed.name for listed in tools} == EXPECTED_TOOLS
     for listed in tools:
-        assert listed.outputSchema is not None, listed.name
-        assert listed.outputSchema["type"] == "object"
-        assert listed.annotations is not None and listed.annotations.readOnlyHint is not None, listed.name
+        assert listed.output_schema is not None, listed.name
+        assert listed.output_schema["type"] == "object"
+        assert listed.annotations is not None and listed.annotations.read_only_hint is not None, listed.name
         assert listed.description
 
 
@@ -47,21 +48,21 @@ async def test_every_tool_parameter_is_listed_with_a_description_and_its_bounds(
     async with memory_client() as client:
         tools = {listed.name: listed for listed in (await client.list_tools()).tools}
     for name, listed in tools.items():
-        for parameter, schema in listed.inputSchema.get("properties", {}).items():
+        for parameter, schema in listed.input_schema.get("properties", {}).items():
             assert schema.get("description"), f"{name}.{parameter} has no description"
-    search = tools["search_documents"].inputSchema["properties"]
+    search = tools["search_documents"].input_schema["properties"]
     assert (search["document_urls"]["minItems"], search["document_urls"]["maxItems"]) == (1, MAX_DOCUMENTS)
     assert search["queries"]["anyOf"][0]["maxItems"] == MAX_QUERIES
     assert search["per_document"]["anyOf"][0]["minimum"] == 1
-    assert tools["manage_cache"].inputSchema["properties"]["action"]["enum"] == ["stats", "clear"]
-    read = tools["read_document"].inputSchema["properties"]["max_tokens"]
+    assert tools["manage_cache"].input_schema["properties"]["action"]["enum"] == ["stats", "clear"]
+    read = tools["read_document"].input_schema["properties"]["max_tokens"]
     assert (read["minimum"], read["maximum"]) == (MIN_READ_TOKENS, MAX_READ_TOKENS)
-    image = tools["get_page_image"].inputSchema["properties"]
+    image = tools["get_page_image"].input_schema["properties"]
     assert (image["dpi"]["minimum"], image["dpi"]["maximum"], image["page"]["minimum"]) == (*DPI_RANGE, 1)
     # documented clamps stay clamps: no bound that would turn them into errors
     for name, parameter in [("retrieve_chunks", "top_k"), ("retrieve_chunks", "neighbors"),
                             ("search_documents", "top_k"), ("get_passage", "before"), ("get_passage", "after")]:
-        schema = tools[name].inputSchema["properties"][parameter]
+        schema = tools[name].input_schema["properties"][parameter]
         assert "minimum" not in schema and "maximum" not in schema and "clamped" in schema["description"]
 
 
@@ -88,7 +89,7 @@ async def test_an_argument_outside_its_declared_contract_is_a_validation_error_n
     async with memory_client() as client:
         result = await client.call_tool(tool_name, arguments)
     body = payload(result)
-    assert result.isError and body["code"] == "VALIDATION_ERROR", body
+    assert result.is_error and body["code"] == "VALIDATION_ERROR", body
     assert body["argument"] == argument and f"argument '{argument}'" in body["error"], body
     assert fragment in body["error"], body
 
@@ -120,25 +121,25 @@ async def test_every_output_schema_names_draft_07_and_uses_nothing_draft_07_read
     async with memory_client() as client:
         tools = (await client.list_tools()).tools
     for listed in tools:
-        assert listed.outputSchema is not None
-        assert listed.outputSchema["$schema"] == OUTPUT_SCHEMA_DIALECT, listed.name
-        assert schema_problems(listed.outputSchema) == [], listed.name
+        assert listed.output_schema is not None
+        assert listed.output_schema["$schema"] == OUTPUT_SCHEMA_DIALECT, listed.name
+        assert schema_problems(listed.output_schema) == [], listed.name
 
 
 async def test_a_structured_result_repeats_itself_as_json_text_and_matches_its_output_schema() -> None:
     async with memory_client() as client:
-        schema = {t.name: t.outputSchema for t in (await client.list_tools()).tools}["detect_language"]
+        schema = {t.name: t.output_schema for t in (await client.list_tools()).tools}["detect_language"]
         result = await client.call_tool("detect_language", {"text": "Der schnelle braune Fuchs springt."})
-    assert not result.isError and isinstance(result.content[0], TextContent)
-    assert json.loads(result.content[0].text) == result.structuredContent
-    jsonschema.validate(result.structuredContent, schema or {})  # the client checked it too
+    assert not result.is_error and isinstance(result.content[0], TextContent)
+    assert json.loads(result.content[0].text) == result.structured_content
+    jsonschema.validate(result.structured_content, schema or {})  # the client checked it too
 
 
 async def test_detect_language_answers_code_and_name() -> None:
     async with memory_client() as client:
         text = "Der schnelle braune Fuchs springt über den faulen Hund."
         result = await client.call_tool("detect_language", {"text": text})
-    assert not result.isError
+    assert not result.is_error
     assert payload(result) == {"language_code": "de", "language_name": "German"}
 
 
@@ -163,7 +164,7 @@ async def test_bad_arguments_are_a_validation_error_naming_the_argument(
     async with memory_client() as client:
         result = await client.call_tool("detect_language", arguments)
     body = payload(result)
-    assert result.isError
+    assert result.is_error
     assert body["code"] == "VALIDATION_ERROR"
     assert fragment in body["error"]
     assert len(body["request_id"]) == 12
@@ -188,7 +189,7 @@ async def test_a_tool_that_overruns_its_timeout_answers_timeout() -> None:
         with anyio.fail_after(10):
             result = await client.call_tool("wait_forever", {})
     body = payload(result)
-    assert result.isError and body["code"] == "TIMEOUT"
+    assert result.is_error and body["code"] == "TIMEOUT"
     assert "0.2 s" in body["error"]
 
 
@@ -214,7 +215,7 @@ async def test_resources_are_generated_from_the_registries() -> None:
         listed = {str(r.uri) for r in (await client.list_resources()).resources}
         formats = json.loads((await client.read_resource("rag://supported-formats")).contents[0].text)  # type: ignore[union-attr]
         tools = json.loads((await client.read_resource("rag://tool-descriptions")).contents[0].text)  # type: ignore[union-attr]
-    assert listed == {"rag://supported-formats", "rag://tool-descriptions"}
+    assert listed == {"rag://supported-formats", "rag://tool-descriptions", VIEWER_URI}
     assert formats["formats"] == [f.describe() for f in supported_formats()]
     assert {t["name"] for t in tools["tools"]} == EXPECTED_TOOLS
     assert tools["tool_count"] == len(EXPECTED_TOOLS) == 18
@@ -229,7 +230,7 @@ async def test_manage_cache_rejects_unknown_actions() -> None:
 async def test_an_error_result_is_json_text_without_structured_content() -> None:
     async with memory_client() as client:
         result = await client.call_tool("detect_language", {})
-    assert result.isError and result.structuredContent is None  # it would have to match the output schema
+    assert result.is_error and result.structured_content is None  # it would have to match the output schema
     assert len(result.content) == 1 and isinstance(result.content[0], TextContent)
     body = json.loads(result.content[0].text)
     assert set(body) == {"error", "code", "request_id", "arguments", "argument"} and body["code"] == "VALIDATION_ERROR"
@@ -239,9 +240,9 @@ async def test_an_unknown_tool_is_a_json_rpc_invalid_params_error_whose_request_
     configure_logging("INFO", tmp_path)
     try:
         async with memory_client() as client:
-            with pytest.raises(McpError) as raised:
+            with pytest.raises(MCPError) as raised:
                 await client.call_tool("no_such_tool", {})
-            assert not (await client.call_tool("detect_language", {"text": "the session goes on"})).isError
+            assert not (await client.call_tool("detect_language", {"text": "the session goes on"})).is_error
     finally:
         configure_logging("INFO", None)
     error = raised.value.error

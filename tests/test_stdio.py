@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from mcp.shared.exceptions import McpError
+from mcp.shared.exceptions import MCPError
 
 from tests.mcp_harness import ROOT, payload, stdio_session
 
@@ -31,9 +31,9 @@ async def test_stdio_client_lists_tools_calls_a_tool_and_reads_resources() -> No
 
 async def test_an_unknown_resource_is_not_found_and_an_unknown_prompt_is_invalid_params_over_stdio() -> None:
     async with stdio_session() as client:
-        with pytest.raises(McpError) as resource:
+        with pytest.raises(MCPError) as resource:
             await client.read_resource("rag://nope")
-        with pytest.raises(McpError) as prompt:
+        with pytest.raises(MCPError) as prompt:
             await client.get_prompt("no_such_prompt")
         known = await client.read_resource("rag://tool-descriptions")
     assert (resource.value.error.code, resource.value.error.data) == (-32002, {"uri": "rag://nope"})

@@ -25,7 +25,7 @@ async def test_four_workers_answer_100_tool_calls_without_an_error() -> None:
                     args = {} if tool == "get_system_health" else {"text": f"request number {n}-{i} in English"}
                     result = await client.call_tool(tool, args)
                     body = payload(result)
-                    if result.isError:
+                    if result.is_error:
                         errors.append(body)
                     elif tool == "get_system_health":
                         pids.add(body["worker"]["pid"])

@@ -14,7 +14,7 @@ from mcp_server.chunking._layout import title_line
 from mcp_server.chunking._locations import infer_locations
 from mcp_server.chunking._params import CHUNK_WINDOWS, CHUNKER_VERSION, ChunkParams, chunk_params_for
 from mcp_server.chunking._scoring import content_type, importance_score
-from mcp_server.chunking._tokens import HFTokenCounter, TokenCounter
+from mcp_server.chunking._tokens import HFTokenCounter, TokenCounter, special_tokens
 
 __all__ = [
     "CHUNKER_VERSION",
@@ -27,5 +27,6 @@ __all__ = [
     "content_type",
     "importance_score",
     "infer_locations",
+    "special_tokens",
     "title_line",
 ]

@@ -15,6 +15,10 @@ from mcp_server.processors.language import dominant_script, passage_languages
 
 __all__ = ["chunk_document"]
 
+# Per-word sums may fall a token or two short of a SentencePiece count (``TokenCounter``): chunks
+# estimated above this share of the budget are counted for real.
+NEAR_BUDGET = 0.95
+
 
 def chunk_document(doc: ProcessedDocument, params: ChunkParams, counter: TokenCounter) -> list[Chunk]:
     """Cut ``doc.content`` into chunks of at most ``params.max_tokens`` model tokens.
@@ -47,7 +51,10 @@ def chunk_document(doc: ProcessedDocument, params: ChunkParams, counter: TokenCo
     spans = [span for first, stop in segments for span in splitter.split(first, stop)]
     texts = [splitter.text(span) for span in spans]
     if getattr(counter, "splits_on_whitespace", False):
-        counts = [splitter.estimate(span) for span in spans]  # exact for such tokenizers
+        counts = [splitter.estimate(span) for span in spans]  # exact for WordPiece, within a token or two else
+        near = [i for i, count in enumerate(counts) if count > params.max_tokens * NEAR_BUDGET]
+        for i, count in zip(near, counter.count_tokens([texts[i] for i in near]), strict=True):
+            counts[i] = count  # a chunk at the budget is counted for real: the check below needs it exact
     else:
         counts = counter.count_tokens(texts)
     if any(count > params.max_tokens for count in counts):

@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from mcp_server.chunking._locations import HEADING_LINE, MARKER_LINE
 from mcp_server.chunking._params import ChunkParams
-from mcp_server.chunking._tokens import TokenCounter
+from mcp_server.chunking._tokens import TokenCounter, special_tokens
 
 __all__ = ["Layout", "Table", "build_layout", "title_line"]
 
@@ -82,7 +82,7 @@ class Layout:
 
 def build_layout(content: str, params: ChunkParams, counter: TokenCounter) -> Layout:
     """Atoms, token counts and break levels for ``content`` (assumed not blank)."""
-    specials = counter.count_tokens([""])[0]
+    specials = special_tokens(counter)
     budget = params.max_tokens - specials
     if budget < 4:
         raise ValueError(f"max_tokens {params.max_tokens} leaves no room beside {specials} special tokens")

@@ -17,7 +17,7 @@ from mcp_server.processors.formats import Chunking
 __all__ = ["CHUNKER_VERSION", "CHUNK_WINDOWS", "ChunkParams", "chunk_params_for"]
 
 # Bump whenever the chunks for the same input could change: it is part of every index cache key.
-CHUNKER_VERSION = "5"
+CHUNKER_VERSION = "6"
 
 # After a format's structure breaks (markers, headings: core/markup.py). Each separator must
 # contain whitespace: chunks are cut only at whitespace, never inside a word.

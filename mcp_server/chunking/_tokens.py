@@ -15,7 +15,7 @@ from tokenizers import Tokenizer
 
 from mcp_server.core.errors import ModelLoadError
 
-__all__ = ["HFTokenCounter", "TokenCounter"]
+__all__ = ["HFTokenCounter", "TokenCounter", "special_tokens"]
 
 # Pre-tokenizers that cut at every whitespace: no token spans two words.
 _WHITESPACE_PRE_TOKENIZERS = frozenset({"BertPreTokenizer", "Whitespace", "WhitespaceSplit"})
@@ -29,6 +29,10 @@ class TokenCounter(Protocol):
     joins text across whitespace (WordPiece: BERT, MiniLM, BGE), so that a text's count is the
     specials plus the sum over its words. The chunker then trusts its per-word sums instead of
     re-tokenising every chunk, which halves chunking time on long documents.
+
+    ``special_tokens`` (optional): what every text costs besides its words' own tokens. Without it,
+    the count of an empty text is taken, which is right for WordPiece ([CLS] [SEP]) but not for a
+    SentencePiece model that gives even an empty text a word-start marker.
     """
 
     max_tokens: int
@@ -36,6 +40,12 @@ class TokenCounter(Protocol):
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Token count of each text WITH the special tokens ([CLS]/[SEP]), never truncated."""
         ...
+
+
+def special_tokens(counter: TokenCounter) -> int:
+    """The tokens every text costs besides its words' (``TokenCounter``'s docstring)."""
+    declared = getattr(counter, "special_tokens", None)
+    return int(declared) if declared is not None else counter.count_tokens([""])[0]
 
 
 class HFTokenCounter:

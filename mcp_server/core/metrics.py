@@ -240,8 +240,8 @@ def process_exiting() -> None:
 
 # --- tools --------------------------------------------------------------------------------
 def _result_code(result: Any) -> str:
-    """OK, or the code of an error result ({"error", "code", ...} with isError set)."""
-    if not getattr(result, "isError", False):
+    """OK, or the code of an error result ({"error", "code", ...} with is_error set)."""
+    if not getattr(result, "is_error", False):
         return "OK"
     # The guard's error results carry their JSON as text only (no structuredContent: see guard.py).
     try:

@@ -17,8 +17,8 @@ from typing import Any, TypeVar
 
 import anyio
 import pydantic
-from mcp.shared.exceptions import McpError
-from mcp.types import INVALID_PARAMS, CallToolResult, ErrorData, TextContent
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS, CallToolResult, TextContent
 
 from mcp_server.core import metrics
 from mcp_server.core.errors import MCPServerError, ToolTimeoutError, ValidationError
@@ -38,10 +38,10 @@ def error_result(error: MCPServerError, request_id: str) -> CallToolResult:
     tool's output schema, and TypeScript clients (the Inspector, hosts behind mcp-remote) validate
     it whenever it is present, error or not, so an error dict there made every error unreadable."""
     payload = {**error.to_dict(), "request_id": request_id}
-    return CallToolResult(content=[TextContent(type="text", text=json.dumps(payload))], isError=True)
+    return CallToolResult(content=[TextContent(type="text", text=json.dumps(payload))], is_error=True)
 
 
-def unknown_tool_error(name: str) -> McpError:
+def unknown_tool_error(name: str) -> MCPError:
     """The JSON-RPC error for a tool name the server does not have, logged with a request id that
     the error's data repeats (the call never reaches the guard, so it is not rate limited)."""
     request_id = new_request_id()
@@ -50,8 +50,7 @@ def unknown_tool_error(name: str) -> McpError:
         logger.info("tool.unknown", extra={"requested_tool": name[:200]})
     finally:
         request_id_var.reset(token)
-    return McpError(ErrorData(code=INVALID_PARAMS, message=f"Unknown tool: {name[:200]}",
-                              data={"request_id": request_id}))
+    return MCPError(code=INVALID_PARAMS, message=f"Unknown tool: {name[:200]}", data={"request_id": request_id})
 
 
 def format_validation_error(exc: pydantic.ValidationError) -> ValidationError:

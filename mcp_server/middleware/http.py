@@ -14,7 +14,7 @@ import hmac
 import json
 
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
-from starlette.requests import HTTPConnection
+from starlette.requests import HTTPConnection, Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -88,7 +88,7 @@ class HTTPGuardMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        conn = HTTPConnection(scope)
+        conn = Request(scope)  # the SDK validator takes a Request; headers are all it reads
         # Validate Host/Origin for every path (the SDK re-checks /mcp with the same settings).
         rejected = await self.rebinding.validate_request(conn, is_post=False)
         if rejected is not None:

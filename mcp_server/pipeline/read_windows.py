@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from mcp_server.chunking import TokenCounter, infer_locations
+from mcp_server.chunking import TokenCounter, infer_locations, special_tokens
 from mcp_server.core.errors import ValidationError
 from mcp_server.core.models import Location, ProcessedDocument
 from mcp_server.pipeline.research import PageRanges
@@ -228,7 +228,7 @@ def _line_prefix_tokens(content: str, window: Sequence[tuple[int, int]],
         lines.append(content[start:hi])
         ends.append(hi)
     counts = counter.count_tokens(lines)
-    specials = counter.count_tokens([""])[0]
+    specials = special_tokens(counter)
     prefix: dict[int, int] = {}
     total = specials
     for end, count in zip(ends, counts, strict=True):

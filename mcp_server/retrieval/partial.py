@@ -93,7 +93,8 @@ def best_sentences(
 
 def partial_view(
     base: DocumentIndex, query: str, embedder: Embedder, candidates: int, *,
-    per_chunk: int = SENTENCES_PER_CANDIDATE, progress: Callable[[int, int, str], None] | None = None,
+    per_chunk: int = SENTENCES_PER_CANDIDATE, seconds: float = PARTIAL_SECONDS,
+    progress: Callable[[int, int, str], None] | None = None,
 ) -> DocumentIndex:
     """``base`` plus vectors for this query's candidates (``per_chunk`` 0: all their sentences).
     Built afresh per query from the vector-less base (repeated sentences come from the
@@ -103,5 +104,5 @@ def partial_view(
     if per_chunk > 0:
         select = best_sentences(query, per_chunk, languages=base.languages,
                                 ranks={pos: rank for rank, pos in enumerate(chosen)},
-                                max_chars=PARTIAL_SECONDS * embedder.prior_chars_per_second)
+                                max_chars=seconds * embedder.prior_chars_per_second)
     return base.extended(chosen, embedder, progress=progress, select=select)

@@ -25,10 +25,11 @@ from mcp_server.core import metrics
 from mcp_server.core.concurrency import run_sync
 from mcp_server.core.logging import configure_logging
 from mcp_server.core.settings import Settings
-from mcp_server.middleware.http import HTTPGuardMiddleware
+from mcp_server.middleware.http import HTTPGuardMiddleware, transport_security_settings
 from mcp_server.server.build import RagMCP, create_server
 from mcp_server.server.metrics_http import METRICS_PATH, scrape
 from mcp_server.server.resources import supported_formats
+from mcp_server.server.viewer import VIEWER_URI
 from mcp_server.tools.health import readiness
 
 __all__ = ["create_app"]
@@ -41,7 +42,13 @@ def create_app(settings: Settings | None = None, server: RagMCP | None = None) -
     configure_logging(settings.log_level, settings.log_dir)
     metrics.configure(settings)
     server = server or create_server(settings)
-    mcp_app = server.streamable_http_app()
+    mcp_app = server.streamable_http_app(
+        streamable_http_path="/mcp",
+        stateless_http=True,  # any worker can answer any request (--workers N)
+        max_request_body_size=settings.max_request_body_bytes,
+        transport_security=transport_security_settings(settings),
+        host=settings.host,
+    )
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -70,7 +77,7 @@ def create_app(settings: Settings | None = None, server: RagMCP | None = None) -
             "transport": "streamable-http (stateless)",
             "auth": "bearer" if settings.api_keys else "none",
             "tools": [tool["name"] for tool in server.describe_tools()],
-            "resources": ["rag://supported-formats", "rag://tool-descriptions"],
+            "resources": ["rag://supported-formats", "rag://tool-descriptions", VIEWER_URI],
             "supported_formats": supported_formats(),
             "pid": os.getpid(),
             "time": time.time(),

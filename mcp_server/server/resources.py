@@ -6,9 +6,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from mcp.server.fastmcp import FastMCP
-from mcp.shared.exceptions import McpError
-from mcp.types import ErrorData
+from mcp.server.mcpserver import MCPServer
+from mcp.shared.exceptions import MCPError
 
 __all__ = ["RESOURCE_NOT_FOUND", "register_resources", "unknown_resource_error"]
 
@@ -23,13 +22,13 @@ def supported_formats() -> list[dict[str, object]]:
     return [entry.describe() for entry in registered_formats()]
 
 
-def unknown_resource_error(uri: str) -> McpError:
+def unknown_resource_error(uri: str) -> MCPError:
     """The JSON-RPC error for resources/read of a URI the server does not have; ``data`` carries the
     URI as asked, the message a readable prefix of it."""
-    return McpError(ErrorData(code=RESOURCE_NOT_FOUND, message=f"Resource not found: {uri[:200]}", data={"uri": uri}))
+    return MCPError(code=RESOURCE_NOT_FOUND, message=f"Resource not found: {uri[:200]}", data={"uri": uri})
 
 
-def register_resources(server: FastMCP[Any], describe_tools: Callable[[], list[dict[str, Any]]]) -> None:
+def register_resources(server: MCPServer[Any], describe_tools: Callable[[], list[dict[str, Any]]]) -> None:
     """``describe_tools`` lists the registered tools (``RagMCP.describe_tools``)."""
 
     @server.resource(

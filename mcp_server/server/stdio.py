@@ -1,15 +1,18 @@
 """stdio transport with a clean stdout: JSON-RPC only, nothing else (SECURITY.md H7).
 
 Before anything is imported that could print (model loaders, progress bars, C libraries writing
-to file descriptor 1), the real stdout is duplicated for the protocol and fd 1 is pointed at
-stderr, so a stray print lands in the log stream instead of corrupting the protocol.
+to file descriptor 1), fd 1 is pointed at stderr and the real stdout kept aside, so a stray print
+lands in the log stream instead of corrupting the protocol. Once the server is built, the real
+stdout goes back to fd 1 for the SDK's ``stdio_server``, which claims it the same way for as long as
+it serves (fd 1 to stderr, the protocol on a private duplicate): the models load, and the tools
+run, inside that claim.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from io import TextIOWrapper
+from collections.abc import Callable
 
 import anyio
 
@@ -18,26 +21,28 @@ from mcp_server.core.settings import Settings
 __all__ = ["run_stdio"]
 
 
-def _claim_stdout() -> TextIOWrapper:
-    protocol_fd = os.dup(sys.stdout.fileno())
+def _divert_stdout() -> Callable[[], None]:
+    """Point fd 1 at stderr; the returned function points it back at the real stdout."""
     sys.stdout.flush()
+    protocol_fd = os.dup(sys.stdout.fileno())
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-    sys.stdout = sys.stderr
-    return TextIOWrapper(os.fdopen(protocol_fd, "wb", buffering=0), encoding="utf-8", write_through=True)
+    stdout, sys.stdout = sys.stdout, sys.stderr
+
+    def restore() -> None:
+        sys.stderr.flush()
+        os.dup2(protocol_fd, stdout.fileno())
+        os.close(protocol_fd)
+        sys.stdout = stdout
+
+    return restore
 
 
 def run_stdio(settings: Settings) -> None:
-    protocol_out = _claim_stdout()
+    restore_stdout = _divert_stdout()
     os.environ.setdefault("TQDM_DISABLE", "1")
 
-    async def serve() -> None:
-        from mcp.server.stdio import stdio_server
+    from mcp_server.server.build import create_server
 
-        from mcp_server.server.build import create_server
-        from mcp_server.server.sdk_adapter import serve_streams
-
-        server = create_server(settings)
-        async with stdio_server(stdout=anyio.wrap_file(protocol_out)) as (read_stream, write_stream):
-            await serve_streams(server, read_stream, write_stream)
-
-    anyio.run(serve)
+    server = create_server(settings)
+    restore_stdout()  # only for the moment until stdio_server claims it again
+    anyio.run(server.run_stdio_async)

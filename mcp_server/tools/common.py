@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
 
-from mcp.server.fastmcp import Context
+from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
@@ -90,8 +90,9 @@ def spec_of(fn: Callable[..., Any]) -> ToolSpec:
     return spec
 
 
-def app_of(ctx: Context) -> AppContext:
-    return ctx.request_context.lifespan_context
+def app_of(ctx: Context[Any, Any]) -> AppContext:
+    app: AppContext = ctx.request_context.lifespan_context
+    return app
 
 
 def settings_of(ctx: Context) -> Settings:

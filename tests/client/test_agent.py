@@ -17,9 +17,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from client.agent import SYSTEM_PROMPT, content_text, main
 from client.config import CLIENT_DIR, NO_LLM_MESSAGE
 from client.fake_llm import ScriptedChatModel
+from tests.client._rag import ROOT, FileServer, free_port, http_client, payload, rag_server_process
 from tests.client.helpers import call, say, write_script
-from tests.conftest import FileServer
-from tests.mcp_harness import ROOT, ThreadedServer, free_port, http_client, make_settings, payload
 
 PDF = "docs/pdf/multi_page.pdf"
 XLSX = "docs/xlsx/stanley-cups.xlsx"
@@ -154,7 +153,8 @@ def test_a_tool_error_from_the_server_reaches_the_model_as_text_and_the_turn_com
     assert out.rstrip().endswith("That document could not be downloaded.")
 
 
-def test_every_kind_of_tool_error_reaches_the_model_with_its_code_and_message(corpus_server: FileServer) -> None:
+def test_every_kind_of_tool_error_reaches_the_model_with_its_code_and_message(corpus_server: FileServer,
+                                                                             tmp_path: Path) -> None:
     model = ScriptedChatModel(script=[
         call("retrieve_chunks", document_url="http://169.254.169.254/latest", query="credentials"),
         call("extract_pdf_text", document_url=corpus_server.url("docs/pdf/password.pdf")),
@@ -163,8 +163,8 @@ def test_every_kind_of_tool_error_reaches_the_model_with_its_code_and_message(co
         say("Four errors."),
     ])
 
-    with ThreadedServer(make_settings(rate_limit_rpm=3, load_models=False)) as server:
-        code, out, err = run_agent(["Try them all."], server.mcp_url, model)
+    with rag_server_process(tmp_path, MCP_RATE_LIMIT_RPM="3", MCP_LOAD_MODELS="false") as url:
+        code, out, err = run_agent(["Try them all."], url, model)
 
     assert (code, err) == (0, "")
     results = [m for m in model.received[-1] if isinstance(m, ToolMessage)]
@@ -197,15 +197,14 @@ def test_an_unreachable_server_is_named_in_one_clear_message() -> None:
                    "`python -m mcp_server` or set MCP_SERVER_URL.\n")
 
 
-def test_mcp_api_key_is_sent_as_a_bearer_token_and_a_missing_one_is_explained() -> None:
-    settings = make_settings(api_keys=["client-test-key"], load_models=False)
-    with ThreadedServer(settings) as server:
-        code, _, refused = run_agent(["hello"], server.mcp_url, ScriptedChatModel(script=[]))
+def test_mcp_api_key_is_sent_as_a_bearer_token_and_a_missing_one_is_explained(tmp_path: Path) -> None:
+    with rag_server_process(tmp_path, MCP_API_KEYS="client-test-key", MCP_LOAD_MODELS="false") as url:
+        code, _, refused = run_agent(["hello"], url, ScriptedChatModel(script=[]))
         model = ScriptedChatModel(script=[call("get_system_health"), say("healthy")])
-        accepted = run_agent(["hello"], server.mcp_url, model, MCP_API_KEY="client-test-key")
+        accepted = run_agent(["hello"], url, model, MCP_API_KEY="client-test-key")
 
     assert code == 1
-    assert refused == (f"The MCP server at {server.mcp_url} refused the request (HTTP 401): set MCP_API_KEY to "
+    assert refused == (f"The MCP server at {url} refused the request (HTTP 401): set MCP_API_KEY to "
                        "one of the keys in the server's MCP_API_KEYS.\n")
     assert accepted[0] == 0 and accepted[2] == ""
     assert '"status"' in content_text(tool_result(model.received[1], "get_system_health").content)

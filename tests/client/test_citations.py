@@ -7,9 +7,9 @@ from langchain_core.messages import AIMessage, HumanMessage
 from client.agent import SYSTEM_PROMPT
 from client.citations import QuoteCheck, documents_named, quotes_in, report
 from client.fake_llm import ScriptedChatModel
+from tests.client._rag import FileServer
 from tests.client.helpers import call, say
 from tests.client.test_agent import run_agent
-from tests.conftest import FileServer
 
 PDF = "docs/pdf/multi_page.pdf"
 EXACT = "Programs like Scrivener allowed authors to manage large projects"

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from mcp_server.server.viewer import VIEWER_URI
 from tests.clients_js._calls import BAD, GOOD, MULTI_PAGE_PDF, Call, error_body
 from tests.clients_js._node import Run, inspector
 from tests.clients_js.conftest import API_KEY
@@ -59,9 +60,10 @@ def test_the_inspector_lists_every_tool_with_an_output_schema(printed: dict[str,
     assert all(tool["outputSchema"]["type"] == "object" for tool in tools)
 
 
-def test_the_inspector_lists_and_reads_both_resources(printed: dict[str, Run]) -> None:
-    listed = result_of(printed["resources/list"])["resources"]
-    assert {resource["uri"] for resource in listed} == set(RESOURCES)
+def test_the_inspector_lists_the_three_resources_and_reads_both_json_ones(printed: dict[str, Run]) -> None:
+    listed = {resource["uri"]: resource for resource in result_of(printed["resources/list"])["resources"]}
+    assert set(listed) == {*RESOURCES, VIEWER_URI}
+    assert listed[VIEWER_URI]["mimeType"] == "text/html;profile=mcp-app"  # the citation viewer (MCP App)
     formats = json.loads(result_of(printed["rag://supported-formats"])["contents"][0]["text"])
     tools = json.loads(result_of(printed["rag://tool-descriptions"])["contents"][0]["text"])
     assert "pdf" in {entry["doc_type"] for entry in formats["formats"]}

@@ -20,9 +20,10 @@ import jsonschema
 import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from mcp.shared.exceptions import McpError
+from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, CallToolResult, TextContent, Tool
 
+from mcp_server.server.viewer import VIEWER_URI
 from tests.clients_js._calls import BAD, GOOD, Call, error_body
 from tests.clients_js._node import JS_DIR, find_node, node_env, package_bin
 from tests.clients_js.conftest import API_KEY
@@ -36,7 +37,7 @@ class Bridged:
     tools: dict[str, Tool]
     resources: dict[str, str]  # uri -> text read through the bridge
     results: dict[str, CallToolResult]
-    unknown_tool: McpError | CallToolResult  # what calling a tool the server does not have gave
+    unknown_tool: MCPError | CallToolResult  # what calling a tool the server does not have gave
 
 
 @contextlib.asynccontextmanager
@@ -61,10 +62,10 @@ async def call_everything(url: str, home: Path, corpus: str) -> Bridged:
                 content = (await session.read_resource(resource.uri)).contents[0]
                 resources[str(resource.uri)] = getattr(content, "text", "")
             results = {call.id: await session.call_tool(call.tool, call.bound(corpus)) for call in GOOD + BAD}
-            unknown: McpError | CallToolResult
+            unknown: MCPError | CallToolResult
             try:
                 unknown = await session.call_tool("no_such_tool", {})
-            except McpError as exc:
+            except MCPError as exc:
                 unknown = exc
     return Bridged(tools, resources, results, unknown)
 
@@ -77,10 +78,10 @@ def bridged(node: Path, node_home: Path, keyed_server: ThreadedServer, corpus_se
 def check_like_typescript(tool: Tool, result: CallToolResult) -> None:
     """The TypeScript SDK's client check (Inspector, hosts behind mcp-remote): present structured
     content must match the output schema even on errors; only errors may leave it out."""
-    if result.structuredContent is not None:
-        jsonschema.validate(result.structuredContent, tool.outputSchema or {})
+    if result.structured_content is not None:
+        jsonschema.validate(result.structured_content, tool.output_schema or {})
     else:
-        assert result.isError, f"{tool.name} declares an output schema but returned no structured content"
+        assert result.is_error, f"{tool.name} declares an output schema but returned no structured content"
 
 
 def text_of(result: CallToolResult) -> str:
@@ -88,9 +89,10 @@ def text_of(result: CallToolResult) -> str:
     return result.content[0].text
 
 
-def test_mcp_remote_bridges_the_tool_list_and_both_resources(bridged: Bridged) -> None:
+def test_mcp_remote_bridges_the_tool_list_and_the_three_resources(bridged: Bridged) -> None:
     assert set(bridged.tools) == EXPECTED_TOOLS
-    assert set(bridged.resources) == {"rag://supported-formats", "rag://tool-descriptions"}
+    assert set(bridged.resources) == {"rag://supported-formats", "rag://tool-descriptions", VIEWER_URI}
+    assert "globalThis.McpExtApps" in bridged.resources[VIEWER_URI]  # the citation viewer, whole
     described = json.loads(bridged.resources["rag://tool-descriptions"])["tools"]
     assert {tool["name"] for tool in described} == EXPECTED_TOOLS
 
@@ -98,22 +100,22 @@ def test_mcp_remote_bridges_the_tool_list_and_both_resources(bridged: Bridged) -
 @pytest.mark.parametrize("call", GOOD, ids=lambda call: call.id)
 def test_every_tool_answers_good_input_through_mcp_remote(call: Call, bridged: Bridged) -> None:
     result = bridged.results[call.id]
-    assert not result.isError, text_of(result)
+    assert not result.is_error, text_of(result)
     check_like_typescript(bridged.tools[call.tool], result)
-    structured: Any = result.structuredContent
+    structured: Any = result.structured_content
     assert call.expect in json.dumps(structured, ensure_ascii=False)
 
 
 @pytest.mark.parametrize("call", BAD, ids=lambda call: call.id)
 def test_every_tool_error_crosses_mcp_remote_readable_by_typescript_clients(call: Call, bridged: Bridged) -> None:
     result = bridged.results[call.id]
-    assert result.isError
+    assert result.is_error
     check_like_typescript(bridged.tools[call.tool], result)
     body = error_body(text_of(result))
     assert body["code"] == call.code and call.expect in body["error"]
 
 
 def test_an_unknown_tool_crosses_mcp_remote_as_a_json_rpc_invalid_params_error(bridged: Bridged) -> None:
-    assert isinstance(bridged.unknown_tool, McpError), bridged.unknown_tool
+    assert isinstance(bridged.unknown_tool, MCPError), bridged.unknown_tool
     error = bridged.unknown_tool.error
     assert error.code == INVALID_PARAMS and "Unknown tool: no_such_tool" in error.message

@@ -44,7 +44,7 @@ async def call(base: str, tool: str, args: dict[str, Any], key: str | None = Non
     headers = {"Authorization": f"Bearer {key}"} if key else None
     async with http_client(f"{base}/mcp", headers=headers, keepalive=False) as client:
         result = await client.call_tool(tool, args)
-    return not result.isError, payload(result)
+    return not result.is_error, payload(result)
 
 
 def codes(results: list[tuple[str, tuple[bool, dict[str, Any]]]]) -> Counter[tuple[str, str]]:

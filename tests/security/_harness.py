@@ -14,7 +14,8 @@ from typing import Any
 
 import anyio
 import httpx
-from mcp import ClientSession
+import httpx2
+from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from mcp_server.core.settings import Settings
@@ -123,17 +124,15 @@ async def call_tool(server: ThreadedServer, tool: str, args: dict[str, Any],
     """One tool call over streamable HTTP with the SDK client: (isError, structured payload)."""
     async with direct_client(server.mcp_url, headers=headers) as client:
         result = await client.call_tool(tool, args)
-    return bool(result.isError), payload(result)
+    return bool(result.is_error), payload(result)
 
 
 @contextlib.asynccontextmanager
-async def direct_client(url: str, headers: dict[str, str] | None = None) -> AsyncIterator[ClientSession]:
+async def direct_client(url: str, headers: dict[str, str] | None = None) -> AsyncIterator[Client]:
     """An SDK client that ignores proxy variables (the proxy test sets them for the server)."""
-    async with httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(30, read=120), trust_env=False) as http, \
-            streamable_http_client(url, http_client=http) as (read, write, _), \
-            ClientSession(read, write) as session:
-        await session.initialize()
-        yield session
+    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=120), trust_env=False) as http, \
+            Client(streamable_http_client(url, http_client=http)) as client:
+        yield client
 
 
 async def call_while_healthy(server: ThreadedServer, tool: str, args: dict[str, Any],
@@ -159,4 +158,4 @@ async def call_while_healthy(server: ThreadedServer, tool: str, args: dict[str, 
                     result = await client.call_tool(tool, args)
             finally:
                 finished.set()
-    return bool(result.isError), payload(result), polls
+    return bool(result.is_error), payload(result), polls

@@ -168,7 +168,7 @@ def call(server: ThreadedServer, tool: str, **arguments: Any) -> tuple[bool, dic
     async def go() -> tuple[bool, dict[str, Any]]:
         async with http_client(server.mcp_url) as client:
             result = await client.call_tool(tool, arguments)
-        return result.isError, payload(result)
+        return result.is_error, payload(result)
 
     return anyio.run(go)
 

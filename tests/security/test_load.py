@@ -76,7 +76,7 @@ async def one_call(base: str, tool: str, args: dict[str, Any]) -> Outcome:
         with anyio.fail_after(60):
             async with http_client(f"{base}/mcp", keepalive=False) as client:
                 result = await client.call_tool(tool, args)
-        ok, detail = not result.isError, str(payload(result))[:200]
+        ok, detail = not result.is_error, str(payload(result))[:200]
     except Exception as exc:  # a dropped connection, a 5xx, a timeout: all count as failures
         ok, detail = False, f"{type(exc).__name__}: {exc}"[:200]
     return Outcome(started, time.monotonic(), ok, detail)

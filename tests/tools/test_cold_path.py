@@ -29,7 +29,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FileServer]:
 async def call(server: ThreadedServer, tool: str, **arguments: Any) -> tuple[bool, dict[str, Any]]:
     async with http_client(server.mcp_url) as client:
         result = await client.call_tool(tool, arguments)
-    return result.isError, payload(result)
+    return result.is_error, payload(result)
 
 
 async def test_a_big_document_answers_partially_first_and_completely_after_the_background_build(

@@ -30,7 +30,7 @@ async def test_a_pdf_served_as_octet_stream_without_extension_is_processed_as_pd
     async with memory_client(load_models=False) as client:
         result = await client.call_tool("process_document", {"document_url": served.url("download?id=7")})
     body = payload(result)
-    assert not result.isError, body
+    assert not result.is_error, body
     assert body["document_type"] == "pdf" and "--- Page 1 ---" in body["content"]
 
 
@@ -44,7 +44,7 @@ async def test_binary_garbage_is_an_unsupported_format_not_mojibake(served: File
     async with memory_client(load_models=False) as client:
         result = await client.call_tool("process_document", {"document_url": served.url("garbage.bin")})
     body = payload(result)
-    assert result.isError and body["code"] == "PROCESSING_ERROR"
+    assert result.is_error and body["code"] == "PROCESSING_ERROR"
     assert "unsupported format" in body["error"]
 
 
@@ -64,7 +64,7 @@ async def test_local_files_are_read_only_under_document_roots() -> None:
         other = DOCS / "csv" / "csv-tab.csv"
         outside = await client.call_tool("process_document", {"document_url": other.as_uri()})
         escape = await client.call_tool("process_document", {"document_url": f"{DOCS}/txt/../csv/csv-tab.csv"})
-    assert not inside.isError and not plain_path.isError
+    assert not inside.is_error and not plain_path.is_error
     assert payload(outside)["code"] == "DOWNLOAD_ERROR" and payload(escape)["code"] == "DOWNLOAD_ERROR"
 
 

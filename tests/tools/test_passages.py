@@ -53,7 +53,7 @@ def tokens(rag: RagMCP, mcp: ThreadedServer) -> TokenCounter:
 async def call(server: ThreadedServer, tool: str, **arguments: Any) -> tuple[bool, dict[str, Any]]:
     async with http_client(server.mcp_url) as client:
         result = await client.call_tool(tool, arguments)
-    return result.isError, payload(result)
+    return result.is_error, payload(result)
 
 
 # --- passage ids ---------------------------------------------------------------------------------

@@ -75,12 +75,12 @@ async def test_process_document_handles_corpus_file(servers: tuple[FileServer, T
     expected = EXPECTED.get(name, [])
     if isinstance(expected, tuple):
         code, fragment = expected
-        assert result.isError, f"{name} should fail with {code}"
+        assert result.is_error, f"{name} should fail with {code}"
         assert body["code"] == code
         assert fragment in body["error"].lower()
         assert "Traceback" not in body["error"]
         return
-    assert not result.isError, body
+    assert not result.is_error, body
     if name in EMPTY:
         assert body["content"] == ""
         return

@@ -53,7 +53,7 @@ async def raw(server: ThreadedServer, tool: str, **arguments: Any) -> CallToolRe
 
 async def call(server: ThreadedServer, tool: str, **arguments: Any) -> tuple[bool, dict[str, Any]]:
     result = await raw(server, tool, **arguments)
-    return result.isError, payload(result)
+    return result.is_error, payload(result)
 
 
 async def content_of(server: ThreadedServer, url: str) -> str:
@@ -260,9 +260,9 @@ async def test_a_document_without_pages_reads_whole_and_refuses_a_pages_filter(f
 # --- get_page_image ----------------------------------------------------------------------------------
 async def test_page_2_comes_back_as_a_png_image_block(files: FileServer, mcp: ThreadedServer) -> None:
     result = await raw(mcp, "get_page_image", document_url=files.url(PDF), page=2)
-    assert not result.isError, result.content
+    assert not result.is_error, result.content
     images = [block for block in result.content if isinstance(block, ImageContent)]
-    assert len(images) == 1 and images[0].mimeType == "image/png"
+    assert len(images) == 1 and images[0].mime_type == "image/png"
     png = base64.b64decode(images[0].data)
     assert png.startswith(PNG_MAGIC)
     meta = payload(result)
@@ -275,7 +275,7 @@ async def test_a_passage_id_crops_the_page_to_the_passage(files: FileServer, mcp
     whole = payload(await raw(mcp, "get_page_image", document_url=files.url(PDF), page=4))
     result = await raw(mcp, "get_page_image", document_url=files.url(PDF), page=4, passage_id=found["passage_id"])
     crop = payload(result)
-    assert not result.isError and crop["cropped"] and crop["passage_id"] == found["passage_id"]
+    assert not result.is_error and crop["cropped"] and crop["passage_id"] == found["passage_id"]
     assert crop["height"] < whole["height"]
     failed, elsewhere = await call(mcp, "get_page_image", document_url=files.url(PDF), page=1,
                                    passage_id=found["passage_id"])
@@ -284,7 +284,7 @@ async def test_a_passage_id_crops_the_page_to_the_passage(files: FileServer, mcp
 
 async def test_an_image_document_is_its_own_single_page(files: FileServer, mcp: ThreadedServer) -> None:
     result = await raw(mcp, "get_page_image", document_url=files.url(JPG), page=1)
-    assert not result.isError, result.content
+    assert not result.is_error, result.content
     image = next(block for block in result.content if isinstance(block, ImageContent))
     assert base64.b64decode(image.data).startswith(PNG_MAGIC) and payload(result)["document_type"] == "image"
     failed, body = await call(mcp, "get_page_image", document_url=files.url(JPG), page=2)

@@ -45,7 +45,7 @@ def mcp(index_dir: Path) -> Iterator[ThreadedServer]:
 async def call(server: ThreadedServer, tool: str, **arguments: Any) -> tuple[bool, dict[str, Any]]:
     async with http_client(server.mcp_url) as client:
         result = await client.call_tool(tool, arguments)
-    return result.isError, payload(result)
+    return result.is_error, payload(result)
 
 
 async def test_results_carry_text_scores_locations_and_timings(mcp: ThreadedServer, files: FileServer) -> None:
@@ -155,7 +155,7 @@ async def test_long_builds_send_progress_notifications(files: FileServer, tmp_pa
         async with http_client(server.mcp_url) as client:
             result = await client.call_tool("retrieve_chunks", {"document_url": files.url("redp5110_sampled.pdf"),
                                                                 "query": "security"}, progress_callback=on_progress)
-    assert not result.isError
+    assert not result.is_error
     messages = " | ".join(m or "" for _, _, m in seen)
     assert "downloaded" in messages and "processed" in messages and "embedded" in messages
 

@@ -39,7 +39,7 @@ def mcp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThreadedServer]:
 async def search(server: ThreadedServer, **arguments: Any) -> tuple[bool, dict[str, Any]]:
     async with http_client(server.mcp_url) as client:
         result = await client.call_tool("search_documents", arguments)
-    return result.isError, payload(result)
+    return result.is_error, payload(result)
 
 
 def three(files: FileServer) -> list[str]:
@@ -172,7 +172,7 @@ async def test_progress_notifications_name_every_document(files: FileServer, tmp
         async with http_client(server.mcp_url) as client:
             result = await client.call_tool("search_documents", {"document_urls": urls, "query": "memo"},
                                             progress_callback=on_progress)
-    assert not result.isError
+    assert not result.is_error
     for url in urls:
         assert any(url in message and "ready" in message for _, _, message in seen), url
     values = [value for value, _, _ in seen]

@@ -45,7 +45,7 @@ async def test_the_chunk_holding_a_table_row_also_holds_the_tables_title_and_col
             "document_url": files.url(Path(PDF).name), "query": "unit cost of SKU-1123 hardware", "top_k": 20,
         })
     body = payload(result)
-    assert not result.isError, body
+    assert not result.is_error, body
     holding = [r for r in body["results"] if ROW in r["text"]]
     assert holding, [r["text"] for r in body["results"]]
     # the row's own table continues from an earlier chunk: at least one holder starts past the title

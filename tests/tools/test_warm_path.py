@@ -46,11 +46,11 @@ async def test_a_warm_call_neither_sniffs_again_nor_hops_to_a_thread_in_the_serv
     url = files.url("multi_page.pdf")
     async with memory_client(index_dir=tmp_path, progressive_budget=1e6) as client:
         cold = await client.call_tool("retrieve_chunks", {"document_url": url, "query": "first page"})
-        assert not cold.isError, payload(cold)
+        assert not cold.is_error, payload(cold)
         assert calls.count("sniff") == 1
         calls.clear()
         warm = await client.call_tool("retrieve_chunks", {"document_url": url, "query": "second page"})
-    assert not warm.isError and payload(warm)["cached"] is True
+    assert not warm.is_error and payload(warm)["cached"] is True
     assert calls == []
     assert payload(warm)["results"] and payload(warm)["document_type"] == "pdf"
 
@@ -63,6 +63,6 @@ async def test_the_sniffed_type_is_remembered_per_bytes_and_address(
     async with memory_client(index_dir=tmp_path, progressive_budget=1e6) as client:
         for url in (files.url("multi_page.pdf"), files.url("multi_page.pdf?copy=2")):
             result = await client.call_tool("retrieve_chunks", {"document_url": url, "query": "page"})
-            assert not result.isError, payload(result)
+            assert not result.is_error, payload(result)
             assert payload(result)["document_type"] == "pdf"
     assert calls == ["sniff", "sniff"]  # another final URL: its name may sniff otherwise

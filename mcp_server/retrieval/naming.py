@@ -44,15 +44,22 @@ IDENTITY_CHARS = 6000
 _WORD = re.compile(r"[^\W_](?:[\w&.\-]*[^\W_])?")
 # a year ("2022") or a code of letters and digits ("10-K", "Q4", "FY2022"); a bare number is content
 _CODE = re.compile(r"(?:19|20)\d\d|(?=.*\d)(?=.*[^\W\d_])[\w&.\-]+")
+_LETTER_CODE = re.compile(r"(?=.*\d)(?=.*[^\W\d_])[\w&.\-]+")
 _POSSESSIVE = re.compile(r"['\u2019]s\b|(?<=s)['\u2019](?!\w)")  # "Boeing's", "MGM Resorts'"
 
 
 class Identity:
     """The analysed tokens of a document's first page (its ``tokens``), and how a query's words meet them."""
 
-    def __init__(self, tokens: frozenset[str], language: str) -> None:
+    def __init__(self, tokens: frozenset[str], language: str, codes: frozenset[str] = frozenset()) -> None:
         self.tokens = tokens
         self.language = language
+        self.codes = codes  # its letters-and-digits codes as written, lower-cased ("10-k", "q4")
+
+    def naming_codes(self, query: str) -> set[str]:
+        """The query's letters-and-digits codes that the first page writes the same way: the
+        analyzer reads "10-K" and "10-Q" both as "10", the codes tell the two forms apart."""
+        return {w.lower() for w in _WORD.findall(query) if _LETTER_CODE.fullmatch(w)} & self.codes
 
     def naming_words(self, query: str) -> list[tuple[int, int]]:
         """Character spans of the query's words that name the document (see the module docstring)."""
@@ -143,11 +150,13 @@ def identity_of(chunks: Sequence[Chunk], tokens: Sequence[Sequence[str]], langua
         return Identity(frozenset(), language)
     first_page = min((p for c in chunks for p in c.location.pages), default=None)
     chosen: set[str] = set()
+    codes: set[str] = set()
     chars = 0
     for chunk, toks in zip(chunks, tokens, strict=True):
         on_first = first_page is not None and chunk.location.pages and chunk.location.pages[0] == first_page
         if chars and (not on_first or chars >= IDENTITY_CHARS):
             break
         chosen.update(toks)
+        codes.update(w.lower() for w in _WORD.findall(chunk.text) if _LETTER_CODE.fullmatch(w))
         chars += len(chunk.text)
-    return Identity(frozenset(chosen), language)
+    return Identity(frozenset(chosen), language, frozenset(codes))

@@ -66,7 +66,7 @@ from mcp_server.retrieval.rerankers import Reranker
 __all__ = ["MAX_POOL_TOP_K", "NAMED_SHARE", "PoolHit", "PoolSource", "named_sources", "search_pool"]
 
 MAX_POOL_TOP_K = 50
-NAMED_SHARE = 0.5  # a source named at least this share as strongly as the best-named one comes first too
+NAMED_SHARE = 0.8  # a source named at least this share as strongly as the best-named one comes first too
 
 # (model id, text) -> unit query vector
 EmbedQuery = Callable[[str, str], np.ndarray]
@@ -163,11 +163,11 @@ def _rank_one(
 
 
 def named_sources(sources: Sequence[PoolSource], query: str) -> set[int]:
-    """The sources the query names (``naming.py``): each naming word weighs by how few of the
-    sources' identities hold it (one every identity holds names none), and the sources scoring at
-    least half the best come first."""
-    words = {s: src.index.identity.naming_tokens(query) for s, src in enumerate(sources)
-             if src.index.identity is not None}
+    """The sources the query names (``naming.py``): each naming word, and each code the query and
+    a first page write alike ("10-Q"), weighs by how few of the sources' identities hold it (one
+    every identity holds names none), and the sources scoring at least half the best come first."""
+    words = {s: src.index.identity.naming_tokens(query) | {f"code:{c}" for c in src.index.identity.naming_codes(query)}
+             for s, src in enumerate(sources) if src.index.identity is not None}
     holders: dict[str, int] = {}
     for tokens in words.values():
         for token in tokens:

@@ -24,15 +24,48 @@ say() { printf '\n== %s\n' "$*"; }
 now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 
-ENGINE=${CONTAINER_ENGINE:-$(command -v podman || command -v docker || true)}
-[ -n "$ENGINE" ] || { echo "image-test: no container engine (install podman or docker)" >&2; exit 1; }
+# The engine: CONTAINER_ENGINE, else the first of podman and docker that answers `info` (a docker CLI
+# with no daemon behind it does not); none answering, as root with apt-get, Podman is installed the way
+# `make` installs Tesseract (podman, podman-compose, runc, and debootstrap for a base image without a
+# registry); otherwise the exact command is printed. `image-test.sh --pick-engine` stops there.
+PODMAN_PACKAGES=(podman podman-compose runc debootstrap)
+# runc, and ulimits within the machine's own (Podman's defaults are refused on some kernels); set
+# before `podman info` is asked, and ignored by Docker.
+export CONTAINERS_CONF=${CONTAINERS_CONF:-$ROOT/deploy/podman-containers.conf}
+answers() { timeout 30 "$1" info >/dev/null 2>&1; }
+install_packages() {
+    if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "image-test: installing $*"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq && apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+    else
+        echo "image-test: run:  sudo apt-get install -y $*" >&2
+        exit 1
+    fi
+}
+pick_engine() {
+    if [ -n "${CONTAINER_ENGINE:-}" ]; then command -v "$CONTAINER_ENGINE"; return; fi
+    local name path
+    for name in podman docker; do
+        path=$(command -v "$name" || true)
+        if [ -n "$path" ] && answers "$path"; then echo "$path"; return; fi
+        [ -n "$path" ] && echo "image-test: $path does not answer '$name info' (no daemon?); not using it" >&2
+    done
+    return 0
+}
+ENGINE=$(pick_engine)
+if [ -z "$ENGINE" ]; then
+    install_packages "${PODMAN_PACKAGES[@]}"
+    ENGINE=$(command -v podman)
+fi
+answers "$ENGINE" || { echo "image-test: $ENGINE does not answer '$(basename "$ENGINE") info'" >&2; exit 1; }
 ENGINE_NAME=$(basename "$ENGINE")
+if [ "$ENGINE_NAME" = podman ] && ! command -v podman-compose >/dev/null 2>&1; then install_packages podman-compose; fi
+echo "image-test: container engine $ENGINE ($("$ENGINE" --version))"
+[ "${1:-}" = --pick-engine ] && { rm -f "$log"; exit 0; }
 BUILD_FLAGS=()
 if [ "$ENGINE_NAME" = podman ]; then
-    # runc, and ulimits within the machine's own (Podman's defaults are refused on some kernels);
-    # Docker-format images, since OCI images drop HEALTHCHECK.
-    export CONTAINERS_CONF=${CONTAINERS_CONF:-$ROOT/deploy/podman-containers.conf}
-    BUILD_FLAGS+=(--format docker)
+    BUILD_FLAGS+=(--format docker)  # Docker-format images, since OCI images drop HEALTHCHECK
     if command -v podman-compose >/dev/null; then COMPOSE=(podman-compose -p "$PROJECT"); fi
     NAME_SEP=_
 else
@@ -53,8 +86,8 @@ cleanup
 
 say "base image $BASE"
 if ! "$ENGINE" image inspect "$BASE" >/dev/null 2>&1 && ! "$ENGINE" pull -q "$BASE" >/dev/null 2>&1; then
-    command -v debootstrap >/dev/null && [ "$(id -u)" -eq 0 ] \
-        || { echo "image-test: cannot pull $BASE, and debootstrap (as root) is not available to make it" >&2; exit 1; }
+    command -v debootstrap >/dev/null || install_packages debootstrap
+    [ "$(id -u)" -eq 0 ] || { echo "image-test: cannot pull $BASE; making it with debootstrap needs root" >&2; exit 1; }
     rootfs=$(mktemp -d)
     debootstrap --variant=minbase bookworm "$rootfs" http://deb.debian.org/debian >/dev/null
     rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*

@@ -54,7 +54,7 @@ async def test_every_tool_parameter_is_listed_with_a_description_and_its_bounds(
     assert (search["document_urls"]["minItems"], search["document_urls"]["maxItems"]) == (1, MAX_DOCUMENTS)
     assert search["queries"]["anyOf"][0]["maxItems"] == MAX_QUERIES
     assert search["per_document"]["anyOf"][0]["minimum"] == 1
-    assert tools["manage_cache"].input_schema["properties"]["action"]["enum"] == ["stats", "clear"]
+    assert tools["manage_cache"].input_schema["properties"]["action"]["enum"] == ["stats", "clear", "drop"]
     read = tools["read_document"].input_schema["properties"]["max_tokens"]
     assert (read["minimum"], read["maximum"]) == (MIN_READ_TOKENS, MAX_READ_TOKENS)
     image = tools["get_page_image"].input_schema["properties"]
@@ -76,7 +76,7 @@ async def test_every_tool_parameter_is_listed_with_a_description_and_its_bounds(
                               "queries": ["y"] * (MAX_QUERIES + 1)}, "queries", f"at most {MAX_QUERIES} items"),
         ("search_documents", {"document_urls": ["https://example.com/a.pdf"], "query": "x", "per_document": 0},
          "per_document", "must be at least 1, not 0"),
-        ("manage_cache", {"action": "explode"}, "action", "must be 'stats' or 'clear', not 'explode'"),
+        ("manage_cache", {"action": "explode"}, "action", "must be 'stats', 'clear' or 'drop', not 'explode'"),
         ("get_page_image", {"document_url": "https://example.com/a.pdf", "page": 1, "dpi": 5000}, "dpi",
          "must be at most 300, not 5000"),
         ("read_document", {"document_url": "https://example.com/a.pdf", "max_tokens": 10}, "max_tokens",

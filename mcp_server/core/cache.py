@@ -28,6 +28,8 @@ class CacheLayer(Protocol[V]):
 
     def put(self, key: str, value: V) -> None: ...
 
+    def delete(self, key: str) -> bool: ...
+
     def clear(self) -> int: ...
 
     def stats(self) -> dict[str, object]: ...
@@ -79,6 +81,10 @@ class MemoryLayer(Generic[V]):
                 self.evictions += 1
                 metrics.cache_evicted(self.name, "memory")
             self._cache[key] = value
+
+    def delete(self, key: str) -> bool:
+        with self._lock:
+            return self._cache.pop(key, None) is not None
 
     def clear(self) -> int:
         with self._lock:

@@ -59,6 +59,7 @@ __all__ = [
     "cache_lookup",
     "configure",
     "document_parsed",
+    "download_revalidated",
     "enabled",
     "index_build",
     "index_embedded",
@@ -76,6 +77,7 @@ __all__ = [
     "search_timed",
     "timed",
     "tool_calls",
+    "upload_answered",
 ]
 
 P = ParamSpec("P")
@@ -136,6 +138,12 @@ class _Instruments:
                                             "Index builds waiting for a build slot or running.", ("state",))
         self.chunks_embedded = counter("rag_chunks_embedded_total", "Document chunks embedded into new indexes.")
         self.download_bytes = counter("rag_download_bytes_total", "Bytes downloaded over HTTP(S) (decoded).")
+        self.download_revalidations = counter(
+            "rag_download_revalidations_total",
+            "Cached downloads checked again after revalidate_after_s: not_modified (a 304 kept the copy), "
+            "changed (new bytes), unchanged (downloaded or read again, the same bytes).", ["outcome"])
+        self.uploads = counter("rag_uploads_total", "POST /documents answers: stored, too_large, refused.",
+                               ["outcome"])
         self.rate_limited = counter("rag_rate_limit_rejections_total",
                                     "Tool calls refused by a rate limit: the client's bucket or the global one.",
                                     ("scope",))
@@ -328,6 +336,18 @@ def bytes_downloaded(count: int) -> None:
     m = _get()
     if m is not None:
         m.download_bytes.inc(count)
+
+
+def download_revalidated(outcome: Literal["not_modified", "changed", "unchanged"]) -> None:
+    m = _get()
+    if m is not None:
+        m.download_revalidations.labels(outcome).inc()
+
+
+def upload_answered(outcome: Literal["stored", "too_large", "refused"]) -> None:
+    m = _get()
+    if m is not None:
+        m.uploads.labels(outcome).inc()
 
 
 # --- caches -------------------------------------------------------------------------------

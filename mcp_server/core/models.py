@@ -7,7 +7,8 @@ fetch -> ``FetchedDocument`` -> processors -> ``ProcessedDocument`` -> chunking 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+import time
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 __all__ = [
@@ -33,11 +34,29 @@ class FetchedDocument:
     content_type: str = ""  # the Content-Type header's media type, lower-case, no parameters
     charset: str | None = None  # the Content-Type header's charset parameter, if any
     filename: str = ""  # last path segment (or Content-Disposition filename)
+    etag: str = ""  # the response's validators, sent back in a conditional GET when the copy is old
+    last_modified: str = ""
+    # bookkeeping, not identity (compare=False): the same bytes and headers are the same document
+    fetched_at: float = field(default_factory=time.time, compare=False)  # epoch s: when these bytes came
+    validated_at: float = field(default=0.0, compare=False)  # when the origin last confirmed them (a 304)
     sha256: str = field(init=False, repr=False)  # of ``data``; every cache and index key derives from it
 
     def __post_init__(self) -> None:
         # Hashed once here, not on every (warm) request that needs the content key.
         object.__setattr__(self, "sha256", hashlib.sha256(self.data).hexdigest())
+        if not self.validated_at:
+            object.__setattr__(self, "validated_at", self.fetched_at)
+
+    def revalidated(self, *, at: float, etag: str = "", last_modified: str = "") -> FetchedDocument:
+        """The same bytes, confirmed by the origin at ``at`` (a 304 may carry newer validators).
+        Copied field by field: ``dataclasses.replace`` would hash the bytes again."""
+        copy = object.__new__(FetchedDocument)
+        for item in fields(self):
+            object.__setattr__(copy, item.name, getattr(self, item.name))
+        object.__setattr__(copy, "validated_at", at)
+        object.__setattr__(copy, "etag", etag or self.etag)
+        object.__setattr__(copy, "last_modified", last_modified or self.last_modified)
+        return copy
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

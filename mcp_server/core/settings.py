@@ -8,16 +8,63 @@ directory is read too; real environment variables win over it.
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, Field, field_validator, model_validator
+from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-__all__ = ["Settings", "TimeoutClass"]
+__all__ = ["Settings", "TimeoutClass", "host_rule_key"]
 
 TimeoutClass = Literal["document", "extraction", "utility"]
 CommaList = Annotated[list[str], NoDecode]
+
+
+# RFC 9110 token characters; headers the downloader sets itself may not be configured.
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_RESERVED_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection", "te", "upgrade",
+                               "if-none-match", "if-modified-since", "accept-encoding"})
+_HOST_RULE = re.compile(r"(\*\.)?([a-z0-9_.-]+|\[[0-9a-f:.]+\])(:[0-9]{1,5})?")
+
+
+def host_rule_key(key: str) -> str:
+    """A fetch_headers key in its canonical form (lower case, no trailing dot); ValueError if malformed."""
+    canonical = key.strip().lower()
+    match = _HOST_RULE.fullmatch(canonical)
+    if match is None or match.group(2).strip(".") == "":
+        raise ValueError(f"fetch_headers: {key!r} is not a host, host:port or *.suffix")
+    prefix, host, port = match.group(1) or "", match.group(2).rstrip("."), match.group(3) or ""
+    return f"{prefix}{host}{port}"
+
+
+def _header_rules(value: Any, where: str) -> Any:
+    """Check the shape of a fetch_headers map; messages name hosts and header names, never values."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value) if value.strip() else {}
+        except ValueError:
+            raise ValueError(f"{where} is not valid JSON") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{where} must be a JSON object mapping hosts to header objects")
+    rules: dict[str, dict[str, Any]] = {}
+    for key, headers in value.items():
+        host = host_rule_key(str(key))
+        if not isinstance(headers, dict):
+            raise ValueError(f"{where}: the headers of {host!r} must be a JSON object")
+        checked: dict[str, Any] = {}
+        for name, header_value in headers.items():
+            if not isinstance(name, str) or not _HEADER_NAME.fullmatch(name):
+                raise ValueError(f"{where}: {host!r} has an invalid header name")
+            if name.lower() in _RESERVED_HEADERS:
+                raise ValueError(f"{where}: {host!r} may not set {name} (the downloader sets it)")
+            secret = header_value.get_secret_value() if isinstance(header_value, SecretStr) else header_value
+            if not isinstance(secret, str) or any(c in secret for c in "\r\n\0"):
+                raise ValueError(f"{where}: the value of {name} for {host!r} must be a string on one line")
+            checked[name] = header_value
+        rules[host] = checked
+    return rules
 
 
 def _alias(name: str) -> AliasChoices:
@@ -33,6 +80,8 @@ class Settings(BaseSettings):
         extra="ignore",
         populate_by_name=True,
         frozen=True,
+        # values may be secrets (API keys, fetch_headers, a Redis password): errors name fields, never inputs
+        hide_input_in_errors=True,
     )
 
     # --- server -------------------------------------------------------------------------
@@ -109,6 +158,23 @@ class Settings(BaseSettings):
     retry_after_cap: float = Field(10, ge=0, description="Longest Retry-After honoured (seconds).")
     max_redirects: int = Field(5, ge=0, le=20, description="Redirect hops followed (each re-checked).")
     user_agent: str = Field("rag-document-server/3", description="User-Agent of downloads.")
+    revalidate_after_s: float = Field(
+        300, ge=0,
+        description="A cached download older than this (seconds) is revalidated with a conditional GET "
+        "(If-None-Match / If-Modified-Since) before it is used: 304 keeps it and its index, new bytes are read "
+        "anew (0 = revalidate on every call).",
+    )
+    fetch_headers: dict[str, dict[str, SecretStr]] = Field(
+        default_factory=dict, repr=False,
+        description="Headers sent to private hosts, as JSON: {\"host\": {\"Header\": \"value\"}}; a key is a "
+        "host, host:port or *.suffix (any subdomain). Sent only to a matching host, never after a redirect to "
+        "another host nor once a redirect went from https to http; never logged or shown.",
+    )
+    fetch_headers_file: Path | None = Field(
+        None,
+        description="A JSON file in the fetch_headers shape (keep secrets out of the environment); its rules are "
+        "added to fetch_headers' (the variable wins for the same host).",
+    )
 
     # --- parsing ------------------------------------------------------------------------
     parse_workers: int = Field(2, ge=1, le=32, description="Parser worker processes.")
@@ -139,6 +205,31 @@ class Settings(BaseSettings):
     zip_max_ratio: float = Field(100, gt=1, description="OOXML: highest per-entry compression ratio.")
     zip_max_uncompressed_bytes: int = Field(
         1024 * 1024 * 1024, ge=1, description="OOXML: most total declared uncompressed bytes."
+    )
+    office_command: str = Field(
+        "soffice",
+        description="LibreOffice's command: it converts .doc/.xls/.ppt, OpenDocument and RTF to OOXML before they "
+        "are read (empty or missing: those formats are refused with the install command).",
+    )
+    office_timeout: float = Field(
+        60, gt=0, description="Time one LibreOffice conversion may take (seconds); then it is killed."
+    )
+    archive_max_depth: int = Field(
+        3, ge=0, le=10,
+        description="ZIP archives and e-mail: how deep archives and messages inside others are opened.",
+    )
+    archive_max_members: int = Field(
+        500, ge=1, description="ZIP archives and e-mail: most members or attachments read from one document."
+    )
+    html_view: Literal["main", "full"] = Field(
+        "main",
+        description="How web pages (HTML) are read by default: 'main' = the main content (the article, "
+        "without the site's menus, share bars, related links and footers; the whole page when the page is "
+        "not an article), 'full' = the whole cleaned page. Every reading tool takes view= to choose per call.",
+    )
+    max_html_bytes: int = Field(
+        32 * 1024 * 1024, ge=1024,
+        description="Larger HTML pages are refused with a clear error instead of parsed (bytes).",
     )
     max_content_chars: int = Field(50_000, ge=1000, description="Cap of returned document content.")
     max_table_chars: int = Field(5_000, ge=100, description="Cap of one returned table.")
@@ -261,6 +352,23 @@ class Settings(BaseSettings):
         5, ge=0, description="After a Redis failure, in-process fallback for this long before retrying (s)."
     )
 
+    # --- uploads (POST /documents) -----------------------------------------------------
+    upload_dir: Path = Field(
+        Path("uploads"),
+        description="Folder of uploaded documents (content-addressed, shared by the workers of a host); with "
+        "REDIS_URL they live in Redis for every host, and this folder is the fallback while Redis is down.",
+    )
+    upload_ttl: float = Field(
+        24 * 3600, gt=0,
+        description="An uploaded document is kept this long after its upload (seconds); uploading the same bytes "
+        "again renews it.",
+    )
+    upload_store_max_bytes: int = Field(
+        2 * 1024 * 1024 * 1024, ge=1,
+        description="Total bytes of uploaded documents kept (oldest removed first); one upload is capped by "
+        "max_download_bytes.",
+    )
+
     # --- metrics ------------------------------------------------------------------------
     metrics_enabled: bool = Field(
         True, description="Record Prometheus metrics and serve GET /metrics; false = neither (404)."
@@ -298,6 +406,36 @@ class Settings(BaseSettings):
     @classmethod
     def _empty_path_is_none(cls, value: Any) -> Any:
         return None if value == "" else value
+
+    @field_validator("fetch_headers", mode="before")
+    @classmethod
+    def _check_fetch_headers(cls, value: Any) -> Any:
+        return _header_rules(value, "MCP_FETCH_HEADERS")
+
+    @field_validator("fetch_headers_file", mode="before")
+    @classmethod
+    def _empty_file_is_none(cls, value: Any) -> Any:
+        return None if value == "" else value
+
+    @model_validator(mode="after")
+    def _read_fetch_headers_file(self) -> Settings:
+        if self.fetch_headers_file is None:
+            return self
+        try:
+            text = self.fetch_headers_file.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ValueError(f"fetch_headers_file {self.fetch_headers_file} cannot be read: "
+                             f"{exc.strerror or type(exc).__name__}") from None
+        try:
+            raw = json.loads(text)
+        except ValueError:
+            raise ValueError(f"fetch_headers_file {self.fetch_headers_file} is not valid JSON") from None
+        from_file = _header_rules(raw, f"fetch_headers_file {self.fetch_headers_file}")
+        merged = {host: {name: SecretStr(v) for name, v in headers.items()} for host, headers in from_file.items()}
+        merged.update(self.fetch_headers)
+        # the model is frozen; this validator is part of building it
+        object.__setattr__(self, "fetch_headers", merged)
+        return self
 
     @model_validator(mode="after")
     def _shared_index_store_needs_redis(self) -> Settings:

@@ -62,4 +62,6 @@ def build_document(
         content_type=media_type,
         charset=charset,
         filename=_filename(headers.get("content-disposition"), final_url),
+        etag=headers.get("etag") or "",
+        last_modified=headers.get("last-modified") or "",
     )

@@ -1,5 +1,6 @@
 """The downloader: one pooled httpx client, pinned addresses, hand-followed redirects,
-retries, an overall deadline and a cap on decoded bytes.
+retries, an overall deadline and a cap on decoded bytes; conditional GETs for cached copies,
+the configured headers of private hosts (``_credentials``), and uploaded documents (``_uploads``).
 
 Every failure leaves as ``DownloadError`` (or ``ValidationError`` for a malformed URL); httpx and
 OS exceptions are translated in ``_translate`` and never escape.
@@ -10,6 +11,7 @@ from __future__ import annotations
 import functools
 import logging
 import ssl
+import time
 from dataclasses import dataclass
 from types import TracebackType
 
@@ -17,15 +19,18 @@ import anyio
 import httpx
 
 from mcp_server.core import metrics
+from mcp_server.core.concurrency import run_sync
 from mcp_server.core.errors import DownloadError, ValidationError
 from mcp_server.core.models import FetchedDocument
 from mcp_server.core.settings import Settings
 
 from ._addresses import AddressPolicy, Target, display_url
+from ._credentials import HostHeaders
 from ._document import build_document, too_large
 from ._local import read_local
 from ._resolver import Resolver, SystemResolver
 from ._retry import Retryable, parse_retry_after, with_retries
+from ._uploads import DiskUploads, UploadStore, is_upload, upload_key
 from ._validate import is_local, validate_url
 
 __all__ = ["Fetcher"]
@@ -45,6 +50,21 @@ class _Redirect:
 class _Body:
     data: bytes
     headers: httpx.Headers
+
+
+@dataclass(frozen=True, slots=True)
+class _NotModified:
+    headers: httpx.Headers
+
+
+def _conditional(cached: FetchedDocument | None) -> dict[str, str]:
+    """The validators of a cached copy as request headers (RFC 9110 13.1); none, none sent."""
+    headers: dict[str, str] = {}
+    if cached is not None and cached.etag:
+        headers["If-None-Match"] = cached.etag
+    if cached is not None and cached.last_modified:
+        headers["If-Modified-Since"] = cached.last_modified
+    return headers
 
 
 def _caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
@@ -74,15 +94,18 @@ def _translate(exc: Exception, target: Target) -> Exception:
 class Fetcher:
     """Downloads documents safely; the server lifespan owns one and closes it.
 
-    ``transport`` replaces the network (httpx.MockTransport in tests); ``resolver`` replaces DNS.
+    ``transport`` replaces the network (httpx.MockTransport in tests); ``resolver`` replaces DNS;
+    ``uploads`` is where ``upload://`` documents are read (default: the ``upload_dir`` folder).
     """
 
     def __init__(
         self, settings: Settings, transport: httpx.AsyncBaseTransport | None = None,
-        resolver: Resolver | None = None,
+        resolver: Resolver | None = None, uploads: UploadStore | None = None,
     ) -> None:
         self._settings = settings
         self._policy = AddressPolicy(settings)
+        self._credentials = HostHeaders(settings)
+        self.uploads: UploadStore = uploads or DiskUploads(settings)
         self._resolver: Resolver = resolver or SystemResolver()
         self._client = httpx.AsyncClient(
             transport=transport,
@@ -111,8 +134,10 @@ class Fetcher:
         await self._client.aclose()
 
     @metrics.timed("download")
-    async def fetch(self, url: str) -> FetchedDocument:
-        """The document at ``url`` (http/https, file: or an absolute path under DOCUMENT_ROOTS).
+    async def fetch(self, url: str, *, cached: FetchedDocument | None = None) -> FetchedDocument:
+        """The document at ``url`` (http/https, file:, an absolute path under DOCUMENT_ROOTS, or an
+        upload). With ``cached`` (an earlier copy of an http(s) URL) the request is conditional:
+        a 304 answers that copy, marked as confirmed now.
 
         Raises ValidationError for a malformed URL and DownloadError for everything else.
         """
@@ -120,16 +145,29 @@ class Fetcher:
         deadline = self._settings.download_deadline
         try:
             with anyio.fail_after(deadline):
+                if is_upload(url):
+                    return await self._uploaded(url)
                 if is_local(url):
                     return await read_local(url, self._settings)
-                return await self._download(url)
+                return await self._download(url, cached)
         except TimeoutError:
             raise DownloadError(
                 f"download of {url} did not finish within the {deadline:g} s deadline (download_deadline)",
                 limit=deadline,
             ) from None
 
-    async def _download(self, url: str) -> FetchedDocument:
+    async def _uploaded(self, url: str) -> FetchedDocument:
+        key = upload_key(url)
+        assert key is not None  # validate_url checked the form
+        document = await run_sync(self.uploads.get, key)
+        if document is None:
+            raise DownloadError(
+                f"{url} is not stored: uploads are kept for {self._settings.upload_ttl:g} s (upload_ttl); "
+                "upload the file again with POST /documents"
+            )
+        return document
+
+    async def _download(self, url: str, cached: FetchedDocument | None = None) -> FetchedDocument:
         try:
             current = httpx.URL(url).copy_with(fragment=None)
         except httpx.InvalidURL as exc:
@@ -137,15 +175,25 @@ class Fetcher:
             raise ValidationError(message, argument="document_url") from None
         seen = {str(current)}
         redirects = 0
+        downgraded = False  # the chain went from https to http: no credentials from there on
+        conditional = _conditional(cached)
         while True:
             target = await self._policy.pin(current, self._resolver)
+            # per hop: a redirect to another host never carries this host's headers
+            headers = {**self._credentials.for_hop(current, downgraded=downgraded), **conditional}
             try:
                 result = await with_retries(
-                    self._settings, target.display, functools.partial(self._exchange, target)
+                    self._settings, target.display,
+                    functools.partial(self._exchange, target, headers, bool(conditional)),
                 )
             except Retryable as exc:
                 attempts = self._settings.download_attempts
                 raise DownloadError(f"{exc.message} (gave up after {attempts} attempts)") from exc
+            if isinstance(result, _NotModified):
+                assert cached is not None  # only a conditional request accepts a 304
+                logger.info("fetch.not_modified", extra={"url": target.display})
+                return cached.revalidated(at=time.time(), etag=result.headers.get("etag") or "",
+                                          last_modified=result.headers.get("last-modified") or "")
             if isinstance(result, _Body):
                 logger.info("fetch.complete", extra={"bytes": len(result.data), "url": target.display})
                 metrics.bytes_downloaded(len(result.data))
@@ -153,7 +201,9 @@ class Fetcher:
                     data=result.data, url=url, final_url=display_url(current), headers=result.headers
                 )
             redirects += 1
-            current = self._next_hop(current, result.location, seen, redirects)
+            following = self._next_hop(current, result.location, seen, redirects)
+            downgraded = downgraded or (current.scheme == "https" and following.scheme == "http")
+            current = following
 
     def _next_hop(self, current: httpx.URL, location: str, seen: set[str], redirects: int) -> httpx.URL:
         where = display_url(current)
@@ -171,16 +221,19 @@ class Fetcher:
         seen.add(str(following))
         return following
 
-    async def _exchange(self, target: Target) -> _Body | _Redirect:
-        """One request to one pinned hop."""
+    async def _exchange(self, target: Target, headers: dict[str, str], conditional: bool,
+                        ) -> _Body | _Redirect | _NotModified:
+        """One request to one pinned hop; ``headers`` may hold secrets: they go into the request only."""
         request = self._client.build_request(
-            "GET", target.url, headers={"Host": target.host_header}, extensions=target.extensions
+            "GET", target.url, headers={**headers, "Host": target.host_header}, extensions=target.extensions
         )
         try:
             response = await self._client.send(request, stream=True)
         except _LIBRARY_ERRORS as exc:
             raise _translate(exc, target) from exc
         try:
+            if conditional and response.status_code == 304:
+                return _NotModified(response.headers)
             return await self._read(response, target)
         except _LIBRARY_ERRORS as exc:
             raise _translate(exc, target) from exc

@@ -7,9 +7,11 @@ from urllib.parse import urlsplit
 from mcp_server.core.errors import ValidationError
 from mcp_server.core.settings import Settings
 
+from ._uploads import is_upload, upload_key
+
 __all__ = ["is_local", "validate_url"]
 
-_SCHEMES = ("http", "https", "file")
+_SCHEMES = ("http", "https", "file", "upload")
 
 
 def is_local(url: str) -> bool:
@@ -24,7 +26,8 @@ def _invalid(why: str, argument: str = "document_url") -> ValidationError:
 def validate_url(url: str, settings: Settings, *, argument: str = "document_url") -> str:
     """Return ``url`` stripped of surrounding blanks, or raise ValidationError naming why.
 
-    Accepts http(s) URLs with a host, file: URLs and plain absolute paths. Whether the target
+    Accepts http(s) URLs with a host, file: URLs, plain absolute paths and the ``upload://<sha256>``
+    URLs POST /documents answers. Whether the target
     may actually be fetched (addresses, document roots) is decided by the Fetcher.
     """
     if not isinstance(url, str):
@@ -38,6 +41,11 @@ def validate_url(url: str, settings: Settings, *, argument: str = "document_url"
         raise _invalid("must not contain control characters", argument)
     if url.startswith("/"):
         return url
+    if is_upload(url):
+        if upload_key(url) is None:
+            raise _invalid("is not an upload URL as POST /documents answers it (upload:// and 64 hex digits)",
+                           argument)
+        return url
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - urlsplit checks the port only when it is read
@@ -46,7 +54,7 @@ def validate_url(url: str, settings: Settings, *, argument: str = "document_url"
     scheme = parts.scheme.lower()
     if scheme not in _SCHEMES:
         shown = f"scheme {scheme!r}" if scheme else "no scheme"
-        raise _invalid(f"has {shown}; use an http(s):// or file:// URL or an absolute path", argument)
+        raise _invalid(f"has {shown}; use an http(s):// or file:// URL, an absolute path or an upload:// URL", argument)
     if scheme != "file" and not parts.hostname:
         raise _invalid("has no host", argument)
     return url

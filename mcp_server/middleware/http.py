@@ -3,7 +3,7 @@
 - Host/Origin validation against DNS rebinding on every bind address (the SDK enables it only
   for localhost binds): bad Host -> 421, bad Origin -> 403. The SDK's own validator serves /mcp;
   this middleware applies the same settings to the plain endpoints.
-- Bearer API keys on /mcp and /metrics (constant-time compare, every key compared); /health stays
+- Bearer API keys on /mcp, /metrics and /documents (uploads) (constant-time compare, every key compared); /health stays
   open; a key in the query string is ignored.
 """
 
@@ -24,7 +24,7 @@ __all__ = ["HTTPGuardMiddleware", "client_identity", "transport_security_setting
 
 _LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 MCP_PATH = "/mcp"
-KEYED_PATHS = (MCP_PATH, "/metrics")
+KEYED_PATHS = (MCP_PATH, "/metrics", "/documents")
 
 
 def transport_security_settings(settings: Settings) -> TransportSecuritySettings:

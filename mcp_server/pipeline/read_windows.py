@@ -22,13 +22,15 @@ from mcp_server.core.models import Location, ProcessedDocument
 from mcp_server.pipeline.research import PageRanges
 
 __all__ = [
-    "CHARS_PER_TOKEN_CAP", "PAGED_TYPES", "Cursor", "canonical_pages", "locations_of", "read_window", "selection",
-    "skip_space", "unit_spans",
+    "CHARS_PER_TOKEN_CAP", "PAGED_TYPES", "SHEET_TYPES", "SLIDE_TYPES", "Cursor", "canonical_pages", "locations_of",
+    "read_window", "selection", "skip_space", "unit_spans",
 ]
 
 CHARS_PER_TOKEN_CAP = 12  # a window holds at most this many characters per token of budget
 FIRST_CHARS_PER_TOKEN = 5  # the first window tried (English prose and filings run ~4 per token)
-PAGED_TYPES = ("pdf", "pptx", "xlsx", "csv")  # types whose text has pages, slides or sheets
+SLIDE_TYPES = ("pptx", "ppt", "odp")
+SHEET_TYPES = ("xlsx", "xls", "ods", "csv")
+PAGED_TYPES = ("pdf", *SLIDE_TYPES, *SHEET_TYPES)  # types whose text has pages, slides or sheets
 
 _PARAGRAPH = re.compile(r"\n[ \t]*\n")
 _LINE = re.compile(r"\n")
@@ -88,7 +90,7 @@ def unit_spans(doc: ProcessedDocument, locations: Sequence[Location]) -> dict[in
     for loc in locations:
         if doc.doc_type == "pdf":
             unit = loc.page
-        elif doc.doc_type == "pptx":
+        elif doc.doc_type in SLIDE_TYPES:
             unit = loc.slide
         elif loc.sheet is not None:
             unit = sheets.setdefault(loc.sheet, len(sheets) + 1)

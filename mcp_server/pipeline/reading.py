@@ -21,6 +21,8 @@ from mcp_server.core.errors import ValidationError
 from mcp_server.core.models import Chunk, ChunkLocation, Location, ProcessedDocument
 from mcp_server.pipeline.read_windows import (
     CHARS_PER_TOKEN_CAP,
+    SHEET_TYPES,
+    SLIDE_TYPES,
     Cursor,
     canonical_pages,
     locations_of,
@@ -30,7 +32,7 @@ from mcp_server.pipeline.read_windows import (
     unit_spans,
 )
 from mcp_server.pipeline.research import PageRanges
-from mcp_server.pipeline.service import DocumentService, Processed
+from mcp_server.pipeline.service import DocumentService, Processed, View
 from mcp_server.processors import document_input
 from mcp_server.processors.page_image import RenderedPage, render_page
 from mcp_server.retrieval.passages import parse_passage_id, passage_id, text_checksum
@@ -121,9 +123,10 @@ class Reading:
         service.extra_layers.extend([self.quote_indexes, self.images])
         self._builds = KeyedLock()
 
-    async def read(self, url: str, *, pages: PageRanges | None, cursor: str | None, max_tokens: int) -> ReadWindow:
+    async def read(self, url: str, *, pages: PageRanges | None, cursor: str | None, max_tokens: int,
+                   view: View | None = None) -> ReadWindow:
         given = Cursor.decode(cursor) if cursor is not None else None  # a malformed one fails before any download
-        processed = await self.service.process(url)
+        processed = await self.service.process(url, view=view)
         doc, key = processed.document, processed.content_key[:32]
         if given is not None:
             if given.key != key:
@@ -163,20 +166,20 @@ class Reading:
 
     @staticmethod
     def _sheet_units(doc: ProcessedDocument, locations: Sequence[Location], start: int, end: int) -> tuple[int, ...]:
-        if doc.doc_type not in ("xlsx", "csv"):
+        if doc.doc_type not in SHEET_TYPES:
             return ()
         units = unit_spans(doc, locations)
         return tuple(sorted(u for u, spans in units.items() if any(s < end and start < e for s, e in spans)))
 
-    async def verify(self, url: str, quote: str) -> Verified:
-        processed = await self.service.process(url)
+    async def verify(self, url: str, quote: str, *, view: View | None = None) -> Verified:
+        processed = await self.service.process(url, view=view)
         index = await self._quote_index(processed)
         found = await run_sync(index.find, quote)
         if found.start is None or found.end is None:
             return Verified(found=found, passage_id=None, location=None, doc_type=processed.doc_type, units=())
         doc = processed.document
         location = LocationIndex(locations_of(doc)).locate(found.start, found.end)
-        pid = await self._passage_at(url, processed, quote, found.start, found.end)
+        pid = await self._passage_at(url, processed, quote, found.start, found.end, view)
         return Verified(found=found, passage_id=pid, location=location, doc_type=processed.doc_type,
                         units=_units_of(location, doc.doc_type))
 
@@ -192,7 +195,8 @@ class Reading:
                 await run_sync(self.quote_indexes.put, key, index)
         return index
 
-    async def _passage_at(self, url: str, processed: Processed, quote: str, start: int, end: int) -> str | None:
+    async def _passage_at(self, url: str, processed: Processed, quote: str, start: int, end: int,
+                          view: View | None) -> str | None:
         """The passage id retrieve_chunks gives the chunk holding the span. The index is looked up
         (memory, then disk) and only built when it is nowhere, as retrieve_chunks would build it for
         this quote (a big document: a partial index now, the complete one in the background)."""
@@ -200,7 +204,7 @@ class Reading:
         key = indexes.index_key(processed.content_key, CHUNKER_VERSION, self.service.index_config())
         index = await indexes.find(key)
         if index is None:
-            indexed = await self.service.index(url, query=quote)
+            indexed = await self.service.index(url, query=quote, view=view)
             index, key = indexed.index, indexed.key
         chunk = _holder(index.chunks, start, end)
         return None if chunk is None else passage_id(key, chunk.chunk_index, chunk.text)
@@ -208,11 +212,11 @@ class Reading:
     async def page_image(self, url: str, page: int, *, pid: str | None, dpi: int) -> PageImage:
         fetched = await self.service.fetch(url)
         inp = await run_sync(document_input, fetched)
-        if inp.doc_type == "pptx":
+        if inp.doc_type in SLIDE_TYPES:
             raise ValidationError(
-                "argument 'document_url': PPTX slides cannot be rendered on this server (it has no office "
-                "renderer); read the slide's text with read_document(pages=...)", argument="document_url",
-                document_type="pptx")
+                f"argument 'document_url': {inp.doc_type.upper()} slides cannot be rendered on this server (it "
+                "has no office renderer); read the slide's text with read_document(pages=...)", argument="document_url",
+                document_type=inp.doc_type)
         if inp.doc_type not in RENDERABLE:
             raise ValidationError(
                 f"argument 'document_url': get_page_image needs a PDF (or an image), but {url} is "

@@ -28,7 +28,7 @@ from mcp_server.core.errors import MCPServerError, ToolTimeoutError, ValidationE
 from mcp_server.core.logging import request_id_var
 from mcp_server.core.models import Chunk, ChunkLocation, SearchHit
 from mcp_server.fetch import validate_url
-from mcp_server.pipeline.service import DocumentService
+from mcp_server.pipeline.service import DocumentService, Source, View
 from mcp_server.retrieval.index import DocumentIndex, merge_texts
 from mcp_server.retrieval.passages import parse_passage_id, passage_id, text_checksum
 from mcp_server.retrieval.pool import PoolSource, search_pool
@@ -52,6 +52,7 @@ class DocumentOutcome:
     doc_type: str | None = None
     chunks: int | None = None
     cached: bool | None = None
+    source: Source | None = None  # which bytes were searched, fetched when
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -168,6 +169,7 @@ class Research:
     async def search(
         self, urls: Sequence[str], queries: Sequence[str], *, top_k: int, per_document: int | None = None,
         pages: PageRanges | None = None, progress: Progress | None = None, deadline: float | None = None,
+        view: View | None = None,
     ) -> MultiSearch:
         """Index every document concurrently, then rank all their candidates together. Documents
         not ready within ``deadline`` seconds are reported as TIMEOUT and the others answer."""
@@ -181,7 +183,7 @@ class Research:
         async def one(i: int, url: str) -> None:
             try:
                 checked = validate_url(url, self.service.settings)
-                indexed = await self.service.index(checked, progress=tracker.for_document(i, url))
+                indexed = await self.service.index(checked, progress=tracker.for_document(i, url), view=view)
             except MCPServerError as exc:
                 outcomes[i] = DocumentOutcome(url=url, error=exc)
                 await tracker.advance(i, 1.0, f"[{i + 1}/{len(urls)}] {url}: failed ({exc.code})")
@@ -194,7 +196,7 @@ class Research:
                 return
             indexes[i] = indexed.index
             outcomes[i] = DocumentOutcome(url=url, doc_type=indexed.doc_type, chunks=len(indexed.index.chunks),
-                                          cached=indexed.cached)
+                                          cached=indexed.cached, source=indexed.source)
             await tracker.advance(i, 1.0, f"[{i + 1}/{len(urls)}] {url}: ready ({len(indexed.index.chunks)} chunks)")
 
         with anyio.move_on_after(deadline if deadline is not None else math.inf):

@@ -3,11 +3,17 @@
 Three cache layers (as the original design): downloads by URL, processed documents by content
 key, retrievers (indexes) by content key in memory then on disk (``retrieval.IndexManager``).
 Keys of the last two hash the *bytes*, so one document at two URLs is processed and embedded
-once, and new bytes at an old URL never meet stale results. A fourth, small layer remembers
-failed parses per content key for ``failure_ttl`` seconds.
+once, and new bytes at an old URL never meet stale results. A web page's two views (its main
+content, the whole page) have two keys; every other format one, whatever the view asked for. A
+fourth, small layer remembers failed parses per content key for ``failure_ttl`` seconds.
 
 ``retrieve`` goes bytes -> content key -> index: a document with an index in memory or on disk
 is never parsed (nor its processed form decoded) again; only a missing index parses and chunks.
+
+Freshness: a cached download older than ``revalidate_after_s`` (by its ``validated_at``, wall-clock
+time, so every worker and host sharing the Redis layer agrees on its age) is checked with a
+conditional GET before use: a 304 keeps the bytes, hence the content key and the index; new bytes
+are a new content key, parsed and indexed anew. Uploads are content-addressed: never revalidated.
 """
 
 from __future__ import annotations
@@ -30,8 +36,8 @@ from mcp_server.core.errors import ProcessingError, ValidationError
 from mcp_server.core.failures import FailedParse
 from mcp_server.core.models import Chunk, FetchedDocument, ProcessedDocument, SearchHit
 from mcp_server.core.settings import Settings
-from mcp_server.fetch import Fetcher
-from mcp_server.processors import DocumentInput, ProcessOptions, document_input, process_document
+from mcp_server.fetch import Fetcher, is_immutable, is_remote
+from mcp_server.processors import DocumentInput, ProcessOptions, View, document_input, process_document
 from mcp_server.processors.sandbox import ParserPool
 from mcp_server.processors.sheet_search import search_spreadsheet
 from mcp_server.retrieval.index import DocumentIndex
@@ -39,12 +45,27 @@ from mcp_server.retrieval.manager import IndexManager, IndexView
 from mcp_server.retrieval.models import ModelRegistry
 from mcp_server.retrieval.passages import passage_id
 
-__all__ = ["DocumentService", "Indexed", "Processed", "Retrieval"]
+__all__ = ["DocumentService", "Indexed", "Processed", "Retrieval", "Source", "View"]
 
 logger = logging.getLogger(__name__)
 
 # Bump when processor output changes in a way cached documents and indexes must not survive.
 PROCESSING_VERSION = "1"
+# Bump when a web page's main content changes (the whole-page view keeps PROCESSING_VERSION's keys).
+MAIN_CONTENT_VERSION = "1"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Source:
+    """Which bytes answered: their hash and when they were downloaded and last confirmed."""
+
+    sha256: str = ""
+    fetched_at: float = 0.0  # epoch seconds
+    validated_at: float = 0.0
+
+    @classmethod
+    def of(cls, fetched: FetchedDocument) -> Source:
+        return cls(sha256=fetched.sha256, fetched_at=fetched.fetched_at, validated_at=fetched.validated_at)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -54,6 +75,8 @@ class _Located:
     input: DocumentInput
     content_key: str  # hash of bytes + processing options: the document and index cache key
     timings_ms: dict[str, float]
+    source: Source
+    options: ProcessOptions  # the service's, with the view asked for
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -62,6 +85,7 @@ class Processed:
     document: ProcessedDocument
     cached: bool  # parsed earlier: from the document cache
     content_key: str = ""  # hash of bytes + processing options (read cursors and quote indexes name it)
+    source: Source = Source()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -73,6 +97,7 @@ class Indexed:
     timings_ms: dict[str, float]
     complete: bool = True  # False: a partial index while the complete one builds
     dense_coverage: float = 1.0
+    source: Source = Source()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -86,6 +111,7 @@ class Retrieval:
     dense_coverage: float = 1.0  # share of the chunks with vectors in the index searched
     model_id: str = ""  # the embedding model of the index searched
     languages: tuple[str, ...] = ()  # its passages' languages, most text first
+    source: Source = Source()
 
 
 # Failed parses kept when no shared layer is given (they are small; the TTL is what matters).
@@ -149,19 +175,53 @@ class DocumentService:
         )
         self._sniffed: LRUCache[tuple[str, str, str, str], str] = LRUCache(maxsize=SNIFFED_ENTRIES)
         self._parse_locks = KeyedLock()
+        self._fetch_locks = KeyedLock()  # concurrent calls for one stale URL revalidate it once
         # layers of the tools built on this service (reading.py), reported and cleared with these
         self.extra_layers: list[CacheLayer[Any]] = []
         self.process_runs = 0  # documents actually parsed (tests use it to prove coalescing)
 
     # --- stages -----------------------------------------------------------------------
+    def _fresh(self, url: str, cached: FetchedDocument) -> bool:
+        return is_immutable(url) or time.time() - cached.validated_at < self.settings.revalidate_after_s
+
     async def fetch(self, url: str) -> FetchedDocument:
         # Cache layers may be remote (Redis): their calls run in a worker thread, off the loop.
         cached = await _get(self.downloads, url)
-        if cached is not None:
+        if cached is not None and self._fresh(url, cached):
             return cached
-        fetched = await self.fetcher.fetch(url)
-        await _put(self.downloads, url, fetched)
-        return fetched
+        async with self._fetch_locks.hold(url):
+            # another call may have fetched or confirmed it meanwhile: one download, not ten
+            cached = await _get(self.downloads, url)
+            if cached is not None and self._fresh(url, cached):
+                return cached
+            # a stale copy of an http(s) document is revalidated (a conditional GET when it has
+            # validators); a local file is read again (its bytes decide the content key anyway)
+            fetched = await self.fetcher.fetch(url, cached=cached if is_remote(url) else None)
+            if cached is not None:
+                self._revalidated(cached, fetched)
+            await _put(self.downloads, url, fetched)
+            return fetched
+
+    @staticmethod
+    def _revalidated(cached: FetchedDocument, fetched: FetchedDocument) -> None:
+        if fetched.sha256 != cached.sha256:
+            metrics.download_revalidated("changed")
+            logger.info("fetch.changed", extra={"url": fetched.final_url, "old": cached.sha256[:16],
+                                                "new": fetched.sha256[:16]})
+        elif fetched.fetched_at == cached.fetched_at:  # a 304 keeps the copy's download time
+            metrics.download_revalidated("not_modified")
+        else:
+            metrics.download_revalidated("unchanged")  # downloaded again (no validators, or ignored)
+
+    async def drop(self, url: str) -> dict[str, int]:
+        """Forget one URL's download (the next call downloads it again) and a remembered failed
+        parse of its bytes; indexes stay, keyed by content: the same bytes find theirs again."""
+        cached = await _get(self.downloads, url)
+        removed = {"download": int(await run_sync(self.downloads.delete, url)), "failure": 0}
+        if cached is not None:  # under either view's key (a web page's main content has its own)
+            for key in {self._content_key(cached), self._content_key(cached, "html", "main")}:
+                removed["failure"] += int(await run_sync(self.failures.delete, key))
+        return removed
 
     def content_key(self, fetched: FetchedDocument) -> str:
         return self._content_key(fetched)
@@ -177,19 +237,27 @@ class DocumentService:
         self._sniffed[key] = inp.doc_type
         return inp
 
-    def _content_key(self, fetched: FetchedDocument) -> str:
-        material = "\x1f".join((PROCESSING_VERSION, fetched.sha256, self.options.ocr_languages))
-        return hashlib.sha256(material.encode()).hexdigest()
+    def _content_key(self, fetched: FetchedDocument, doc_type: str = "", view: View = "full") -> str:
+        parts = [PROCESSING_VERSION, fetched.sha256, self.options.ocr_languages]
+        if doc_type == "html" and view == "main":  # the whole page keeps the key it always had
+            parts.append(f"html-main/{MAIN_CONTENT_VERSION}")
+        return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
+
+    def view(self, view: View | None) -> View:
+        """The view asked for, else the server's default (``html_view``)."""
+        return view or self.options.html_view
 
     async def _locate(self, url: str, *, expect: Sequence[str] = (), tool: str = "",
-                      progress: Progress | None = None) -> _Located:
+                      progress: Progress | None = None, view: View | None = None) -> _Located:
         """Download (or take from the cache) and sniff; ``expect`` limits the types."""
         started = time.perf_counter()
         fetched = await self.fetch(url)
         timings = {"download": _ms(started)}
         inp = await self._sniff(fetched)
         if expect and inp.doc_type not in expect:
-            wanted = " or ".join(t.upper() for t in expect)
+            # "ole" is let through for the processors' own message (encrypted); it is no format to ask for
+            named = [t.upper() for t in expect if t != "ole"] or [t.upper() for t in expect]
+            wanted = named[0] if len(named) == 1 else f"{', '.join(named[:-1])} or {named[-1]}"
             raise ValidationError(
                 f"{tool or 'this tool'} needs a {wanted} document, but {url} is "
                 f"{inp.doc_type.upper() if inp.doc_type != 'unknown' else 'of an unknown type'}; "
@@ -198,20 +266,26 @@ class DocumentService:
             )
         if progress is not None:
             await progress(1, None, f"downloaded {len(fetched.data)} bytes")
-        return _Located(input=inp, content_key=self._content_key(fetched), timings_ms=timings)
+        chosen = self.view(view)
+        options = self.options if chosen == self.options.html_view else dataclasses.replace(
+            self.options, html_view=chosen)
+        return _Located(input=inp, content_key=self._content_key(fetched, inp.doc_type, chosen), timings_ms=timings,
+                        source=Source.of(fetched), options=options)
 
     async def process(
         self, url: str, *, expect: Sequence[str] = (), tool: str = "", progress: Progress | None = None,
+        view: View | None = None,
     ) -> Processed:
-        """Download and (unless cached) parse in a worker process; ``expect`` limits the types."""
-        located = await self._locate(url, expect=expect, tool=tool, progress=progress)
-        document, cached = await self._parse(located.content_key, located.input)
+        """Download and (unless cached) parse in a worker process; ``expect`` limits the types;
+        ``view``: a web page's main content or the whole page (default: the setting)."""
+        located = await self._locate(url, expect=expect, tool=tool, progress=progress, view=view)
+        document, cached = await self._parse(located.content_key, located.input, located.options)
         if progress is not None:
             await progress(2, None, f"processed {len(document.content)} characters")
         return Processed(doc_type=located.input.doc_type, document=document, cached=cached,
-                         content_key=located.content_key)
+                         content_key=located.content_key, source=located.source)
 
-    async def _parse(self, key: str, inp: DocumentInput) -> tuple[ProcessedDocument, bool]:
+    async def _parse(self, key: str, inp: DocumentInput, options: ProcessOptions) -> tuple[ProcessedDocument, bool]:
         document = await _get(self.documents, key)
         if document is not None:
             return document, True
@@ -222,7 +296,7 @@ class DocumentService:
             await self._raise_if_failed(key)
             self.process_runs += 1
             try:
-                document = await self.parsers.run(process_document, inp, self.options)
+                document = await self.parsers.run(process_document, inp, options)
                 metrics.document_parsed(inp.doc_type)
             except ProcessingError as exc:
                 await self._remember_failure(key, exc)
@@ -262,15 +336,16 @@ class DocumentService:
         counter = self.models.token_counter_for(document.detected_language)
         return chunk_document(document, self.chunk_params(document), counter)
 
-    async def chunks(self, url: str) -> tuple[Processed, list[Chunk]]:
-        processed = await self.process(url)
+    async def chunks(self, url: str, *, view: View | None = None) -> tuple[Processed, list[Chunk]]:
+        processed = await self.process(url, view=view)
         chunks = await run_sync(metrics.timed("chunk")(self._chunk), processed.document)
         return processed, chunks
 
     async def retrieve(
         self, url: str, query: str, *, top_k: int, neighbors: int = 0, progress: Progress | None = None,
+        view: View | None = None,
     ) -> Retrieval:
-        indexed = await self.index(url, query=query, progress=progress)
+        indexed = await self.index(url, query=query, progress=progress, view=view)
         index, timings = indexed.index, dict(indexed.timings_ms)
         hits, search_timings = await self.indexes.search(index, query, top_k, neighbors=neighbors)
         hits = [dataclasses.replace(h, passage_id=passage_id(indexed.key, h.chunk.chunk_index, h.chunk.text))
@@ -280,19 +355,20 @@ class DocumentService:
         return Retrieval(hits=hits, total_chunks=len(index.chunks), doc_type=indexed.doc_type,
                          cached=indexed.cached, timings_ms=timings, complete=indexed.complete,
                          dense_coverage=indexed.dense_coverage, model_id=index.model_id,
-                         languages=tuple(index.languages))
+                         languages=tuple(index.languages), source=indexed.source)
 
-    async def index(self, url: str, *, query: str | None = None, progress: Progress | None = None) -> Indexed:
+    async def index(self, url: str, *, query: str | None = None, progress: Progress | None = None,
+                    view: View | None = None) -> Indexed:
         """The document's search index, bytes -> content key -> index: from memory or disk when
         known (no parse), else parsed, chunked and built. With ``query``, a big document may get a
         partial index (vectors for that query's candidates) while the complete one builds in the
         background; without, always the complete one."""
-        located = await self._locate(url, progress=progress)
+        located = await self._locate(url, progress=progress, view=view)
         timings = dict(located.timings_ms)
 
         async def make_chunks() -> Sequence[Chunk]:
             started = time.perf_counter()
-            document, _ = await self._parse(located.content_key, located.input)
+            document, _ = await self._parse(located.content_key, located.input, located.options)
             timings["process"] = _ms(started)
             if progress is not None:
                 await progress(2, None, f"processed {len(document.content)} characters")
@@ -312,18 +388,18 @@ class DocumentService:
 
         started = time.perf_counter()
         try:
-            view: IndexView = await self.indexes.open(
+            opened: IndexView = await self.indexes.open(
                 located.content_key, CHUNKER_VERSION, self.index_config(), make_chunks, query=query,
                 progress=embed_progress,
             )
         finally:
             connected = False  # MCP allows progress only while the request runs
         timings["index"] = _ms(started)
-        timings.update(view.timings_ms)
-        chunks = view.index.chunks
+        timings.update(opened.timings_ms)
+        chunks = opened.index.chunks
         doc_type = chunks[0].doc_type if chunks else located.input.doc_type  # the processor's; else the sniffed
-        return Indexed(index=view.index, key=view.key, doc_type=doc_type, cached=view.cached, timings_ms=timings,
-                       complete=view.complete, dense_coverage=view.dense_coverage)
+        return Indexed(index=opened.index, key=opened.key, doc_type=doc_type, cached=opened.cached, timings_ms=timings,
+                       complete=opened.complete, dense_coverage=opened.dense_coverage, source=located.source)
 
     async def query_spreadsheet(self, url: str, search_value: str, column: str | None) -> dict[str, Any]:
         inp = await self._sniff(await self.fetch(url))
@@ -337,6 +413,7 @@ class DocumentService:
             "retriever": self.indexes.stats(),
             "failure": self.failures.stats(),
             **{layer.name: layer.stats() for layer in self.extra_layers},
+            "upload": self.fetcher.uploads.stats(),  # reported, never cleared here: uploads expire
         }
 
     async def clear(self) -> dict[str, Any]:

@@ -17,10 +17,13 @@ import dataclasses
 
 from mcp_server.core.errors import MCPServerError, ProcessingError, UnsupportedFormatError
 from mcp_server.core.models import FetchedDocument, ProcessedDocument
+from mcp_server.processors._soffice import converter_available
+from mcp_server.processors.archive import ZipProcessor
 from mcp_server.processors.base import (
     DocumentInput,
     ProcessOptions,
     Processor,
+    View,
     format_for,
     get_processor,
     register,
@@ -28,24 +31,38 @@ from mcp_server.processors.base import (
     unregister,
 )
 from mcp_server.processors.csv import CsvProcessor
+from mcp_server.processors.doc import DocProcessor
 from mcp_server.processors.docx import DocxProcessor
+from mcp_server.processors.eml import EmlProcessor
+from mcp_server.processors.epub import EpubProcessor
 from mcp_server.processors.formats import Format
 from mcp_server.processors.html import HtmlProcessor
 from mcp_server.processors.image import ImageProcessor
+from mcp_server.processors.json import JsonProcessor
 from mcp_server.processors.language import detect_language
+from mcp_server.processors.msg import MsgProcessor
+from mcp_server.processors.odf import OdpProcessor, OdsProcessor, OdtProcessor
 from mcp_server.processors.ooxml import OleProcessor
+from mcp_server.processors.org import OrgProcessor
 from mcp_server.processors.pdf import PdfProcessor
+from mcp_server.processors.ppt import PptProcessor
 from mcp_server.processors.pptx import PptxProcessor
+from mcp_server.processors.rst import RstProcessor
+from mcp_server.processors.rtf import RtfProcessor
 from mcp_server.processors.sniff import TEXT_FALLBACK, detect_type, looks_like_text
 from mcp_server.processors.text import TextProcessor
 from mcp_server.processors.urls import extract_urls
+from mcp_server.processors.xls import XlsProcessor
 from mcp_server.processors.xlsx import XlsxProcessor
+from mcp_server.processors.xml import XmlProcessor
+from mcp_server.processors.yaml import YamlProcessor
 
 __all__ = [
     "DocumentInput",
     "Format",
     "ProcessOptions",
     "Processor",
+    "converter_available",
     "detect_type",
     "document_input",
     "format_for",
@@ -54,6 +71,7 @@ __all__ = [
     "register",
     "supported_formats",
     "unregister",
+    "View",
 ]
 
 # One line per format; the order is the sniffer's order among equals (generic formats last).
@@ -63,8 +81,24 @@ _PROCESSORS: tuple[Processor, ...] = (
     PptxProcessor(),
     XlsxProcessor(),
     CsvProcessor(),
-    OleProcessor(),
+    DocProcessor(),
+    XlsProcessor(),
+    PptProcessor(),
+    OdtProcessor(),
+    OdsProcessor(),
+    OdpProcessor(),
+    RtfProcessor(),
+    EmlProcessor(),
+    MsgProcessor(),
+    EpubProcessor(),
+    ZipProcessor(),  # after every zip package format: it takes the zips they do not claim
+    OleProcessor(),  # after every format that lives in an OLE container
     ImageProcessor(),
+    JsonProcessor(),
+    XmlProcessor(),
+    YamlProcessor(),
+    RstProcessor(),
+    OrgProcessor(),
     HtmlProcessor(),
     TextProcessor(),
 )
@@ -114,8 +148,8 @@ def process_document(inp: DocumentInput, options: ProcessOptions) -> ProcessedDo
 def _fallback(inp: DocumentInput) -> tuple[Processor, DocumentInput]:
     if inp.doc_type == "ole":
         raise UnsupportedFormatError(
-            "unsupported format: an OLE compound file (a legacy .doc/.xls/.ppt, or an Office file "
-            "encrypted with a password)",
+            "unsupported format: an OLE compound file (an Office file encrypted with a password, or "
+            "contents of no known format)",
             doc_type="ole",
         )
     text = get_processor(TEXT_FALLBACK)

@@ -10,16 +10,20 @@ so ``formats.py`` holds declarations only and imports nothing of the processors.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Protocol
+from typing import ClassVar, Literal, Protocol
 
 from mcp_server.core.models import ProcessedDocument
 from mcp_server.core.settings import Settings
 from mcp_server.processors.formats import Format
 
 __all__ = [
-    "DocumentInput", "ProcessOptions", "Processor", "format_for", "get_processor", "register", "registered",
+    "DocumentInput", "ProcessOptions", "Processor", "View", "format_for", "get_processor", "register", "registered",
     "unregister",
 ]
+
+
+# How a web page is read: its main content (the article) or the whole cleaned page.
+View = Literal["main", "full"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -46,6 +50,13 @@ class ProcessOptions:
     zip_max_uncompressed_bytes: int = 1024 * 1024 * 1024
     max_rows_per_sheet: int = 20
     detect_language: bool = True
+    office_command: str = "soffice"
+    office_timeout: float = 60.0
+    archive_max_depth: int = 3
+    archive_max_members: int = 500
+    nesting: int = 0  # how deep inside archives or messages this document is (0: the download)
+    html_view: View = "main"  # a web page's main content, or the whole page
+    max_html_bytes: int = 32 * 1024 * 1024
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ProcessOptions:
@@ -58,6 +69,12 @@ class ProcessOptions:
             zip_max_ratio=settings.zip_max_ratio,
             zip_max_uncompressed_bytes=settings.zip_max_uncompressed_bytes,
             max_rows_per_sheet=settings.max_rows_per_sheet,
+            office_command=settings.office_command,
+            office_timeout=settings.office_timeout,
+            archive_max_depth=settings.archive_max_depth,
+            archive_max_members=settings.archive_max_members,
+            html_view=settings.html_view,
+            max_html_bytes=settings.max_html_bytes,
         )
 
 

@@ -71,7 +71,7 @@ class Format:
     mime_types: tuple[str, ...] = ()
     magic: tuple[Magic, ...] = ()
     detect: Callable[[bytes], bool] | None = None
-    zip_member: str | None = None  # "word/": an OOXML package whose parts live there
+    zip_member: str | None = None  # "word/": an OOXML package whose parts live there; "": any zip
     text: bool = False
     looks_like: Callable[[bytes], Likelihood | None] | None = None
     generic: bool = False

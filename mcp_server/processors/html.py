@@ -1,5 +1,10 @@
 """HTML: readable Markdown-ish text without the page chrome.
 
+Two views of a page (``ProcessOptions.html_view``): ``main``, the main content as a person reads it
+(``_html_main.py`` picks it; the whole page where the page is not an article or renders only with
+JavaScript, and ``metadata.extraction`` says which was used), and ``full``, the whole cleaned page
+written by the walk below. Both share the writer, the page's links and its metadata.
+
 BeautifulSoup over lxml's HTML parser (no DTD loading, no network, no entity definitions in
 HTML). The walk over the tree uses an explicit stack, never recursion, so 100k nested
 ``<div>`` cannot overflow the interpreter stack. Charset: the HTTP header or ``<meta>``
@@ -11,7 +16,7 @@ from __future__ import annotations
 
 import re
 import warnings
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from bs4 import (
     BeautifulSoup,
@@ -24,8 +29,21 @@ from bs4 import (
     XMLParsedAsHTMLWarning,
 )
 
+from mcp_server.core.errors import ProcessingError
 from mcp_server.core.markup import HEADINGS, heading_line
 from mcp_server.core.models import ExtractedTable, ExtractedURL, ProcessedDocument
+from mcp_server.processors._html_main import (
+    JS_SHELL_HINT,
+    MIN_MAIN_SHARE,
+    MIN_MAIN_WORDS,
+    WHOLE_PAGE_SHARE,
+    MainContent,
+    PageFacts,
+    extract_main,
+    page_facts,
+    page_metadata,
+    parse_page,
+)
 from mcp_server.processors._locations import heading_locations
 from mcp_server.processors.base import DocumentInput, ProcessOptions
 from mcp_server.processors.encoding import decode_bytes, decode_sample
@@ -75,7 +93,8 @@ def looks_like_html(data: bytes) -> Likelihood | None:
 class HtmlProcessor:
     format: ClassVar[Format] = Format(
         doc_type="html",
-        description="HTML pages: chrome removed, headings, lists and tables as Markdown",
+        description="Web pages: the main content (trafilatura; the whole cleaned page on request or when the page "
+        "is not an article), headings, lists and tables as Markdown, title/authors/date metadata",
         extensions=(".html", ".htm", ".xhtml"),
         mime_types=("text/html", "application/xhtml+xml"),
         text=True,
@@ -85,26 +104,79 @@ class HtmlProcessor:
     )
 
     def process(self, doc: DocumentInput, options: ProcessOptions) -> ProcessedDocument:
+        if len(doc.data) > options.max_html_bytes:
+            raise ProcessingError(
+                f"the HTML page is {len(doc.data) / 1e6:.1f} MB; pages over {options.max_html_bytes / 1e6:g} MB "
+                "are not parsed (the server setting max_html_bytes)",
+                doc_type="html", limit=options.max_html_bytes,
+            )
         text, encoding = decode_bytes(doc.data, doc.charset or _declared_charset(doc.data))
-        with warnings.catch_warnings():
-            # XHTML served as HTML (example-10k-1p.html) is still best read by the HTML parser.
-            warnings.simplefilter("ignore", XMLParsedAsHTMLWarning)
-            soup = BeautifulSoup(text, "lxml")
-        title = _title(soup)
-        links = _links(soup)
-        content, headings, tables = html_to_markdown(soup, title=title)
-        urls = _merge_urls(extract_urls(content), links)
-        metadata = {"encoding": encoding, "char_count": len(content), "table_count": len(tables)}
-        if title:
-            metadata["title"] = title
-        return ProcessedDocument(
-            content=content,
-            doc_type="html",
-            metadata=metadata,
-            tables=tables,
-            extracted_urls=urls,
-            locations=heading_locations(content, headings),
-        )
+        tree, too_deep = parse_page(text)
+        if tree is None:  # nothing to parse (an empty page)
+            return _whole_page(text, encoding, {}, {"extraction": "full"})
+        page = page_metadata(tree)
+        facts = page_facts(tree, too_deep)
+        if facts.javascript_shell:  # said in either view: there is nothing else to read
+            page.update(javascript_required=True, hint=JS_SHELL_HINT.format(words=facts.words))
+        if options.html_view == "full" or facts.javascript_shell:
+            return _whole_page(text, encoding, page, {"extraction": "full"})
+        links = _tree_links(tree)  # before the extractor changes the tree
+        main = None if too_deep else extract_main(tree)
+        reason = _not_an_article(facts, main)
+        if reason or main is None:
+            return _whole_page(text, encoding, page, {"extraction": "full", "extraction_reason": reason})
+        content, headings, tables = html_to_markdown(_soup(main.html))
+        return _document(content, headings, tables, links, encoding, page, {"extraction": "main"})
+
+
+def _not_an_article(facts: PageFacts, main: MainContent | None) -> str:
+    """Why the whole page is read instead of the main content; empty when the main content is."""
+    if facts.too_deep:
+        return "the page is nested deeper than the main-content extractor reads"
+    if main is None or main.words < MIN_MAIN_WORDS:
+        return f"no article found: the main content has {main.words if main else 0} words"
+    if main.dump:
+        return "no article found: the page is not laid out as one"
+    share = main.words / max(facts.words, 1)
+    if share < MIN_MAIN_SHARE:
+        return f"not an article: the main content is {share:.0%} of the page"
+    if share >= WHOLE_PAGE_SHARE:
+        return "the main content is the whole page"
+    return ""
+
+
+def _soup(text: str) -> BeautifulSoup:
+    with warnings.catch_warnings():
+        # XHTML served as HTML (example-10k-1p.html) is still best read by the HTML parser.
+        warnings.simplefilter("ignore", XMLParsedAsHTMLWarning)
+        return BeautifulSoup(text, "lxml")
+
+
+def _whole_page(text: str, encoding: str, page: dict[str, Any], how: dict[str, Any]) -> ProcessedDocument:
+    """The whole cleaned page (the reading before main-content extraction), title on top."""
+    soup = _soup(text)
+    title = _title(soup)
+    links = _links(soup)
+    content, headings, tables = html_to_markdown(soup, title=title)
+    if title:
+        page = {"title": title, **page}
+    return _document(content, headings, tables, links, encoding, page, how)
+
+
+def _document(
+    content: str, headings: list[tuple[int, int, str]], tables: tuple[ExtractedTable, ...],
+    links: list[tuple[str, str]], encoding: str, page: dict[str, Any], how: dict[str, Any],
+) -> ProcessedDocument:
+    metadata = {"encoding": encoding, "char_count": len(content), "table_count": len(tables), **page,
+                **{name: value for name, value in how.items() if value}}
+    return ProcessedDocument(
+        content=content,
+        doc_type="html",
+        metadata=metadata,
+        tables=tables,
+        extracted_urls=_merge_urls(extract_urls(content), links),
+        locations=heading_locations(content, headings),
+    )
 
 
 def html_to_markdown(
@@ -158,7 +230,8 @@ class _Writer:
                 continue
             if name == "pre":
                 self.flush()
-                self.block(node.get_text().strip("\n"))
+                inner = node.find("pre")  # trafilatura writes a code block as <pre> in an indented <pre>
+                self.block((inner if isinstance(inner, Tag) else node).get_text().strip("\n"))
                 continue
             if name in _BLOCKS:
                 self.flush()
@@ -277,6 +350,16 @@ def _links(soup: BeautifulSoup) -> list[tuple[str, str]]:
         href = str(anchor["href"]).strip()
         if href.lower().startswith(("http://", "https://")):
             found.append((href, _text_of(anchor)))
+    return found
+
+
+def _tree_links(tree: Any) -> list[tuple[str, str]]:
+    """``_links`` on an lxml tree."""
+    found = []
+    for anchor in tree.iter("a"):
+        href = str(anchor.get("href") or "").strip()
+        if href.lower().startswith(("http://", "https://")):
+            found.append((href, _SPACES.sub(" ", " ".join(anchor.itertext())).strip()))
     return found
 
 

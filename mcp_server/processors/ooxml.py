@@ -13,13 +13,15 @@ the zip's central directory and refuse:
   openpyxl uses defusedxml when it is installed); this check is a second fence that does not
   depend on library internals.
 
-A file in an OLE/CFB container (magic ``D0 CF 11 E0``) is either an encrypted OOXML package
-(``EncryptionInfo`` + ``EncryptedPackage`` streams) or a legacy binary .doc/.xls/.ppt. Neither
-is parsed; ``OleProcessor`` gives each a clear message.
+A file in an OLE/CFB container (magic ``D0 CF 11 E0``) is an encrypted OOXML package
+(``EncryptionInfo`` + ``EncryptedPackage`` streams), a legacy binary .doc/.xls/.ppt, an Outlook
+.msg, or something else. ``ole_kind`` tells them apart by their streams for the sniffer: legacy
+Office and .msg have their own processors; ``OleProcessor`` refuses the rest clearly.
 """
 
 from __future__ import annotations
 
+import functools
 import io
 import re
 import zipfile
@@ -36,13 +38,15 @@ __all__ = [
     "OLE_MAGIC",
     "OleProcessor",
     "check_ole",
+    "check_zip_limits",
     "guard_ooxml",
     "is_ole",
+    "ole_kind",
 ]
 
 OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 ENCRYPTED_MESSAGE = "password required: the document is encrypted"
-LEGACY_MESSAGE = "legacy binary Office format is not supported; save as .docx/.xlsx/.pptx"
+LEGACY_MESSAGE = "an OLE compound file of no format this server reads (not Word, Excel, PowerPoint or Outlook)"
 ENTITY_MESSAGE = "XML entity declarations are not allowed"
 
 # How much of each XML part's start is inspected. A DOCTYPE may only appear in the prolog,
@@ -56,6 +60,36 @@ _XML_SUFFIXES = (".xml", ".rels", ".vml")
 
 def is_ole(data: bytes) -> bool:
     return data[:8] == OLE_MAGIC
+
+
+# The stream that names what an OLE container holds; first match wins (an encrypted OOXML
+# package holds none of the others).
+_OLE_STREAMS = (
+    ("encrypted", ("EncryptedPackage", "EncryptionInfo")),
+    ("doc", ("WordDocument",)),
+    ("xls", ("Workbook", "Book")),
+    ("ppt", ("PowerPoint Document",)),
+    ("msg", ("__properties_version1.0",)),
+)
+
+
+def ole_kind(data: bytes) -> str | None:
+    """What an OLE/CFB container holds ("doc", "xls", "ppt", "msg", "encrypted"), None when it is
+    not one or holds none of them. Never raises: the sniffer asks it."""
+    return _ole_kind(data) if is_ole(data) else None
+
+
+@functools.lru_cache(maxsize=4)  # each OLE format's sniffer asks about the same bytes
+def _ole_kind(data: bytes) -> str | None:
+    try:
+        with olefile.OleFileIO(io.BytesIO(data)) as ole:
+            streams = {"/".join(entry) for entry in ole.listdir(streams=True, storages=False)}
+    except Exception:  # olefile raises OSError and assorted parse errors on junk
+        return None
+    for kind, names in _OLE_STREAMS:
+        if streams & set(names):
+            return kind
+    return None
 
 
 def check_ole(data: bytes) -> None:
@@ -87,13 +121,13 @@ def guard_ooxml(data: bytes, options: ProcessOptions, *, kind: str) -> None:
         ) from exc
     with zf:
         infos = zf.infolist()
-        _check_limits(infos, options)
+        check_zip_limits(infos, options)
         for info in infos:
             if info.filename.lower().endswith(_XML_SUFFIXES) and not info.is_dir():
                 _check_prolog(zf, info, kind)
 
 
-def _check_limits(infos: list[zipfile.ZipInfo], options: ProcessOptions) -> None:
+def check_zip_limits(infos: list[zipfile.ZipInfo], options: ProcessOptions) -> None:
     if len(infos) > options.zip_max_entries:
         raise ProcessingError(
             f"zip has {len(infos)} entries, more than the limit zip_max_entries={options.zip_max_entries}",
@@ -154,19 +188,13 @@ def _decode_head(head: bytes) -> str:
 
 
 class OleProcessor:
-    """OLE/CFB containers: encrypted OOXML or legacy .doc/.xls/.ppt, refused with a clear message."""
+    """OLE/CFB containers no other format claims: encrypted OOXML, or unknown contents; refused
+    with a clear message. (Legacy .doc/.xls/.ppt and Outlook .msg have their own processors.)"""
 
     format: ClassVar[Format] = Format(
         doc_type="ole",
-        description="Encrypted Office files and legacy .doc/.xls/.ppt: refused with a clear message",
-        extensions=(".doc", ".xls", ".ppt"),
-        mime_types=(
-            "application/msword",
-            "application/vnd.ms-excel",
-            "application/vnd.ms-powerpoint",
-            "application/x-ole-storage",
-            "application/x-cfb",
-        ),
+        description="Encrypted Office files and other OLE containers: refused with a clear message",
+        mime_types=("application/x-ole-storage", "application/x-cfb"),
         magic=(Magic.prefix(OLE_MAGIC),),
     )
 

@@ -61,7 +61,9 @@ def _sniff_binary(formats: list[Format], data: bytes, content_type: str, filenam
             return fmt.doc_type
     if data.startswith(_ZIP_MAGIC):
         packages = [fmt for fmt in formats if fmt.zip_member]
-        return _zip_kind(packages, data) or _zip_hint(packages, content_type, filename) or UNKNOWN
+        # An archive format (zip_member "") takes any zip that no package's member or hint claims.
+        archive = next((fmt.doc_type for fmt in formats if fmt.zip_member == ""), UNKNOWN)
+        return _zip_kind(packages, data) or _zip_hint(packages, content_type, filename) or archive
     return None
 
 

@@ -23,7 +23,7 @@ class TextProcessor:
     format: ClassVar[Format] = Format(
         doc_type="txt",
         description="Plain text and Markdown; encoding detected (BOMs, UTF-8, legacy code pages)",
-        extensions=(".txt", ".text", ".md", ".markdown", ".rst", ".log"),
+        extensions=(".txt", ".text", ".md", ".markdown", ".log"),
         mime_types=("text/plain", "text/markdown"),
         text=True,  # no looks_like: text that no other text format claims is plain text
         generic=True,

@@ -1,5 +1,5 @@
-"""With ``REDIS_URL`` set: the rate limiter, the download/document cache layers and (with
-``MCP_INDEX_STORE=redis``) the shared index store in Redis.
+"""With ``REDIS_URL`` set: the rate limiter, the download/document cache layers, the uploaded
+documents and (with ``MCP_INDEX_STORE=redis``) the shared index store in Redis.
 
 Opened by the lifespan of every worker process. Redis being down here is not an error: the
 backends start in their in-process fallback, say so in the log and in health, and try Redis again
@@ -16,7 +16,8 @@ from mcp_server.core.cache import MemoryLayer
 from mcp_server.core.failures import FailedParse, FailureCodec
 from mcp_server.core.models import FetchedDocument, ProcessedDocument
 from mcp_server.core.settings import Settings
-from mcp_server.redis.cache import RedisLayer, redis_layers
+from mcp_server.fetch import DiskUploads
+from mcp_server.redis.cache import RedisLayer, redis_layers, redis_uploads
 from mcp_server.redis.index_store import RedisIndexStore
 from mcp_server.redis.ratelimit import RedisRateLimiter
 from mcp_server.redis.store import REDIS_ERRORS, async_client, key_prefix, sync_client
@@ -33,6 +34,7 @@ class RedisBackends:
     documents: RedisLayer[ProcessedDocument]
     failures: RedisLayer[FailedParse]
     indexes: RedisIndexStore | None  # with MCP_INDEX_STORE=redis
+    uploads: RedisLayer[FetchedDocument]  # POST /documents, for every host (the upload folder while down)
 
 
 FAILURE_ENTRIES = 1000  # failed parses remembered (small values; the TTL is what bounds them)
@@ -52,8 +54,9 @@ async def open_redis_backends(settings: Settings, stack: AsyncExitStack) -> Redi
     )
     indexes = (RedisIndexStore(sclient, prefix=key_prefix(settings), ttl=settings.index_store_ttl,
                                outage=downloads.outage) if settings.index_store == "redis" else None)
+    uploads = redis_uploads(settings, sclient, downloads.outage, DiskUploads(settings))
     backends = RedisBackends(limiter=RedisRateLimiter(settings, aclient), downloads=downloads,
-                             documents=documents, failures=failures, indexes=indexes)
+                             documents=documents, failures=failures, indexes=indexes, uploads=uploads)
     try:
         await aclient.ping()
     except REDIS_ERRORS as exc:

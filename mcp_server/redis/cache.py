@@ -23,7 +23,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import redis
 
 from mcp_server.core import metrics
-from mcp_server.core.cache import MemoryLayer
+from mcp_server.core.cache import CacheLayer, MemoryLayer
 from mcp_server.core.models import (
     ExtractedImage,
     ExtractedTable,
@@ -35,7 +35,7 @@ from mcp_server.core.models import (
 from mcp_server.core.settings import Settings
 from mcp_server.redis.store import REDIS_ERRORS, Outage, key_prefix
 
-__all__ = ["Codec", "DocumentCodec", "DownloadCodec", "RedisLayer", "redis_layers"]
+__all__ = ["Codec", "DocumentCodec", "DownloadCodec", "RedisLayer", "redis_layers", "redis_uploads"]
 
 logger = logging.getLogger(__name__)
 
@@ -53,13 +53,19 @@ class DownloadCodec:
     """A JSON header line, then the document bytes untouched (no base64 inflation)."""
 
     def encode(self, value: FetchedDocument) -> bytes:
-        header = {"url": value.url, "final_url": value.final_url, "content_type": value.content_type,
-                  "charset": value.charset, "filename": value.filename}
-        return json.dumps(header, ensure_ascii=True).encode() + b"\n" + value.data
+        header: dict[str, Any] = {"url": value.url, "final_url": value.final_url, "content_type": value.content_type,
+                                  "charset": value.charset, "filename": value.filename,
+                                  "fetched_at": round(value.fetched_at, 3)}
+        # validators and a later confirmation only when there are any: the header stays small
+        header.update({name: getattr(value, name) for name in ("etag", "last_modified") if getattr(value, name)})
+        if value.validated_at != value.fetched_at:
+            header["validated_at"] = round(value.validated_at, 3)
+        return json.dumps(header, ensure_ascii=True, separators=(",", ":")).encode() + b"\n" + value.data
 
     def decode(self, data: bytes) -> FetchedDocument:
         header, _, body = data.partition(b"\n")
-        return FetchedDocument(data=body, **json.loads(header))
+        # an entry written before fetched_at existed decodes as fetched at 0: stale, so revalidated
+        return FetchedDocument(data=body, **{"fetched_at": 0.0, **json.loads(header)})
 
 
 class DocumentCodec:
@@ -120,6 +126,13 @@ redis.call('HINCRBY', KEYS[3], 'bytes', size)
 return evicted
 """
 
+# ARGV: prefix, member. Returns 1 when the entry was there.
+_DELETE = _DROP + """
+local there = redis.call('EXISTS', ARGV[1] .. ARGV[2])
+drop(ARGV[1], ARGV[2])
+return there
+"""
+
 # ARGV: prefix, member. Returns the value or false, counting a hit or a miss.
 _GET = """
 local value = redis.call('GET', ARGV[1] .. ARGV[2])
@@ -148,11 +161,12 @@ _DECODE_ERRORS = (ValueError, TypeError, KeyError)
 
 
 class RedisLayer(Generic[V]):
-    """``CacheLayer`` in Redis; ``fallback`` (in-process) answers while Redis is unavailable."""
+    """``CacheLayer`` in Redis; ``fallback`` (in-process, or the host's upload folder) answers while Redis
+    is unavailable."""
 
     def __init__(
         self, name: str, client: redis.Redis, codec: Codec[V], *, prefix: str, max_entries: int,
-        ttl: float, fallback: MemoryLayer[V], outage: Outage, max_bytes: int | None = None,
+        ttl: float, fallback: CacheLayer[V], outage: Outage, max_bytes: int | None = None,
         size_of: Callable[[V], int] | None = None,
     ) -> None:
         self.name = name
@@ -167,6 +181,7 @@ class RedisLayer(Generic[V]):
         self._get = client.register_script(_GET)
         self._stats = client.register_script(_STATS)
         self._clear = client.register_script(_CLEAR)
+        self._delete = client.register_script(_DELETE)
 
     @property
     def backend(self) -> str:
@@ -217,6 +232,18 @@ class RedisLayer(Generic[V]):
             return
         self.outage.succeeded()
         metrics.cache_evicted(self.name, "redis", int(evicted))
+
+    def delete(self, key: str) -> bool:
+        removed = self._fallback.delete(key)
+        if not self._redis():
+            return removed
+        try:
+            there = int(self._delete(keys=self._keys, args=[self._entry_prefix, self._member(key)]))
+        except REDIS_ERRORS as exc:
+            self.outage.failed(exc)
+            return removed
+        self.outage.succeeded()
+        return bool(there) or removed
 
     def clear(self) -> int:
         removed = self._fallback.clear()
@@ -273,3 +300,18 @@ def redis_layers(
         fallback=MemoryLayer("document", max_entries=settings.cache_max_documents, ttl=settings.cache_ttl),
     )
     return downloads, documents
+
+
+UPLOAD_ENTRIES = 100_000  # uploads are bounded by bytes (upload_store_max_bytes); this only caps the count
+
+
+def redis_uploads(
+    settings: Settings, client: redis.Redis, outage: Outage, fallback: CacheLayer[FetchedDocument],
+) -> RedisLayer[FetchedDocument]:
+    """Uploaded documents for every host: kept upload_ttl, oldest removed beyond upload_store_max_bytes;
+    the host's upload folder answers while Redis is down."""
+    return RedisLayer(
+        "upload", client, DownloadCodec(), prefix=key_prefix(settings), max_entries=UPLOAD_ENTRIES,
+        ttl=settings.upload_ttl, max_bytes=settings.upload_store_max_bytes, size_of=lambda d: len(d.data),
+        outage=outage, fallback=fallback,
+    )

@@ -1,4 +1,5 @@
-"""The streamable-HTTP ASGI app: /mcp (stateless MCP), /health, /info and /metrics, behind the HTTP guard.
+"""The streamable-HTTP ASGI app: /mcp (stateless MCP), /health, /info, /metrics and POST /documents
+(uploads, ``server.uploads``), behind the HTTP guard.
 
 ``create_app()`` is also the uvicorn factory for ``--workers N`` and ``--reload``: every worker
 process builds its own app from the same environment. With ``metrics_port`` set, /metrics leaves
@@ -29,6 +30,7 @@ from mcp_server.middleware.http import HTTPGuardMiddleware, transport_security_s
 from mcp_server.server.build import RagMCP, create_server
 from mcp_server.server.metrics_http import METRICS_PATH, scrape
 from mcp_server.server.resources import supported_formats
+from mcp_server.server.uploads import UPLOAD_PATH, upload_endpoint
 from mcp_server.server.viewer import VIEWER_URI
 from mcp_server.tools.health import readiness
 
@@ -74,6 +76,7 @@ def create_app(settings: Settings | None = None, server: RagMCP | None = None) -
             "name": SERVER_NAME,
             "version": __version__,
             "mcp_endpoint": "/mcp",
+            "upload_endpoint": UPLOAD_PATH,
             "transport": "streamable-http (stateless)",
             "auth": "bearer" if settings.api_keys else "none",
             "tools": [tool["name"] for tool in server.describe_tools()],
@@ -83,7 +86,8 @@ def create_app(settings: Settings | None = None, server: RagMCP | None = None) -
             "time": time.time(),
         })
 
-    routes = [Route("/health", health, methods=["GET"]), Route("/info", info, methods=["GET"])]
+    routes = [Route("/health", health, methods=["GET"]), Route("/info", info, methods=["GET"]),
+              Route(UPLOAD_PATH, upload_endpoint(lambda: server.shared_context), methods=["POST"])]
     if settings.metrics_enabled and settings.metrics_port is None:
         routes.append(Route(METRICS_PATH, scrape, methods=["GET"]))
     return Starlette(

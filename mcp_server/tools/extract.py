@@ -52,20 +52,20 @@ async def extract_pdf_text(document_url: DocumentUrl, ctx: Context) -> TextResul
 @tool("extraction", title="Extract DOCX text", open_world=True)
 async def extract_docx_text(document_url: DocumentUrl, ctx: Context) -> TextResult:
     """Text of a Word document as Markdown: headings, lists, tables, headers/footers, links."""
-    return await _text_of(ctx, document_url, ("docx", OLE), "extract_docx_text")
+    return await _text_of(ctx, document_url, ("docx", "doc", "odt", "rtf", OLE), "extract_docx_text")
 
 
 @tool("extraction", title="Extract PPTX text", open_world=True)
 async def extract_pptx_text(document_url: DocumentUrl, ctx: Context) -> TextResult:
     """Text of a PowerPoint deck per `--- Slide N ---`: titles, bullets, tables, speaker notes."""
-    return await _text_of(ctx, document_url, ("pptx", OLE), "extract_pptx_text")
+    return await _text_of(ctx, document_url, ("pptx", "ppt", "odp", OLE), "extract_pptx_text")
 
 
 @tool("extraction", title="Extract XLSX tables", open_world=True)
 async def extract_xlsx_tables(document_url: DocumentUrl, ctx: Context) -> TablesResult:
     """Every sheet of an Excel workbook as a Markdown table (first 20 rows, total stated), with
     detected header row, column types and density."""
-    return await _tables_of(ctx, document_url, ("xlsx", OLE), "extract_xlsx_tables")
+    return await _tables_of(ctx, document_url, ("xlsx", "xls", "ods", OLE), "extract_xlsx_tables")
 
 
 @tool("extraction", title="Extract CSV tables", open_world=True)

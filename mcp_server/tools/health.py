@@ -10,7 +10,7 @@ from typing import Any
 import psutil
 
 from mcp_server import SERVER_NAME, __version__
-from mcp_server.processors import supported_formats
+from mcp_server.processors import converter_available, supported_formats
 from mcp_server.processors.language import language_detection_available
 from mcp_server.processors.ocr import ocr_available
 from mcp_server.tools.context import AppContext
@@ -61,6 +61,7 @@ def system_health(context: AppContext) -> dict[str, Any]:
         "RERANK_AVAILABLE": context.models.rerank_available,
         "OCR_AVAILABLE": ocr_available(),
         "LANG_DETECT_AVAILABLE": language_detection_available(),
+        "OFFICE_CONVERTER_AVAILABLE": converter_available(context.settings.office_command),
     }
     degraded = [role for role, status in models.get("roles", {}).items() if status.get("fallback")]
     settings = context.settings
@@ -81,6 +82,10 @@ def system_health(context: AppContext) -> dict[str, Any]:
             "fetch_allowlist": list(settings.fetch_allowlist),
             "document_roots": list(settings.document_roots),
             "max_download_bytes": settings.max_download_bytes,
+            # how many hosts have headers, never which headers nor their values
+            "private_host_rules": len(settings.fetch_headers),
+            "revalidate_after_s": settings.revalidate_after_s,
+            "upload_ttl_s": settings.upload_ttl,
         },
         "worker": _worker(),
         "timestamp": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),

@@ -9,7 +9,17 @@ from pydantic import Field
 
 from mcp_server.fetch import validate_url
 from mcp_server.processors.language import language_name
-from mcp_server.tools.common import DocumentUrl, MaxTokens, Query, app_of, fit_budget, progress_of, require_text, tool
+from mcp_server.tools.common import (
+    DocumentUrl,
+    MaxTokens,
+    PageView,
+    Query,
+    app_of,
+    fit_budget,
+    progress_of,
+    require_text,
+    tool,
+)
 from mcp_server.tools.schemas import (
     ChunkResult,
     DocumentResult,
@@ -19,35 +29,39 @@ from mcp_server.tools.schemas import (
     chunk_item,
     document_result,
     retrieve_item,
+    source_info,
 )
 
 __all__ = ["chunk_document", "process_document", "query_spreadsheet", "retrieve_chunks"]
 
 
 @tool("document", title="Process document", open_world=True)
-async def process_document(document_url: DocumentUrl, ctx: Context) -> DocumentResult:
+async def process_document(document_url: DocumentUrl, ctx: Context, view: PageView = None) -> DocumentResult:
     """Download a document (PDF, DOCX, PPTX, XLSX, CSV, HTML, TXT or image) and extract its text,
     tables, OCR text, URLs and language.
 
     Content is Markdown with page/slide/sheet markers, capped at 50,000 characters
-    (content_length and truncated say when more exists).
+    (content_length and truncated say when more exists). A web page gives its main content
+    (view "main", the default) or the whole page (view "full"), and its title, authors, date,
+    site name and canonical URL in metadata.
     """
     app = app_of(ctx)
     settings = app.settings
-    processed = await app.service.process(validate_url(document_url, settings), progress=progress_of(ctx))
+    processed = await app.service.process(validate_url(document_url, settings), progress=progress_of(ctx), view=view)
     doc = processed.document
     return document_result(doc, max_content=settings.max_content_chars, max_table=settings.max_table_chars,
-                           cached=processed.cached, language_name=language_name(doc.detected_language))
+                           cached=processed.cached, language_name=language_name(doc.detected_language),
+                           source=source_info(processed.source))
 
 
 @tool("document", title="Chunk document", open_world=True)
-async def chunk_document(document_url: DocumentUrl, ctx: Context) -> ChunkResult:
+async def chunk_document(document_url: DocumentUrl, ctx: Context, view: PageView = None) -> ChunkResult:
     """Split a document into retrieval chunks that fit the embedding model, each with its
     importance score, content type and location (pages, slide, sheet/rows, heading path)."""
     app = app_of(ctx)
-    processed, chunks = await app.service.chunks(validate_url(document_url, app.settings))
+    processed, chunks = await app.service.chunks(validate_url(document_url, app.settings), view=view)
     return ChunkResult(chunks=[chunk_item(c) for c in chunks], chunk_count=len(chunks),
-                       document_type=processed.doc_type)
+                       document_type=processed.doc_type, source=source_info(processed.source))
 
 
 @tool("document", title="Retrieve chunks", open_world=True)
@@ -57,6 +71,7 @@ async def retrieve_chunks(
     neighbors: Annotated[int, Field(description="Adjacent chunks added on each side of every hit (merged when "
                                                 "they touch); clamped to 0..2.")] = 0,
     max_tokens: MaxTokens = None,
+    view: PageView = None,
 ) -> RetrieveResult:
     """Answer a question about a document: the top_k most relevant passages, best first.
 
@@ -71,13 +86,14 @@ async def retrieve_chunks(
     url = validate_url(document_url, app.settings)
     require_text(query, "query", app.settings.max_text_length)
     # top_k and neighbors are clamped where they are used (DocumentIndex.search), once
-    found = await app.service.retrieve(url, query, top_k=top_k, neighbors=neighbors, progress=progress_of(ctx))
+    found = await app.service.retrieve(url, query, top_k=top_k, neighbors=neighbors, progress=progress_of(ctx),
+                                       view=view)
     items, tokens, omitted = await fit_budget([retrieve_item(h) for h in found.hits], app, max_tokens)
     index = IndexStatus(status="complete" if found.complete else "partial", dense_coverage=found.dense_coverage,
                         model=found.model_id, languages=found.languages)
     return RetrieveResult(results=items, total_chunks_indexed=found.total_chunks, document_type=found.doc_type,
                           cached=found.cached, timings_ms=found.timings_ms, index=index, tokens=tokens,
-                          omitted=omitted)
+                          omitted=omitted, source=source_info(found.source))
 
 
 @tool("document", title="Query spreadsheet", open_world=True)

@@ -20,7 +20,7 @@ from mcp_server.pipeline.reading import (
 )
 from mcp_server.pipeline.research import PageRanges
 from mcp_server.retrieval.quotes import CLOSE_SIMILARITY
-from mcp_server.tools.common import DocumentUrl, app_of, require_text, tool
+from mcp_server.tools.common import DocumentUrl, PageView, app_of, require_text, tool
 from mcp_server.tools.research import PassageId
 
 __all__ = ["get_page_image", "read_document", "verify_quote"]
@@ -92,19 +92,20 @@ def _reading(ctx: Context) -> Reading:
 async def read_document(
     document_url: DocumentUrl, ctx: Context,
     pages: Annotated[str | None, Field(
-        description='Only these PDF pages, PPTX slides or XLSX/CSV sheets (numbered in order), e.g. "3-7,12"; '
-                    "leave it out when passing a cursor.")] = None,
+        description='Only these PDF pages, slides (PPTX, PPT, ODP) or sheets (XLSX, XLS, ODS, CSV; numbered in '
+                    'order), e.g. "3-7,12"; leave it out when passing a cursor.')] = None,
     cursor: Annotated[str | None, Field(
         min_length=1, max_length=400, description="next_cursor of the previous call, to read on.")] = None,
     max_tokens: Annotated[int, Field(
         ge=MIN_READ_TOKENS, le=MAX_READ_TOKENS, description="Tokens to read in this call.")] = 4000,
+    view: PageView = None,
 ) -> ReadResult:
     """Read a document's text in reading order, max_tokens at a time (default 4000,
     50..100000), cut at a paragraph or line end, with where it comes from (location, pages).
 
     next_cursor continues where this call stopped (null at the end): following the cursors reads
     everything once, with no gap and nothing twice. pages ("3-7,12") limits the read to those PDF
-    pages, PPTX slides or XLSX/CSV sheets (numbered in order); with a cursor leave pages out.
+    pages, slides or sheets (numbered in order); with a cursor leave pages out.
     A cursor is opaque, tied to the document's bytes (a changed document makes it stale) and
     works on any worker of the server.
     """
@@ -113,7 +114,7 @@ async def read_document(
     page_filter = PageRanges.parse(pages) if pages is not None else None
     if cursor is not None:
         require_text(cursor, "cursor")
-    window = await _reading(ctx).read(url, pages=page_filter, cursor=cursor, max_tokens=max_tokens)
+    window = await _reading(ctx).read(url, pages=page_filter, cursor=cursor, max_tokens=max_tokens, view=view)
     return ReadResult(text=window.text, tokens=window.tokens, location=window.location.to_dict(),
                       pages=list(window.units), next_cursor=window.next_cursor, total_chars=window.total_chars,
                       document_type=window.doc_type, cached=window.cached)
@@ -125,6 +126,7 @@ async def verify_quote(
     quote: Annotated[str, Field(min_length=1, max_length=MAX_QUOTE_CHARS,
                                 description="The words to find, as they will be cited.")],
     ctx: Context,
+    view: PageView = None,
 ) -> VerifyResult:
     """Check that a quote is in a document, in those words: match "exact" (equal after normalising
     whitespace, line-end hyphenation, typographic quotes and dashes), "close" (similar, the same
@@ -133,7 +135,7 @@ async def verify_quote(
     app = app_of(ctx)
     url = validate_url(document_url, app.settings)
     require_text(quote, "quote")
-    verified = await _reading(ctx).verify(url, quote)
+    verified = await _reading(ctx).verify(url, quote, view=view)
     found = verified.found
     return VerifyResult(
         found=found.match != "none", match=found.match, similarity=found.similarity, threshold=CLOSE_SIMILARITY,

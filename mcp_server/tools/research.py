@@ -9,7 +9,7 @@ from pydantic import Field
 
 from mcp_server.middleware.http import client_identity
 from mcp_server.pipeline.research import MAX_DOCUMENTS, MAX_PASSAGE_NEIGHBORS, DocumentOutcome, PageRanges, Research
-from mcp_server.tools.common import MaxTokens, Query, app_of, fit_budget, progress_of, require_text, tool
+from mcp_server.tools.common import MaxTokens, PageView, Query, app_of, fit_budget, progress_of, require_text, tool
 from mcp_server.tools.schemas import (
     DocumentError,
     DocumentStatus,
@@ -20,6 +20,7 @@ from mcp_server.tools.schemas import (
     capped,
     chunk_item,
     retrieve_item,
+    source_info,
 )
 
 __all__ = ["PassageId", "get_passage", "search_documents"]
@@ -36,7 +37,7 @@ def _status(outcome: DocumentOutcome, results: int) -> DocumentStatus:
         return DocumentStatus(url=outcome.url, status="error",
                               error=DocumentError(code=outcome.error.code, error=outcome.error.message))
     return DocumentStatus(url=outcome.url, status="ok", document_type=outcome.doc_type, chunks=outcome.chunks,
-                          cached=outcome.cached, results=results)
+                          cached=outcome.cached, results=results, source=source_info(outcome.source))
 
 
 @tool("document", title="Search documents", open_world=True)
@@ -58,6 +59,7 @@ async def search_documents(
     pages: Annotated[str | None, Field(
         description='Only passages on these pages (PDF) or slides (PPTX), e.g. "3-7,12"; omit for all.')] = None,
     max_tokens: MaxTokens = None,
+    view: PageView = None,
 ) -> SearchResult:
     """Search several documents at once (1-20 URLs): the top_k best passages across all of them,
     best first, with scores that compare across documents.
@@ -81,7 +83,8 @@ async def search_documents(
     deadline = settings.timeout_for("document") * DEADLINE_SHARE
     # top_k is clamped where it is used (search_pool), once
     found = await Research(app.service).search(urls, phrasings, top_k=top_k, per_document=per_document,
-                                               pages=page_filter, progress=progress_of(ctx), deadline=deadline)
+                                               pages=page_filter, progress=progress_of(ctx), deadline=deadline,
+                                               view=view)
     items = [SearchItem(**retrieve_item(f.hit).model_dump(), document_url=f.url, ranks=list(f.ranks))
              for f in found.found]
     items, tokens, omitted = await fit_budget(items, app, max_tokens)

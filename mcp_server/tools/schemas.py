@@ -2,22 +2,48 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from mcp_server.core.models import Chunk, ExtractedTable, ProcessedDocument, SearchHit
+from mcp_server.pipeline.service import Source
 
 __all__ = [
     "ChunkItem", "ChunkResult", "DocumentResult", "DocumentStatus", "ImageItem", "IndexStatus", "OcrItem",
     "OcrResult", "PassageChunk", "PassageResult", "RetrieveItem", "RetrieveResult", "SearchItem", "SearchResult",
-    "SpreadsheetResult", "TableItem", "TablesResult", "TextResult", "UrlItem", "capped", "chunk_item", "table_item",
+    "SourceInfo", "SpreadsheetResult", "TableItem", "TablesResult", "TextResult", "UrlItem", "capped", "chunk_item",
+    "source_info", "table_item",
 ]
 
 
 def capped(text: str, limit: int) -> tuple[str, int, bool]:
     """(text cut to ``limit`` characters, full length, whether it was cut)."""
     return text[:limit], len(text), len(text) > limit
+
+
+class SourceInfo(BaseModel):
+    content_sha256: str = Field(description="SHA-256 of the document's bytes: it changes exactly when the document "
+                                            "does (results and passage ids follow the bytes).")
+    fetched_at: str = Field(description="When these bytes were downloaded (or uploaded), ISO 8601 UTC.")
+    validated_at: str = Field(description="When the origin last confirmed them (a 304 to a conditional GET; the "
+                                          "server checks again after revalidate_after_s); fetched_at until then.")
+
+
+def _iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def source_info(source: Source | None) -> SourceInfo | None:
+    """The JSON shape of a pipeline ``Source`` (None when the stage did not say)."""
+    if source is None or not source.sha256:
+        return None
+    return SourceInfo(content_sha256=source.sha256, fetched_at=_iso(source.fetched_at),
+                      validated_at=_iso(source.validated_at))
+
+
+_SOURCE = Field(None, description="Which bytes answered: their SHA-256, when they were fetched and last confirmed.")
 
 
 class TableItem(BaseModel):
@@ -56,6 +82,7 @@ class DocumentResult(BaseModel):
     detected_language: str
     detected_language_name: str
     cached: bool
+    source: SourceInfo | None = _SOURCE
 
 
 class ChunkItem(BaseModel):
@@ -77,6 +104,7 @@ class ChunkResult(BaseModel):
     chunks: list[ChunkItem]
     chunk_count: int
     document_type: str
+    source: SourceInfo | None = _SOURCE
 
 
 class Scores(BaseModel):
@@ -120,6 +148,7 @@ class RetrieveResult(BaseModel):
     index: IndexStatus
     tokens: int | None = Field(None, description="With max_tokens: tokens of the returned texts (embedding tokenizer).")
     omitted: int = Field(0, description="With max_tokens: results left out to stay within the budget.")
+    source: SourceInfo | None = _SOURCE
 
 
 class SearchItem(RetrieveItem):
@@ -141,6 +170,7 @@ class DocumentStatus(BaseModel):
     chunks: int | None = Field(None, description="Chunks indexed.")
     cached: bool | None = Field(None, description="True when the index came from memory or disk.")
     results: int = Field(0, description="Results from this document in this answer.")
+    source: SourceInfo | None = _SOURCE
 
 
 class SearchResult(BaseModel):
@@ -228,7 +258,7 @@ def _round(value: float | None) -> float | None:
 
 
 def document_result(doc: ProcessedDocument, *, max_content: int, max_table: int, cached: bool,
-                    language_name: str) -> DocumentResult:
+                    language_name: str, source: SourceInfo | None = None) -> DocumentResult:
     content, length, truncated = capped(doc.content, max_content)
     return DocumentResult(
         content=content, content_length=length, truncated=truncated, document_type=doc.doc_type,
@@ -239,4 +269,5 @@ def document_result(doc: ProcessedDocument, *, max_content: int, max_table: int,
         urls=[UrlItem(url=u.url, context=u.context, source_location=u.source_location, confidence=u.confidence,
                       url_type=u.url_type) for u in doc.extracted_urls],
         detected_language=doc.detected_language, detected_language_name=language_name, cached=cached,
+        source=source,
     )

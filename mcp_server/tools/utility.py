@@ -8,6 +8,8 @@ from mcp.server.mcpserver import Context
 from pydantic import BaseModel, Field
 
 from mcp_server.core.concurrency import run_sync
+from mcp_server.core.errors import ValidationError
+from mcp_server.fetch import validate_url
 from mcp_server.processors.language import detect_language as _detect
 from mcp_server.processors.language import language_name
 from mcp_server.tools.common import app_of, require_text, tool
@@ -24,7 +26,9 @@ class LanguageResult(BaseModel):
 class CacheResult(BaseModel):
     action: str
     layers: dict[str, Any] = Field(description="Per layer (download, document, retriever, failure, "
-                                               "quote_index, page_image): statistics, or what was removed.")
+                                               "quote_index, page_image, upload): statistics, or what was "
+                                               "removed (clear leaves uploads: they expire).")
+    document_url: str | None = Field(None, description="With \"drop\": the URL dropped.")
 
 
 @tool("utility", title="Detect language")
@@ -43,20 +47,31 @@ async def detect_language(
 
 @tool("utility", title="System health")
 async def get_system_health(ctx: Context) -> dict[str, Any]:
-    """Status, version, feature flags (RERANK_AVAILABLE, OCR_AVAILABLE, LANG_DETECT_AVAILABLE),
+    """Status, version, feature flags (RERANK_AVAILABLE, OCR_AVAILABLE, LANG_DETECT_AVAILABLE,
+    OFFICE_CONVERTER_AVAILABLE: LibreOffice for .doc/.xls/.ppt, OpenDocument, RTF),
     the weights serving each model role, supported formats, device, cache statistics."""
     return await run_sync(system_health, app_of(ctx))
 
 
 @tool("utility", title="Manage cache", read_only=False, destructive=True)
 async def manage_cache(
-    action: Annotated[Literal["stats", "clear"], Field(description='"stats" reports the caches; "clear" empties '
-                                                                   'them all.')],
+    action: Annotated[Literal["stats", "clear", "drop"], Field(
+        description='"stats" reports the caches; "clear" empties them all; "drop" forgets one document_url.')],
     ctx: Context,
+    document_url: Annotated[str | None, Field(description='With "drop": the URL whose download is forgotten, so '
+                                                          'the next call downloads it again.')] = None,
 ) -> CacheResult:
     """"stats": hit/miss counts and sizes of the download, document and retriever caches (and the
-    failure, quote_index and page_image layers); "clear": empty them all (memory and the on-disk indexes)."""
-    service = app_of(ctx).service
+    failure, quote_index and page_image layers); "clear": empty them all (memory and the on-disk indexes);
+    "drop": forget one document_url's download (and a remembered failed parse of it), so the next call
+    downloads it again; its index stays, found again when the bytes are the same."""
+    app = app_of(ctx)
+    service = app.service
     if action == "stats":
         return CacheResult(action=action, layers=await run_sync(service.stats))
+    if action == "drop":
+        if document_url is None:
+            raise ValidationError('action "drop" needs document_url', argument="document_url")
+        url = validate_url(document_url, app.settings)
+        return CacheResult(action=action, layers=await service.drop(url), document_url=url)
     return CacheResult(action=action, layers=await service.clear())

@@ -165,7 +165,7 @@ def test_the_claude_desktop_http_entry_shows_every_error_through_mcp_remote(
     assert_lists_every_tool(printed["list"])
     assert_shows_error(printed["blocked"], "DOWNLOAD_ERROR", f"refusing to fetch {BLOCKED}")
     assert_shows_error(printed["encrypted"], "PROCESSING_ERROR", "password required")
-    assert_shows_error(printed["bad argument"], "VALIDATION_ERROR", "must be 'stats' or 'clear'")
+    assert_shows_error(printed["bad argument"], "VALIDATION_ERROR", "must be 'stats', 'clear' or 'drop'")
 
 
 def test_the_claude_code_command_names_the_transport_url_and_bearer_header_that_work(

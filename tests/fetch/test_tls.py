@@ -104,3 +104,21 @@ async def test_a_certificate_for_another_name_is_refused(
             transport=trusting(tls_files[0]),
             resolver=resolver,
         )
+
+
+async def test_a_redirect_from_https_to_http_drops_the_private_hosts_headers_even_on_the_same_name(
+    tls_files: tuple[Path, Path, Path], tls_server: LoopbackServer, web: LoopbackServer,
+) -> None:
+    token = "Bearer tls-only-token"
+    tls_server.httpd.requests.clear()
+    tls_server.httpd.routes["/down"] = lambda h: respond(
+        h, 302, b"", {"Location": f"http://fixture.test:{web.port}/landing"})
+    web.route("/landing", lambda h: respond(h, 200, b"landed in clear text"))
+    doc = await fetch_once(
+        f"https://fixture.test:{tls_server.port}/down",
+        make_settings(fetch_allowlist=["fixture.test"], fetch_headers={"fixture.test": {"Authorization": token}}),
+        transport=trusting(tls_files[0]), resolver=StaticResolver({"fixture.test": "127.0.0.1"}),
+    )
+    assert doc.data == b"landed in clear text"
+    assert [seen.headers.get("authorization") for seen in tls_server.requests] == [token]  # over TLS: sent
+    assert [seen.headers.get("authorization") for seen in web.requests] == [None]  # over http after it: not

@@ -23,7 +23,7 @@ PDF = b"%PDF-1.7\n" + b"0" * 2000
 class SameBytes:
     """A fetcher that always returns the same PDF bytes."""
 
-    async def fetch(self, url: str) -> FetchedDocument:
+    async def fetch(self, url: str, *, cached: FetchedDocument | None = None) -> FetchedDocument:
         return FetchedDocument(data=PDF, url=url, final_url=url, filename="report.pdf")
 
 

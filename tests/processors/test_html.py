@@ -1,4 +1,5 @@
-"""HTML: charset handling, chrome removal, Markdown headings/lists/tables, deep nesting."""
+"""HTML: charset handling, chrome removal, Markdown headings/lists/tables, deep nesting; the whole page
+(``html_view="full"``, the reading before main-content extraction) and the main content."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 from mcp_server.processors import DocumentInput, ProcessOptions, process_document
 from tests.processors._corpus import process_file
 
-# (file, must_include, must_not_include)
+# (file, must_include, must_not_include) of the whole page (view "full")
 HTML_VECTORS = [
     ("html/fake-html-cp1252.html", ["# My First Heading", "Die schöne Frau", "15,50 €", "très"], ["\ufffd"]),
     ("html/fake-html-lang-de.html", ["### Jahresabschluss zum Geschäftsjahr"], ["<h3"]),
@@ -27,7 +28,7 @@ HTML_VECTORS = [
 def test_html_pages_convert_to_the_expected_text(
     corpus_dir: Path, relative: str, must_include: list[str], must_not_include: list[str]
 ) -> None:
-    doc = process_file(corpus_dir / "docs", relative)
+    doc = process_file(corpus_dir / "docs", relative, html_view="full")
     assert doc.doc_type == "html"
     for text in must_include:
         assert text in doc.content
@@ -35,9 +36,10 @@ def test_html_pages_convert_to_the_expected_text(
         assert text not in doc.content
 
 
-def _html(markup: str, charset: str | None = None) -> object:
+def _html(markup: str, charset: str | None = None, view: str = "full") -> object:
     return process_document(
-        DocumentInput(data=markup.encode("utf-8"), doc_type="html", charset=charset), ProcessOptions()
+        DocumentInput(data=markup.encode("utf-8"), doc_type="html", charset=charset),
+        ProcessOptions(html_view=view),  # type: ignore[arg-type]
     )
 
 
@@ -99,9 +101,10 @@ def test_link_targets_are_extracted_and_link_text_kept() -> None:
     assert [u.url for u in doc.extracted_urls] == ["https://example.org/guide"]  # type: ignore[attr-defined]
 
 
-def test_100k_nested_divs_do_not_crash() -> None:
+@pytest.mark.parametrize("view", ["main", "full"])
+def test_100k_nested_divs_do_not_crash(view: str) -> None:
     deep = "<html><body>" + "<div>" * 100_000 + "deep text" + "</div>" * 100_000 + "</body></html>"
-    doc = _html(deep)
+    doc = _html(deep, view=view)
     assert "deep text" in doc.content  # type: ignore[attr-defined]
 
 
@@ -110,4 +113,5 @@ def test_entities_are_not_expanded_from_a_doctype() -> None:
         '<!DOCTYPE html [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">]>'
         "<html><body><p>&b;&b;&b;</p></body></html>"
     )
-    assert "aaaaaaaaaa" not in _html(bomb).content  # type: ignore[attr-defined]
+    for view in ("main", "full"):
+        assert "aaaaaaaaaa" not in _html(bomb, view=view).content  # type: ignore[attr-defined]

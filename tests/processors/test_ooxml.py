@@ -110,11 +110,11 @@ def test_encrypted_office_files_ask_for_a_password(corpus_dir: Path, path: str) 
         OleProcessor().process(DocumentInput(data=data, doc_type="ole"), OPTIONS)
 
 
-def test_a_legacy_binary_office_file_is_refused_with_a_hint_to_convert() -> None:
+def test_an_ole_container_of_no_known_format_is_refused_naming_the_formats_read() -> None:
     data = _minimal_cfb()
-    with pytest.raises(ProcessingError, match="legacy binary Office format") as info:
+    with pytest.raises(ProcessingError, match="OLE compound file of no format") as info:
         OleProcessor().process(DocumentInput(data=data, doc_type="ole"), OPTIONS)
-    assert "save as .docx" in info.value.message
+    assert "Word, Excel, PowerPoint or Outlook" in info.value.message
 
 
 def test_a_truncated_docx_is_reported_as_corrupt(corpus_dir: Path) -> None:

@@ -12,6 +12,9 @@ from mcp_server.processors.sniff import detect_type, known_types
 from tests.conftest import DOCS
 
 _FOLDER_TYPES = {"jpg": "image", "png": "image"}
+# Text formats recognised by their name or Content-Type only (much plain text is valid YAML, and a
+# line of "=" under a title is not proof of reStructuredText): their bytes alone read as plain text.
+_HINT_ONLY = {"yaml", "rst", "org"}
 
 
 def _expected(path: Path) -> str:
@@ -24,8 +27,8 @@ CORPUS_FILES = sorted(p for p in DOCS.glob("*/*") if p.is_file())
 
 
 def test_the_corpus_is_all_there() -> None:
-    # The README's per-format tables list 88 files (its summary line says 84).
-    assert len(CORPUS_FILES) == 88
+    # The README's per-format tables list 105 files.
+    assert len(CORPUS_FILES) == 105
 
 
 @pytest.mark.parametrize("path", CORPUS_FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -40,7 +43,8 @@ def test_every_corpus_file_is_sniffed_as_its_format(path: Path) -> None:
     ids=lambda p: f"{p.parent.name}/{p.name}",
 )
 def test_every_corpus_file_is_sniffed_from_its_bytes_alone(path: Path) -> None:
-    assert detect_type(path.read_bytes()) == _expected(path)
+    expected = _expected(path)
+    assert detect_type(path.read_bytes()) == ("txt" if expected in _HINT_ONLY else expected)
 
 
 def test_a_pdf_served_as_octet_stream_at_a_query_url_is_a_pdf() -> None:

@@ -3,6 +3,7 @@
 - ``ooxml_with_zero_member``: an OOXML package plus a member of N GiB of zeros. Deflate of a
   long run of zeros repeats one block after a full flush, so the member is that block repeated;
   the zip is written by hand because ``zipfile`` would have to compress the whole GiB.
+- ``zip_of_zeros``: the same member alone in a plain zip archive (a classic zip bomb).
 - ``many_page_pdf``: a PDF of N empty pages sharing one page dictionary shape, written directly
   (PyMuPDF takes ~15 s to make 10,000 pages; the test checks PyMuPDF reads the count back).
 - ``png_header``: a valid PNG whose header declares width x height pixels with a tiny IDAT.
@@ -62,6 +63,12 @@ def ooxml_with_zero_member(source: bytes, member: str, gibibytes: int = 1) -> by
     stream, crc = _zeros_deflated(gibibytes * 1024)
     members.append((member, stream, crc, gibibytes << 30))
     return _write_zip(members)
+
+
+def zip_of_zeros(member: str, gibibytes: int = 1) -> bytes:
+    """A plain zip archive of one member holding ``gibibytes`` GiB of zeros (about 1 MB per GiB)."""
+    stream, crc = _zeros_deflated(gibibytes * 1024)
+    return _write_zip([(member, stream, crc, gibibytes << 30)])
 
 
 def many_page_pdf(pages: int) -> bytes:

@@ -84,7 +84,7 @@ def fake_dns_context(settings: Settings, hostile: bool = False) -> Callable[[Set
     async def factory(_: Settings) -> AsyncIterator[AppContext]:
         async with open_app_context(settings) as context:
             service = context.service
-            fetcher = Fetcher(settings, resolver=_Resolver(NAMES))
+            fetcher = Fetcher(settings, resolver=_Resolver(NAMES), uploads=service.fetcher.uploads)
             original, service.fetcher = service.fetcher, fetcher
             pool = service.parsers
             if hostile:

@@ -279,3 +279,79 @@ async def test_urls_inside_documents_are_never_fetched_by_the_parsers(
     assert canary.hits == 0
 
 
+
+
+# --- revalidation and uploads (issue #34) ----------------------------------------------------
+def _validated(body: bytes) -> object:
+    """A document with an ETag; answers 304 to it."""
+    def route(handler):  # type: ignore[no-untyped-def]
+        if handler.headers.get("If-None-Match") == '"v1"':
+            respond(handler, 304, b"", {"ETag": '"v1"'})
+        else:
+            respond(handler, 200, body, {"Content-Type": "text/plain", "ETag": '"v1"'})
+    return route
+
+
+@pytest.mark.parametrize("location", [
+    "http://127.0.0.2:{port}/secret", "http://canary.test:{port}/secret", "http://mixed.test:{port}/secret",
+    "http://169.254.169.254/latest/meta-data/", "file:///etc/passwd",
+])
+async def test_a_revalidation_that_now_redirects_to_a_blocked_target_is_refused(
+    location: str, web: LoopbackServer, canary: LoopbackServer, tmp_path: Path,
+) -> None:
+    url = web.route("/doc", _validated(b"the first, harmless version"))
+    with running_server(security_settings(revalidate_after_s=0, upload_dir=tmp_path)) as fresh:
+        failed, body = await call_tool(fresh, "process_document", {"document_url": url})
+        assert not failed and "harmless" in str(body["content"]), body
+        web.route("/doc", _redirect(location.format(port=canary.port)))
+        body = await assert_refused(fresh, url)  # the conditional GET's redirect is checked like any hop
+    assert body["code"] == "DOWNLOAD_ERROR"
+    assert "if-none-match" in web.requests[-1].headers  # it was the revalidation that was refused
+    assert canary.hits == 0
+
+
+async def test_a_revalidation_is_pinned_to_the_checked_address_like_the_first_download(
+    web: LoopbackServer, canary: LoopbackServer, tmp_path: Path,
+) -> None:
+    web.route("/doc", _validated(b"pinned text"))
+    url = f"http://fixture.test:{web.port}/doc"
+    with running_server(security_settings(revalidate_after_s=0, upload_dir=tmp_path)) as fresh:
+        for _ in range(2):
+            failed, body = await call_tool(fresh, "process_document", {"document_url": url})
+            assert not failed and "pinned text" in str(body["content"]), body
+    assert [(s.headers["host"], s.headers.get("if-none-match")) for s in web.requests] == [
+        (f"fixture.test:{web.port}", None), (f"fixture.test:{web.port}", '"v1"')]
+    assert canary.hits == 0
+
+
+@pytest.mark.parametrize("probe", [
+    "upload://127.0.0.2:{port}/", "upload://../../etc/passwd", "upload:///etc/passwd", "upload://canary.test/",
+    "upload://" + "0" * 63, "upload://" + "0" * 64 + "/../../etc/passwd", "UPLOAD://" + "G" * 64,
+])
+async def test_an_upload_url_names_only_a_stored_upload_never_a_host_or_a_path(
+    probe: str, server: ThreadedServer, canary: LoopbackServer,
+) -> None:
+    body = await assert_refused(server, probe.format(port=canary.port))
+    assert body["code"] == "VALIDATION_ERROR"
+    assert "root:" not in str(body)
+    assert canary.hits == 0
+
+
+async def test_an_uploaded_document_full_of_canary_links_never_reaches_the_canary(
+    canary: LoopbackServer, tmp_path: Path,
+) -> None:
+    import httpx
+
+    target = canary.url("/secret")
+    html = (f'<html><head><link rel="stylesheet" href="{target}"><script src="{target}"></script></head>'
+            f'<body><p>Uploaded page</p><img src="{target}"><iframe src="{target}"></iframe></body></html>').encode()
+    with running_server(security_settings(upload_dir=tmp_path)) as uploading:
+        async with httpx.AsyncClient(trust_env=False) as http:
+            answer = await http.post(f"{uploading.base}/documents", content=html,
+                                     params={"filename": "page.html"}, headers={"Content-Type": "text/html"})
+        assert answer.status_code == 201, answer.text
+        failed, body = await call_tool(uploading, "process_document",
+                                       {"document_url": answer.json()["document_url"]})
+    assert not failed and "Uploaded page" in str(body["content"]), body
+    assert "canary secret" not in str(body)
+    assert canary.hits == 0

@@ -1,0 +1,168 @@
+"""A web page's main content (the default view): the article without the site around it, the page's
+metadata, and the whole page where the page is not an article, renders only with JavaScript, or is
+asked for (``html_view="full"``). The corpus's HTML files keep their tables, headings, links,
+language and encodings in both views."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mcp_server.core.errors import ProcessingError
+from mcp_server.core.models import ProcessedDocument
+from mcp_server.processors import DocumentInput, ProcessOptions, process_document
+from tests.processors._corpus import process_file
+
+CORPUS_HTML = sorted(p.name for p in (Path(__file__).resolve().parents[1] / "corpus" / "docs" / "html").glob("*.html"))
+
+# file -> (extraction used by default, text the main view must hold, text it must not hold)
+MAIN_VECTORS: dict[str, tuple[str, list[str], list[str]]] = {
+    "test_blog.html": ("main", ["## Experiment Setup", "TL;DR", "gpt-4"],
+                       ["Skip to main content", "What's new in AutoGen?", "Tags:"]),
+    "what_is_haystack.html": ("main", ["# What is Haystack?", "open source Python framework"],
+                              ["Hacktoberfest", "Join Discord", "function(", "gtag("]),
+    "wiki_duck.html": ("main", ["# Duck", "## Etymology", "waterfowl", "| Kingdom: | Animalia |"],
+                       ["Jump to content", "Afrikaans", ".mw-parser-output"]),
+    # not articles: the whole cleaned page, as before
+    "kvp_data_example.html": ("full", ["# Restaurant Receipt Form", "Quack Quackling", "| Nr. | Item Description"], []),
+    "table_06.html": ("full", ["# Header", "This is the first paragraph.", "| A | B |", "After table"], []),
+    "fake-html-lang-de.html": ("full", ["### Jahresabschluss zum Geschäftsjahr"], []),
+    "fake-html-cp1252.html": ("full", ["# My First Heading", "Die schöne Frau", "15,50 €", "très"], ["\ufffd"]),
+    "testArabicMisleadingCharset.html": ("full", ["# Test Arabic", "في قرية من القرى"], ["\ufffd", "Ù"]),
+    "example-10k-1p.html": ("full", ["Galaxy Gaming, Inc.", "| Nevada |"], []),
+}
+
+
+def _page(markup: str, view: str = "main", **options: object) -> ProcessedDocument:
+    return process_document(DocumentInput(data=markup.encode("utf-8"), doc_type="html"),
+                            ProcessOptions(html_view=view, **options))  # type: ignore[arg-type]
+
+
+def test_every_corpus_html_file_has_a_main_view_vector() -> None:
+    assert sorted(MAIN_VECTORS) == CORPUS_HTML
+
+
+@pytest.mark.parametrize("name", sorted(MAIN_VECTORS))
+def test_corpus_pages_read_as_their_main_content_or_whole(corpus_dir: Path, name: str) -> None:
+    extraction, must_include, must_not_include = MAIN_VECTORS[name]
+    doc = process_file(corpus_dir / "docs", f"html/{name}")
+    assert doc.metadata["extraction"] == extraction
+    assert ("extraction_reason" in doc.metadata) == (extraction == "full")
+    for text in must_include:
+        assert text in doc.content, text
+    for text in must_not_include:
+        assert text not in doc.content, text
+
+
+@pytest.mark.parametrize("name", CORPUS_HTML)
+def test_the_main_view_keeps_tables_headings_links_language_and_encoding(corpus_dir: Path, name: str) -> None:
+    main = process_file(corpus_dir / "docs", f"html/{name}")
+    full = process_file(corpus_dir / "docs", f"html/{name}", html_view="full")
+    assert main.detected_language == full.detected_language
+    assert main.metadata["encoding"] == full.metadata["encoding"]
+    assert len(main.tables) == len(full.tables)
+    for table in main.tables:
+        assert table.content in main.content
+    # links: the whole page's, whatever part of it is read
+    assert {u.url for u in full.extracted_urls if u.source_location == "link"} <= {u.url for u in main.extracted_urls}
+    headings = {path[-1].strip(" \u200b") for loc in main.locations if (path := loc.heading_path)}
+    full_headings = {path[-1].strip(" \u200b") for loc in full.locations if (path := loc.heading_path)}
+    assert bool(headings) == bool(full_headings), "headings give heading paths"
+    assert headings <= full_headings
+
+
+def test_the_whole_page_on_request_is_the_reading_before_main_content(corpus_dir: Path) -> None:
+    doc = process_file(corpus_dir / "docs", "html/test_blog.html", html_view="full")
+    assert doc.metadata["extraction"] == "full"
+    assert "extraction_reason" not in doc.metadata
+    assert doc.content.startswith("# Does Model and Inference Parameter Matter in LLM Applications?")
+    assert "Skip to main content" in doc.content and "## Experiment Setup" in doc.content
+
+
+def test_the_page_metadata_is_read(corpus_dir: Path) -> None:
+    metadata = process_file(corpus_dir / "docs", "html/test_blog.html").metadata
+    assert metadata["title"].startswith("Does Model and Inference Parameter Matter in LLM Applications?")
+    assert metadata["authors"] == ["Chi Wang Principal Researcher"]
+    assert metadata["date"] == "2023-04-21"
+    assert metadata["canonical_url"] == "https://microsoft.github.io/autogen/blog/2023/04/21/LLM-tuning-math"
+    assert metadata["site_name"] and metadata["language"] == "en"
+
+
+def test_an_article_loses_the_site_around_it() -> None:
+    paragraph = ("The river rose overnight and the town council met at dawn to decide which streets to close. "
+                 "Residents were asked to move cars to higher ground before the afternoon tide. ")
+    teaser = "<li><a href='https://example.org/{n}'>Other story number {n} you may like</a></li>"
+    page = ("<html lang='en'><head><title>Flood - Daily</title><meta property='og:site_name' content='Daily'>"
+            "<link rel='canonical' href='https://daily.example/flood'></head><body>"
+            "<div class='menu'><a href='https://daily.example/'>Home</a> <a href='https://daily.example/sport'>Sport"
+            "</a></div><div class='share'>Share on Facebook Share on Twitter</div>"
+            f"<article><h1>Flood</h1><p>{paragraph * 3}</p><h2>What next</h2><p>{paragraph * 2}</p></article>"
+            "<div class='related'><h3>Related</h3><ul>" + "".join(teaser.format(n=n) for n in range(8)) +
+            "</ul></div><div class='footer'>Copyright Daily Newspapers Ltd. All rights reserved.</div>"
+            "</body></html>")
+    main, full = _page(page), _page(page, "full")
+    assert main.metadata["extraction"] == "main"
+    assert "## What next" in main.content and "Residents were asked" in main.content
+    for chrome in ("Share on Facebook", "Other story number", "Copyright Daily"):
+        assert chrome not in main.content and chrome in full.content
+    assert len(main.extracted_urls) == len(full.extracted_urls) == 10  # the page's links, all of them
+    assert main.metadata["canonical_url"] == "https://daily.example/flood"
+    assert main.metadata["site_name"] == "Daily"
+
+
+def test_an_article_keeps_its_code_blocks_lists_and_tables() -> None:
+    para = "<p>" + "Installing the tool takes one command and a minute of waiting for the packages. " * 4 + "</p>"
+    sidebar = "<div class='sidebar'><ul>" + "".join(
+        f"<li><a href='/p{n}'>Another guide about topic number {n}</a></li>" for n in range(30)) + "</ul></div>"
+    page = (f"<html><body>{sidebar}<article><h1>Install guide</h1>{para}"
+            "<pre><code>pip install foo\nfoo --run\n    indented line</code></pre>"
+            f"{para}<h2>Options</h2><ol><li>first option</li><li>second option</li></ol>"
+            "<table><tr><th>flag</th><th>meaning</th></tr><tr><td>-v</td><td>verbose</td></tr></table>"
+            f"{para}</article></body></html>")
+    doc = _page(page)
+    assert doc.metadata["extraction"] == "main" and "Another guide" not in doc.content
+    assert "\n\npip install foo\nfoo --run\n    indented line\n\n" in doc.content
+    assert "- first option" in doc.content and "- second option" in doc.content
+    assert doc.tables[0].content == "| flag | meaning |\n|---|---|\n| -v | verbose |"
+    assert [loc.heading_path for loc in doc.locations] == [("Install guide",), ("Install guide", "Options")]
+
+
+def test_a_listing_page_is_read_whole_and_says_why() -> None:
+    items = "".join(f"<li><a href='https://docs.example/page{n}'>Reference page {n}</a></li>" for n in range(60))
+    doc = _page(f"<html><body><h1>API reference</h1><ul>{items}</ul></body></html>")
+    assert doc.metadata["extraction"] == "full"
+    assert doc.metadata["extraction_reason"]
+    assert "- Reference page 0" in doc.content and "- Reference page 59" in doc.content
+
+
+@pytest.mark.parametrize("shell", [
+    "<html><head><title>App</title><script src='/static/main.js'></script></head>"
+    "<body><div id='root'></div></body></html>",
+    "<html><head><title>App</title></head><body><noscript>You need to enable JavaScript to run this app."
+    "</noscript><div id='mount'></div><script src='/a.js'></script></body></html>",
+    "<html><body><div class='x'>Loading</div><script>" + "var state = {};" * 1000 + "</script></body></html>",
+])
+def test_a_javascript_shell_is_recognised_with_a_hint(shell: str) -> None:
+    for view in ("main", "full"):
+        doc = _page(shell, view)
+        assert doc.metadata["javascript_required"] is True
+        assert "JavaScript" in doc.metadata["hint"]
+        assert doc.metadata["extraction"] == "full"
+
+
+def test_a_short_server_rendered_page_is_no_javascript_shell() -> None:
+    doc = _page("<html><body><h1>Contact</h1><p>Write to us at the address below.</p></body></html>")
+    assert "javascript_required" not in doc.metadata
+
+
+def test_a_page_over_the_byte_cap_is_a_clear_error() -> None:
+    with pytest.raises(ProcessingError, match="max_html_bytes"):
+        _page("<html><body>" + "<p>words and words</p>" * 1000 + "</body></html>", max_html_bytes=4096)
+
+
+def test_a_page_deeper_than_the_extractor_reads_is_read_whole() -> None:
+    deep = "<html><body><p>intro</p>" + "<div>" * 5000 + "deep text" + "</div>" * 5000 + "</body></html>"
+    doc = _page(deep)
+    assert "deep text" in doc.content
+    assert doc.metadata["extraction"] == "full" and "nested" in doc.metadata["extraction_reason"]

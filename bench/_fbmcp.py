@@ -59,13 +59,15 @@ async def _settle(client: Client, url: str, query: str, k: int) -> float:
 
 async def mcp_results(
     docs_dir: Path, grouped: dict[str, list[dict[str, Any]]], k: int, *, parse_timeout: float | None,
-    log: Callable[[str], None], settled: bool = False,
+    log: Callable[[str], None], settled: bool = False, deep: int | None = None,
 ) -> dict[str, Any]:
     """Per question: ``results`` [(text, pages)] or ``error``; per document ``cold_s`` and ``partial``
     (answers that came from a partial index, the complete one still building); warm latencies.
-    With ``settled``, also ``settled`` per question: the results once the index is complete."""
+    With ``settled``, also ``settled`` per question: the results once the index is complete. With
+    ``deep``, also ``deep`` per question: the results of a second call at top_k=deep, once all the
+    document's questions were asked (recall: is the right page found at all)."""
     out: dict[str, Any] = {"questions": {}, "cold_s": {}, "errors": {}, "warm_ms": [], "partial": {},
-                           "settled": {}}
+                           "settled": {}, "deep": {}}
     files = FileServer(docs_dir)
     read_timeout = max(DEFAULT_TOOL_TIMEOUT, (parse_timeout or 0) + 300) + 60
     try:
@@ -95,6 +97,11 @@ async def mcp_results(
                         out["questions"][q["id"]] = _results(body)
                         if not _complete(body):
                             out["partial"][name] = out["partial"].get(name, 0) + 1
+                    if deep and name not in out["errors"]:
+                        for q in questions:
+                            result = await client.call_tool(
+                                "retrieve_chunks", {"document_url": url, "query": q["question"], "top_k": deep})
+                            out["deep"][q["id"]] = [] if result.isError else _results(payload(result))
                     if settled and name not in out["errors"]:
                         waited = await _settle(client, url, questions[0]["question"], k)
                         log(f"  {name}: index complete after {waited:.0f}s more")

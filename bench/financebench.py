@@ -63,6 +63,8 @@ from bench.data import (  # noqa: E402
 FINANCEBENCH = QA / "financebench-dev"
 CACHE = RESULTS / "cache"
 K = 5
+DEEP = 20  # hit@20 (a second search at top_k=20): the right page found at all, ranking vs recall
+NAMED = "#named"  # suffix of a named question's id (questions_named.jsonl holds the same ids)
 REPORTED_REFERENCE = (0.425, 0.322)  # the LangChain reference's hit@5 / MRR as first reported
 GOAL = (0.65, 0.50)
 
@@ -84,32 +86,47 @@ class Result:
 class Row:
     name: str
     ranks: dict[str, int | None] = field(default_factory=dict)  # question id -> 1-based rank of first hit
-    texts: list[str] = field(default_factory=list)  # every returned result's text (for chars per result)
+    ranks20: dict[str, int | None] = field(default_factory=dict)  # the same within DEEP results (recall)
+    texts: dict[str, list[str]] = field(default_factory=dict)  # question id -> its results' texts (chars per result)
+    templates: dict[str, list[bool | None]] = field(default_factory=dict)  # per result: a template passage?
     pages: dict[str, list[list[int]]] = field(default_factory=dict)  # question id -> pages per result
     doc_seconds: dict[str, float] = field(default_factory=dict)  # cold seconds per document
     notes: dict[str, str] = field(default_factory=dict)  # per document: errors, cache state
     latencies_ms: list[float] = field(default_factory=list)  # warm per-question latency
 
-    def record(self, question: dict[str, Any], results: Sequence[Result]) -> None:
+    def record(self, question: dict[str, Any], results: Sequence[Result], deep: Sequence[Result] | None = None,
+               templates: Callable[[str], bool | None] = lambda _: None) -> None:
         results = list(results)[:K]
-        self.ranks[question["id"]] = page_rank((r.pages for r in results), (e["page"] for e in question["evidence"]))
-        self.texts += [r.text for r in results]
+        gold = [e["page"] for e in question["evidence"]]
+        self.ranks[question["id"]] = page_rank((r.pages for r in results), gold)
+        if deep is not None:
+            self.ranks20[question["id"]] = page_rank((r.pages for r in list(deep)[:DEEP]), gold)
+        self.texts[question["id"]] = [r.text for r in results]
+        self.templates[question["id"]] = [templates(r.text) for r in results]
         self.pages[question["id"]] = [list(r.pages) for r in results]
 
-    def metrics(self, questions: Sequence[dict[str, Any]]) -> dict[str, float]:
-        ranks = [self.ranks.get(q["id"]) for q in questions]
-        chars_median, chars_mean = chars_per_result(self.texts)
-        return {"hit": hit_rate(ranks), "mrr": mrr(ranks), "chars_median": chars_median, "chars_mean": chars_mean,
-                "n": len(ranks)}
+    def metrics(self, questions: Sequence[dict[str, Any]]) -> dict[str, float | None]:
+        ids = [q["id"] for q in questions]
+        ranks = [self.ranks.get(i) for i in ids]
+        chars_median, chars_mean = chars_per_result([t for i in ids for t in self.texts.get(i, [])])
+        flags = [f for i in ids for f in self.templates.get(i, []) if f is not None]
+        deep = [self.ranks20.get(i) for i in ids if i in self.ranks20]
+        return {"hit": hit_rate(ranks), "hit20": hit_rate(deep) if len(deep) == len(ids) else None,
+                "mrr": mrr(ranks), "chars_median": chars_median, "chars_mean": chars_mean,
+                "templates": sum(flags) / len(flags) if flags else None, "n": len(ranks)}
 
 
 def doc_name(question: dict[str, Any]) -> str:
     return Path(question["doc"]).stem
 
 
-def load_questions(split: str, docs: Sequence[str] = ()) -> list[dict[str, Any]]:
+def load_questions(split: str, docs: Sequence[str] = (), named: bool = False) -> list[dict[str, Any]]:
+    """The split's questions; with ``named``, each followed by its named phrasing (id + NAMED)."""
     questions = jsonl(qa_set("financebench-dev") / "questions.jsonl")
-    names = {q_doc for q_doc in map(doc_name, questions)}
+    if named:
+        phrased = {q["id"]: q for q in jsonl(qa_set("financebench-dev") / "questions_named.jsonl")}
+        questions = [p for q in questions for p in (q, {**phrased[q["id"]], "id": q["id"] + NAMED})]
+    names = set(map(doc_name, questions))
     if set(DEV) | set(HOLDOUT) != names or set(DEV) & set(HOLDOUT):
         raise SystemExit(f"the dev/holdout lists no longer partition the documents: {sorted(names)}")
     wanted = {"dev": set(DEV), "holdout": set(HOLDOUT), "all": names}[split]
@@ -249,14 +266,50 @@ class ServerPipeline:
                        "embedded": getattr(embedder, "model_calls", index.faiss.ntotal) - calls,
                        "disk_hits": getattr(embedder, "disk_hits", 0) - hits}
 
-    def search(self, index: Any, question: str, mode: str) -> list[Result]:
-        query_vec = self.embedder(self.models.embedder_by_id(index.model_id)).embed_query(question)
-        hits = index.search(query_vec, question, K, mode=mode)
+    def search(self, index: Any, question: str, mode: str, k: int = K) -> list[Result]:
+        # as the manager embeds it (an older checkout embeds the question itself)
+        embed_query = self.embedder(self.models.embedder_by_id(index.model_id)).embed_query
+        query_vec = index.query_vector(question, embed_query) if hasattr(index, "query_vector") else \
+            embed_query(question)
+        hits = index.search(query_vec, question, k, mode=mode)
         return [Result(text=h.text or h.chunk.text, pages=tuple(h.chunk.location.pages)) for h in hits]
+
+    def template_test(self, path: Path) -> Callable[[str], bool | None]:
+        """Whether a result's text is one of the document's template chunks (this checkout's
+        ``retrieval/templates.py``, so that every checkout is measured alike); None when the text
+        is none of its chunks."""
+        document, key, _, _ = self.process(path)
+        chunks, _ = self.chunks(document, key)
+        mask = _templates_module().template_mask([c.text for c in chunks])
+        flags = {_norm(c.text): bool(m) for c, m in zip(chunks, mask, strict=True)}
+        return lambda text: flags.get(_norm(text))
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _templates_module() -> Any:
+    """``retrieval/templates.py`` of this checkout, whichever ``mcp_server`` --code imports."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_bench_templates", ROOT / "mcp_server/retrieval/templates.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+TemplateTests = dict[str, Callable[[str], bool | None]]  # document name -> is this result text a template passage?
+
+
+def template_tests(grouped: dict[str, list[dict[str, Any]]], use_cache: bool) -> TemplateTests:
+    pipeline = ServerPipeline(use_cache)
+    return {name: pipeline.template_test(FINANCEBENCH / qs[0]["doc"]) for name, qs in grouped.items()}
 
 
 def server_rows(grouped: dict[str, list[dict[str, Any]]], modes: Sequence[str], use_cache: bool,
-                log: Callable[[str], None]) -> list[Row]:
+                log: Callable[[str], None], tests: TemplateTests) -> list[Row]:
     pipeline = ServerPipeline(use_cache)
     log(f"server models loaded in {pipeline.models_seconds:.1f}s")
     rows = {mode: Row(name=f"server {mode} (in process)") for mode in modes}
@@ -268,6 +321,7 @@ def server_rows(grouped: dict[str, list[dict[str, Any]]], modes: Sequence[str], 
                 f"index {stats['index_s']:.1f}s, {stats['chunks']} chunks, {stats['vectors']} vectors, "
                 f"{stats['embedded']} embedded now")
         log(f"  {name}: {note}")
+        is_template = tests[name] = pipeline.template_test(FINANCEBENCH / questions[0]["doc"])
         for mode, row in rows.items():
             # cold only when nothing came from the bench's caches
             if not cached and not stats["chunks_cached"] and not stats["disk_hits"]:
@@ -275,20 +329,21 @@ def server_rows(grouped: dict[str, list[dict[str, Any]]], modes: Sequence[str], 
             row.notes[name] = note
             for q in questions:
                 started = time.perf_counter()
-                row.record(q, pipeline.search(index, q["question"], mode))
+                found = pipeline.search(index, q["question"], mode)
                 row.latencies_ms.append((time.perf_counter() - started) * 1000)
+                row.record(q, found, pipeline.search(index, q["question"], mode, DEEP), is_template)
     return list(rows.values())
 
 
 # --- retrieve_chunks over MCP --------------------------------------------------------------
 def mcp_rows(grouped: dict[str, list[dict[str, Any]]], parse_timeout: float | None, settled: bool,
-             log: Callable[[str], None]) -> list[Row]:
+             log: Callable[[str], None], tests: TemplateTests) -> list[Row]:
     import asyncio
 
     from bench._fbmcp import mcp_results
 
     found = asyncio.run(mcp_results(FINANCEBENCH / "docs", grouped, K, parse_timeout=parse_timeout, log=log,
-                                    settled=settled))
+                                    settled=settled, deep=DEEP))
     row = Row(name="MCP retrieve_chunks" + (" (first answers)" if settled else ""))
     row.doc_seconds = found["cold_s"]
     row.notes = {name: f"error: {message}" for name, message in found["errors"].items()}
@@ -297,9 +352,11 @@ def mcp_rows(grouped: dict[str, list[dict[str, Any]]], parse_timeout: float | No
     log(f"answers from a partial index: {sum(partial.values())} of {sum(map(len, grouped.values()))} "
         f"({', '.join(f'{name} {count}' for name, count in partial.items()) or 'none'})")
     later = Row(name="MCP retrieve_chunks (complete index)", notes=dict(row.notes))
-    for questions in grouped.values():
+    for name, questions in grouped.items():
         for q in questions:
-            row.record(q, [Result(text=text, pages=pages) for text, pages in found["questions"][q["id"]]])
+            deep = [Result(text=text, pages=pages) for text, pages in found["deep"].get(q["id"], [])]
+            row.record(q, [Result(text=text, pages=pages) for text, pages in found["questions"][q["id"]]],
+                       deep, tests.get(name, lambda _: None))
             if settled:
                 later.record(q, [Result(text=text, pages=pages) for text, pages in found["settled"].get(q["id"], [])])
     return [row, later] if settled else [row]
@@ -307,14 +364,23 @@ def mcp_rows(grouped: dict[str, list[dict[str, Any]]], parse_timeout: float | No
 
 # --- output ---------------------------------------------------------------------------------
 def table(rows: Sequence[Row], questions: Sequence[dict[str, Any]]) -> str:
-    lines = ["| row | hit@5 | MRR | chars/result median | mean | cold s/doc median | query ms p50 |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    """One line per row, or per row and phrasing when the named questions were asked too."""
+    sets = {"": list(questions)}
+    if any(q["id"].endswith(NAMED) for q in questions):
+        sets = {" · plain": [q for q in questions if not q["id"].endswith(NAMED)],
+                " · named": [q for q in questions if q["id"].endswith(NAMED)]}
+    lines = [f"| row | hit@{K} | hit@{DEEP} | MRR | chars/result median | mean | template share of top {K} "
+             "| cold s/doc median | query ms p50 |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for row in rows:
-        m = row.metrics(questions)
-        cold = f"{statistics.median(row.doc_seconds.values()):.1f}" if row.doc_seconds else "–"
-        query = f"{statistics.median(row.latencies_ms):.0f}" if row.latencies_ms else "–"
-        lines.append(f"| {row.name} | {m['hit']:.3f} | {m['mrr']:.3f} | {m['chars_median']:,.0f} | "
-                     f"{m['chars_mean']:,.0f} | {cold} | {query} |")
+        for suffix, subset in sets.items():
+            m = row.metrics(subset)
+            cold = f"{statistics.median(row.doc_seconds.values()):.1f}" if row.doc_seconds else "–"
+            query = f"{statistics.median(row.latencies_ms):.0f}" if row.latencies_ms else "–"
+            hit20 = f"{m['hit20']:.3f}" if m["hit20"] is not None else "–"
+            share = f"{m['templates']:.3f}" if m["templates"] is not None else "–"
+            lines.append(f"| {row.name}{suffix} | {m['hit']:.3f} | {hit20} | {m['mrr']:.3f} | "
+                         f"{m['chars_median']:,.0f} | {m['chars_mean']:,.0f} | {share} | {cold} | {query} |")
     return "\n".join(lines)
 
 
@@ -358,6 +424,9 @@ def main() -> None:
     parser.add_argument("--split", choices=["dev", "holdout", "all"], default="all")
     parser.add_argument("--docs", default="", help="comma-separated document names (file stems) to keep")
     parser.add_argument("--modes", default="", help="comma-separated server modes (default: every SearchMode)")
+    parser.add_argument("--named", action="store_true",
+                        help="also ask each question as it names its document (questions_named.jsonl): "
+                             "a plain and a named line per row")
     parser.add_argument("--no-reference", action="store_true", help="skip the LangChain rows")
     parser.add_argument("--no-inprocess", action="store_true", help="skip the in-process server rows")
     parser.add_argument("--per-doc", action="store_true", help="also print hits and cold seconds per document")
@@ -385,7 +454,7 @@ def main() -> None:
     def log(message: str) -> None:
         print(f"[{time.perf_counter() - started:6.1f}s] {message}", file=sys.stderr, flush=True)
 
-    questions = load_questions(args.split, [d for d in args.docs.split(",") if d])
+    questions = load_questions(args.split, [d for d in args.docs.split(",") if d], named=args.named)
     grouped = by_document(questions)
     log(f"{len(questions)} questions over {len(grouped)} documents ({args.split})")
     modes = [m for m in args.modes.split(",") if m] or search_modes()
@@ -393,11 +462,13 @@ def main() -> None:
     if not args.no_reference:
         rows += reference_rows(grouped, not args.no_cache)
         log("LangChain reference done")
+    tests: TemplateTests = {}
     if not args.no_inprocess:
-        rows += server_rows(grouped, modes, not args.no_cache, log)
+        rows += server_rows(grouped, modes, not args.no_cache, log, tests)
         log("in-process server rows done")
     if args.mcp:
-        rows += mcp_rows(grouped, args.parse_timeout, args.settled, log)
+        tests = tests or template_tests(grouped, not args.no_cache)
+        rows += mcp_rows(grouped, args.parse_timeout, args.settled, log, tests)
         log("MCP row done")
     seconds = time.perf_counter() - started
 

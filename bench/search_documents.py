@@ -6,10 +6,12 @@
 Quality (default): a real server process, ``../shared/corpus/qa/financebench-dev/docs`` served on
 127.0.0.1. Every question goes to ``search_documents`` over all 12 PDFs at once (the question
 does not say which filing; top_k=10), and, as the single-document reference, to
-``retrieve_chunks`` on the question's own filing (top_k=5 and top_k=10). A hit needs the right
-document AND a result on a gold evidence page (``location.pages``). Prints hit@5, hit@10, MRR@10
-and how often the right filing is among the top 10 at all. Nothing is cached across runs except
-the index folder when ``--index-dir`` is given (documents are still downloaded and parsed).
+``retrieve_chunks`` on the question's own filing (top_k=5). A hit needs the right document AND a
+result on a gold evidence page (``location.pages``). Prints hit@5, hit@10, MRR@10, how often the
+right filing comes first and how often it is among the top 10 at all; with ``--named``, for the
+plain questions and for the same questions naming their document (``questions_named.jsonl``).
+Nothing is cached across runs except the index folder when ``--index-dir`` is given (documents
+are still downloaded and parsed).
 
 Cold (``--cold``): five filings, each searched alone (``search_documents`` with one URL) and then
 all five in one call, each measurement on a fresh server process with an empty index folder.
@@ -33,7 +35,16 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.data import QA, financebench_questions, first_rank, hit_rate, mrr, qa_set  # noqa: E402
+from bench.data import (  # noqa: E402
+    QA,
+    financebench_questions,
+    first_rank,
+    hit_rate,
+    jsonl,
+    load_average,
+    mrr,
+    qa_set,
+)
 from bench.servers import FileServer, call_tool, mcp_session, server_env, server_process  # noqa: E402
 
 FINANCEBENCH = QA / "financebench-dev"  # not in the repository: RAG_CORPUS_DIR or ../shared
@@ -64,6 +75,10 @@ async def call(url: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]
 async def quality(args: argparse.Namespace) -> None:
     questions = financebench_questions()
     questions = questions[: args.questions] if args.questions else questions
+    sets = {"plain": questions}
+    if args.named:
+        named = {q["id"]: q for q in jsonl(qa_set("financebench-dev") / "questions_named.jsonl")}
+        sets["named"] = [named[q["id"]] for q in questions]
     files = FileServer(FINANCEBENCH)
     docs = sorted(p.name for p in (FINANCEBENCH / "docs").glob("*.pdf"))
     urls = [files.url(f"docs/{name}") for name in docs]
@@ -79,38 +94,41 @@ async def quality(args: argparse.Namespace) -> None:
             if failed:
                 raise RuntimeError(f"documents failed: {failed}")
             chunks = sum(d["chunks"] for d in first["documents"])
-            multi: list[int | None] = []  # per question, the rank of the first hit
-            single5: list[int | None] = []
-            single10: list[int | None] = []
-            right_doc = 0  # questions whose filing is among search_documents' results
-            latencies = []
-            for q in questions:
-                doc_url = files.url(q["doc"])
-                pages = {e["page"] for e in q["evidence"]}
-                started = time.perf_counter()
-                found = await call(mcp, "search_documents",
-                                   {"document_urls": urls, "query": q["question"], "top_k": 10})
-                latencies.append(time.perf_counter() - started)
-                multi.append(first_hit(found["results"], doc_url, pages))
-                right_doc += any(r["document_url"] == doc_url for r in found["results"])
-                for ranks, k in ((single5, 5), (single10, 10)):
-                    own = await call(mcp, "retrieve_chunks", {"document_url": doc_url, "query": q["question"],
-                                                              "top_k": k})
-                    ranks.append(first_hit(own["results"], doc_url, pages))
+            measured = {}
+            for phrasing, asked in sets.items():
+                measured[phrasing] = await ask_all(mcp, files, urls, asked)
     finally:
         files.close()
     n = len(questions)
     print(f"financebench-dev: {n} questions, {len(docs)} PDFs, {chunks} chunks; first (cold or index-dir) "
-          f"search_documents over all {len(docs)}: {ready:.1f} s; warm search_documents p50 "
-          f"{statistics.median(latencies) * 1000:.0f} ms")
+          f"search_documents over all {len(docs)}: {ready:.1f} s; load average {load_average()}")
     print()
-    print("| call | hit@5 | hit@10 | MRR@10 | right filing in the results |")
-    print("|---|---:|---:|---:|---:|")
-    print(f"| search_documents, all {len(docs)} PDFs, top_k=10 | {hit_rate(multi, 5):.3f} | "
-          f"**{hit_rate(multi, 10):.3f}** | {mrr(multi):.3f} | {right_doc / n:.3f} |")
-    print(f"| retrieve_chunks, own filing, top_k=5 | {hit_rate(single5, 5):.3f} | – | {mrr(single5):.3f} | 1 (given) |")
-    print(f"| retrieve_chunks, own filing, top_k=10 | {hit_rate(single10, 5):.3f} | {hit_rate(single10, 10):.3f} | "
-          f"{mrr(single10):.3f} | 1 (given) |")
+    print("| call | questions | hit@5 | hit@10 | MRR@10 | right filing first | right filing in the results "
+          "| warm p50 ms |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    for phrasing, m in measured.items():
+        print(f"| search_documents, all {len(docs)} PDFs, top_k=10 | {phrasing} | **{hit_rate(m['multi'], 5):.3f}** | "
+              f"{hit_rate(m['multi'], 10):.3f} | {mrr(m['multi']):.3f} | **{m['first'] / n:.3f}** | "
+              f"{m['right'] / n:.3f} | {statistics.median(m['latencies']) * 1000:.0f} |")
+        print(f"| retrieve_chunks, own filing, top_k=5 | {phrasing} | {hit_rate(m['single5'], 5):.3f} | – | "
+              f"{mrr(m['single5']):.3f} | 1 (given) | 1 (given) | – |")
+
+
+async def ask_all(mcp: str, files: FileServer, urls: list[str], questions: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each question to search_documents over every URL and to retrieve_chunks on its own filing."""
+    out: dict[str, Any] = {"multi": [], "single5": [], "first": 0, "right": 0, "latencies": []}
+    for q in questions:
+        doc_url = files.url(q["doc"])
+        pages = {e["page"] for e in q["evidence"]}
+        started = time.perf_counter()
+        found = await call(mcp, "search_documents", {"document_urls": urls, "query": q["question"], "top_k": 10})
+        out["latencies"].append(time.perf_counter() - started)
+        out["multi"].append(first_hit(found["results"], doc_url, pages))
+        out["right"] += any(r["document_url"] == doc_url for r in found["results"])
+        out["first"] += bool(found["results"]) and found["results"][0]["document_url"] == doc_url
+        own = await call(mcp, "retrieve_chunks", {"document_url": doc_url, "query": q["question"], "top_k": 5})
+        out["single5"].append(first_hit(own["results"], doc_url, pages))
+    return out
 
 
 async def cold_once(urls: list[str]) -> float:
@@ -153,6 +171,8 @@ async def cold(args: argparse.Namespace) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--index-dir", type=Path, help="reuse this index folder across runs (quality mode)")
+    parser.add_argument("--named", action="store_true",
+                        help="also ask each question as it names its document (questions_named.jsonl)")
     parser.add_argument("--questions", type=int, default=0, help="only the first N questions")
     parser.add_argument("--cold", action="store_true", help="measure cold time instead of quality")
     parser.add_argument("--set", choices=sorted(SETS), default="skewed", help="the five documents of --cold")

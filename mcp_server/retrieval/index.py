@@ -33,11 +33,13 @@ from mcp_server.core.bounds import clamp
 from mcp_server.core.models import Chunk, ChunkLocation, SearchHit
 from mcp_server.retrieval.analysis import analyzer_for, base_language, query_tokens
 from mcp_server.retrieval.embedders import Embedder, ProgressFn
+from mcp_server.retrieval.naming import Identity, identity_of, naming_factors
 from mcp_server.retrieval.ranking import (
     BM25_WEIGHT,
     CANDIDATES_PER_RESULT,
     DENSE_WEIGHT,
     RRF_K,
+    TEMPLATE_PRIOR,
     candidate_count,
     drop_duplicates,
     fuse,
@@ -49,6 +51,7 @@ from mcp_server.retrieval.ranking import (
 )
 from mcp_server.retrieval.rerankers import Reranker
 from mcp_server.retrieval.sentences import sentence_units
+from mcp_server.retrieval.templates import template_mask
 
 __all__ = [
     "MAX_NEIGHBORS", "MAX_TOP_K", "RRF_K", "DocumentIndex", "SearchMode", "UnitSelect", "lexical_weight",
@@ -61,6 +64,7 @@ SearchMode = Literal["hybrid", "dense", "bm25"]
 MAX_TOP_K = 20
 MAX_NEIGHBORS = 2
 SENTENCE_FANOUT = 4  # sentences fetched per dense chunk candidate; several may share a chunk
+MIN_IDENTITY_PAGES = 3  # a document with fewer pages has no cover page: its first page is content
 EMBED_SLICE = 4096  # sentences embedded and added to FAISS at a time (bounds the vectors held twice)
 
 # (unit texts, the document position of each one's chunk) -> mask of the units to embed (``DocumentIndex.extended``)
@@ -99,6 +103,12 @@ class DocumentIndex:
         # each chunk is read by its own language's analyzer; a query by each language present
         self.languages = _languages(self.chunks)
         corpus = analyse_chunks(self.chunks)
+        self._df: dict[str, int] = {}
+        for tokens in corpus:
+            for token in set(tokens):
+                self._df[token] = self._df.get(token, 0) + 1
+        self.identity = _identity(self.chunks, corpus, self.languages[0])
+        self._templates: np.ndarray | None = None
         if any(corpus):  # bm25s cannot index a corpus without a single token
             self._bm25 = bm25s.BM25()
             self._bm25.index(corpus, show_progress=False)
@@ -170,6 +180,28 @@ class DocumentIndex:
         """Share of the chunks that have vectors (1.0 for a complete index, and for no chunks)."""
         return float(self._covered.mean()) if len(self.chunks) else 1.0
 
+    @property
+    def templates(self) -> np.ndarray:
+        """Per chunk, whether it is a template passage (``templates.py``); found at the first search."""
+        if self._templates is None:
+            self._templates = template_mask([c.text for c in self.chunks])
+        return self._templates
+
+    def dense_query(self, query: str) -> str:
+        """``query`` without the words that name this document (``naming.py``)."""
+        return self.identity.dense_query(query) if self.identity is not None else query
+
+    def query_vector(self, query: str, embed_query: Callable[[str], np.ndarray]) -> np.ndarray:
+        """The dense side's vector of ``query`` here: when words of it name this document, the
+        mean direction of the query and the query without them (the name counts half; dropping
+        it altogether lost the questions whose name was also their subject, bench/financebench.py)."""
+        focus = self.dense_query(query)
+        vector = np.asarray(embed_query(query), dtype=np.float32)
+        if focus == query:
+            return vector
+        mean = vector + np.asarray(embed_query(focus), dtype=np.float32)
+        return mean / max(float(np.linalg.norm(mean)), 1e-12)
+
     def bm25_top(self, query: str, n: int) -> list[int]:
         """Positions of the ``n`` best BM25 chunks for ``query`` (those matching a query term)."""
         scores, _ = self._bm25_scores(query)
@@ -226,7 +258,8 @@ class DocumentIndex:
         if bm25 is not None and mode != "dense":  # a chunk without any query term is no BM25 candidate
             weight = BM25_WEIGHT * lexical_weight(coverage, query, self.languages)
             rankings.append((score_ranking(bm25, n, positive=True), weight))
-        for pos, score in fuse(rankings).items():
+        templates = self.templates
+        for pos, score in fuse(rankings, lambda pos: TEMPLATE_PRIOR if templates[pos] else 0).items():
             candidates.setdefault(pos, _Candidate(pos)).rrf = score
         if bm25 is not None:
             for cand in candidates.values():
@@ -279,7 +312,15 @@ class DocumentIndex:
             return None, 0.0
         asked = self.query_tokens(query)
         tokens = [t for t in asked if t in self._bm25.vocab_dict]
-        scores = np.asarray(self._bm25.get_scores(tokens), dtype=np.float32) if tokens else None
+        if not tokens:
+            return None, 0.0
+        naming = self.identity.naming_tokens(query) & set(tokens) if self.identity is not None else set()
+        content = [t for t in tokens if t not in naming]
+        scores = np.asarray(self._bm25.get_scores(content), dtype=np.float32) if content else \
+            np.zeros(len(self.chunks), dtype=np.float32)
+        # the naming words weigh as a common word does (naming.py)
+        for token, factor in naming_factors(naming, self._df, len(self.chunks)).items():
+            scores += factor * np.asarray(self._bm25.get_scores([token] * asked.count(token)), dtype=np.float32)
         return scores, known_share(asked, tokens)
 
     # --- cross-document search (retrieval/pool.py ranks the pooled candidates once more) ----
@@ -341,6 +382,13 @@ class DocumentIndex:
                 hit, chunk=dataclasses.replace(hit.chunk, location=location), text=merge_texts(span)
             ))
         return out
+
+
+def _identity(chunks: Sequence[Chunk], corpus: list[list[str]], language: str) -> Identity | None:
+    """The document's identity (``naming.py``) when it has a first page to read it from: a paged
+    document of MIN_PAGES or more (a shorter one's first page is its content)."""
+    pages = {p for c in chunks for p in c.location.pages}
+    return identity_of(chunks, corpus, language) if len(pages) >= MIN_IDENTITY_PAGES else None
 
 
 def _languages(chunks: Sequence[Chunk]) -> list[str]:

@@ -402,7 +402,8 @@ class IndexManager:
         self, index: DocumentIndex, query: str, top_k: int, neighbors: int, rerank: bool,
     ) -> tuple[list[SearchHit], dict[str, float]]:
         t0 = time.perf_counter()
-        query_vec = self.models.embedder_by_id(index.model_id).embed_query(query)
+        # the words that name the document count half on the dense side (naming.py)
+        query_vec = index.query_vector(query, self.models.embedder_by_id(index.model_id).embed_query)
         t1 = time.perf_counter()
         reranker = self.models.reranker if rerank else None
         hits = index.search(query_vec, query, top_k, reranker=reranker, neighbors=neighbors)

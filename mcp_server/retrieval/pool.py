@@ -15,7 +15,9 @@ document only *proposes* candidates (its dense and BM25 top-n, in its own rankin
 - reciprocal rank fusion of the two global rankings (``ranking.fuse``, the weights of a single
   document's search).
 
-The global scores decide which documents get places in the answer and how many; a document's
+When the query names documents (the words of their first pages, ``naming.py``), the named ones
+come first: the name routes, and each document ranks its passages by the rest of the question.
+Otherwise the global scores decide which documents get places in the answer and how many; a document's
 own ranking decides which of its chunks fill them: the i-th best global score among a
 document's candidates goes to the i-th chunk of its own ranking. Within one document its own
 statistics rank better: pooled BM25 weighs the words that tell documents apart (a company's
@@ -33,6 +35,8 @@ Everything here is synchronous; the caller runs it in a worker thread under GPU_
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -59,9 +63,10 @@ from mcp_server.retrieval.ranking import (
 )
 from mcp_server.retrieval.rerankers import Reranker
 
-__all__ = ["MAX_POOL_TOP_K", "PoolHit", "PoolSource", "search_pool"]
+__all__ = ["MAX_POOL_TOP_K", "NAMED_SHARE", "PoolHit", "PoolSource", "named_sources", "search_pool"]
 
 MAX_POOL_TOP_K = 50
+NAMED_SHARE = 0.8  # a source named at least this share as strongly as the best-named one comes first too
 
 # (model id, text) -> unit query vector
 EmbedQuery = Callable[[str, str], np.ndarray]
@@ -134,7 +139,7 @@ def _rank_one(
         index = src.index
         if not index.chunks:
             continue
-        vec = vector(index.model_id, query)
+        vec = index.query_vector(query, functools.partial(vector, index.model_id))
         found = index.candidates(vec, query, min(n_each, len(index.chunks)), src.allowed)
         entries += [_Entry(s, pos, dense=sim, local=rank) for rank, (pos, sim) in enumerate(found)]
     if not entries:
@@ -150,10 +155,27 @@ def _rank_one(
     for entry, score in zip(entries, bm25, strict=True):
         entry.bm25 = float(score)
     _places_in_own_order(entries)
-    ranked = sorted(entries, key=lambda e: (-e.fused, e.local, e.source))
+    named = named_sources(sources, query)
+    ranked = sorted(entries, key=lambda e: (e.source not in named, -e.fused, e.local, e.source))
     if reranker is not None:
         ranked = rerank_head(query, ranked, reranker, lambda e: _chunk(sources, e).text, rerank_n)
     return _Ranking(_diverse(sources, ranked))
+
+
+def named_sources(sources: Sequence[PoolSource], query: str) -> set[int]:
+    """The sources the query names (``naming.py``): each naming word, and each code the query and
+    a first page write alike ("10-Q"), weighs by how few of the sources' identities hold it (one
+    every identity holds names none), and the sources scoring at least half the best come first."""
+    words = {s: src.index.identity.naming_tokens(query) | {f"code:{c}" for c in src.index.identity.naming_codes(query)}
+             for s, src in enumerate(sources) if src.index.identity is not None}
+    holders: dict[str, int] = {}
+    for tokens in words.values():
+        for token in tokens:
+            holders[token] = holders.get(token, 0) + 1
+    n = len(sources)
+    scores = {s: sum(math.log(1 + n / holders[t]) for t in tokens if holders[t] < n) for s, tokens in words.items()}
+    best = max(scores.values(), default=0.0)
+    return {s for s, score in scores.items() if score > 0 and score >= NAMED_SHARE * best}
 
 
 def _places_in_own_order(entries: list[_Entry]) -> None:

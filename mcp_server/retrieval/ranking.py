@@ -36,6 +36,7 @@ from mcp_server.retrieval.rerankers import Reranker
 __all__ = [
     "BM25_WEIGHT", "CANDIDATES_PER_RESULT", "DENSE_WEIGHT", "DUPLICATE_OVERLAP", "LEXICAL_COVERAGE_HIGH",
     "LEXICAL_COVERAGE_LOW", "MIN_CANDIDATES", "POOL_CANDIDATES_PER_RESULT", "QUERY_LANGUAGE_SHARE", "RRF_K",
+    "TEMPLATE_PRIOR",
     "candidate_count", "drop_duplicates", "fuse", "lexical_weight", "overlap_share", "rerank_head", "score_ranking",
     "take_per_document",
 ]
@@ -63,6 +64,10 @@ POOL_CANDIDATES_PER_RESULT = 3
 LEXICAL_COVERAGE_LOW = 0.4
 LEXICAL_COVERAGE_HIGH = 0.7
 QUERY_LANGUAGE_SHARE = 0.2
+# A template passage (templates.py) counts this many places lower in each ranking it is fused from:
+# first in both rankings it still lands in the head (a question that asks for it finds it), but
+# a template that merely shares the question's words drops below the content that answers it.
+TEMPLATE_PRIOR = 10
 DUPLICATE_OVERLAP = 0.5  # a result sharing more than this share of its span with a chosen one is dropped
 
 K = TypeVar("K", bound=Hashable)
@@ -82,14 +87,14 @@ def candidate_count(results: int, per_result: int = CANDIDATES_PER_RESULT) -> in
 
 
 # --- fusion --------------------------------------------------------------------------------------
-def fuse(rankings: Iterable[tuple[Iterable[K], float]]) -> dict[K, float]:
+def fuse(rankings: Iterable[tuple[Iterable[K], float]], demote: Callable[[K], int] | None = None) -> dict[K, float]:
     """Weighted reciprocal rank fusion: each (ranking best first, weight) adds weight / (RRF_K + rank)
-    to the score of every item it ranks (rank 1-based). Items in first-seen order; terms are added
-    in the order of ``rankings``."""
+    to the score of every item it ranks (rank 1-based, plus ``demote(item)`` places when given).
+    Items in first-seen order; terms are added in the order of ``rankings``."""
     scores: dict[K, float] = {}
     for ranking, weight in rankings:
         for rank, item in enumerate(ranking, start=1):
-            scores[item] = scores.get(item, 0.0) + weight / (RRF_K + rank)
+            scores[item] = scores.get(item, 0.0) + weight / (RRF_K + rank + (demote(item) if demote else 0))
     return scores
 
 

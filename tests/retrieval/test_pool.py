@@ -108,3 +108,33 @@ def test_each_documents_passages_keep_its_own_ranking_order() -> None:
         got = [h.hit.chunk.chunk_index for h in hits if h.source == s]
         assert got == [pos for pos in own if pos in got]  # a subsequence of its own order
     assert [h.hit.score for h in hits] == sorted((h.hit.score for h in hits), reverse=True)
+
+
+def test_the_document_a_question_names_comes_first_and_ranks_its_own_passages() -> None:
+    import dataclasses
+
+    from mcp_server.retrieval import FakeEmbedder
+    from mcp_server.retrieval.pool import named_sources
+    from tests.retrieval._filing import BODY, filing_chunks
+
+    def renamed(name: str) -> list:  # type: ignore[type-arg]
+        return [dataclasses.replace(c, text=c.text.replace("Northwind Traders", name)
+                                    .replace("NORTHWIND TRADERS", name.upper())) for c in filing_chunks()]
+
+    embedder = FakeEmbedder()
+    indexes = []
+    for name in ("Northwind Traders", "Contoso Foods", "Fabrikam Mills"):
+        chunks = renamed(name)
+        indexes.append(DocumentIndex.build(chunks, embedder.embed([c.text for c in chunks]),
+                                           model_id=embedder.model_id))
+        indexes[-1].key = name.replace(" ", "") * 4
+    sources = [PoolSource(index=i) for i in indexes]
+    query = "In Contoso Foods' 2022 Form 10-K: what was the gross margin?"
+    # the year and the form are every filing's; the company is one's
+    assert named_sources(sources, query) == {1}
+    assert named_sources(sources, "What was the gross margin in 2022?") == set()
+    hits = search_pool(sources, [query], lambda model_id, text: embedder.embed_query(text), top_k=5)
+    assert {h.source for h in hits} == {1}
+    own = indexes[1].search(indexes[1].query_vector(query, embedder.embed_query), query, 5)
+    assert [h.hit.chunk.text for h in hits] == [h.chunk.text for h in own]
+    assert hits[0].hit.chunk.text == BODY[1]

@@ -1,0 +1,162 @@
+"""Words of a query that name its document: they say which document, not which passage.
+
+Agents write "In Boeing's 2022 Form 10-K: what was ...?" or "according to the latest 10-Q".
+Inside one document the naming words (the company, the form, the period) are rare in the body,
+so BM25 weighs them most and its top ranks go to the passages that repeat them: the cover page,
+certifications, signature blocks. And the sentence encoder pulls the same passages up, since the
+query's name matches their text better than any content does.
+
+A document's *identity* is what its first page says: a filing's cover page, a report's title
+page, a web page's title and lead (a one-page document: its first chunk). A query word *names*
+the document when the identity holds it and the query writes it as a name is written: with a
+capital letter or a digit ("Boeing", "2022", "10-K", "FY2022" is not on a cover page). Lower-case
+words ("capital", "revenue") are the question's subject even when the cover page happens to hold
+them, and a name the body uses but the first page does not (a person, a product, a place) is not
+the document's name either.
+
+Ranking then treats the naming words so:
+
+- lexical: their BM25 weight drops to what a word in half the document's chunks gets
+  (``naming_factors``), so they still break ties but no longer decide;
+- dense: the query is embedded without them (``dense_query``), as the question it asks;
+- across documents (``pool.py``): the naming words route to the documents whose identity holds
+  them, and each document ranks its passages by the rest of the question.
+
+No list of names, form types or finance words: identity comes from each document's own text.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+
+from mcp_server.core.models import Chunk
+from mcp_server.retrieval.analysis import analyzer_for
+
+__all__ = ["COMMON_SHARE", "IDENTITY_CHARS", "Identity", "identity_of", "naming_factors"]
+
+# The share of a document's chunks that a "common word" is in: the naming words weigh as such.
+COMMON_SHARE = 0.5
+# The identity reads at most this much of the first page (a cover page is ~3,000-5,000 characters).
+IDENTITY_CHARS = 6000
+# A word as written in a query: letters, digits, and inner hyphens, periods or ampersands ("10-K", "U.S.").
+_WORD = re.compile(r"[^\W_](?:[\w&.\-]*[^\W_])?")
+# a year ("2022") or a code of letters and digits ("10-K", "Q4", "FY2022"); a bare number is content
+_CODE = re.compile(r"(?:19|20)\d\d|(?=.*\d)(?=.*[^\W\d_])[\w&.\-]+")
+_LETTER_CODE = re.compile(r"(?=.*\d)(?=.*[^\W\d_])[\w&.\-]+")
+_POSSESSIVE = re.compile(r"['\u2019]s\b|(?<=s)['\u2019](?!\w)")  # "Boeing's", "MGM Resorts'"
+
+
+class Identity:
+    """The analysed tokens of a document's first page (its ``tokens``), and how a query's words meet them."""
+
+    def __init__(self, tokens: frozenset[str], language: str, codes: frozenset[str] = frozenset()) -> None:
+        self.tokens = tokens
+        self.language = language
+        self.codes = codes  # its letters-and-digits codes as written, lower-cased ("10-k", "q4")
+
+    def naming_codes(self, query: str) -> set[str]:
+        """The query's letters-and-digits codes that the first page writes the same way: the
+        analyzer reads "10-K" and "10-Q" both as "10", the codes tell the two forms apart."""
+        return {w.lower() for w in _WORD.findall(query) if _LETTER_CODE.fullmatch(w)} & self.codes
+
+    def naming_words(self, query: str) -> list[tuple[int, int]]:
+        """Character spans of the query's words that name the document (see the module docstring)."""
+        if not self.tokens:
+            return []
+        analyzer = analyzer_for(self.language)
+        # words of the query with each possessive blanked out (same length, so spans stay)
+        words = [(m.span(), m.group()) for m in _WORD.finditer(_POSSESSIVE.sub(lambda m: " " * len(m[0]), query))]
+        tokens = analyzer.tokens([w for _, w in words]) if words else []
+        known = [bool(t) and all(x in self.tokens for x in t) for t in tokens]
+        named = [False] * len(words)
+        owners: set[str] = set()
+        for i, ((_, end), word) in enumerate(words):
+            if known[i] and _POSSESSIVE.match(query, end) and word[0].isupper():
+                # the owner: this word and the capitalised identity words just before it ("Best Buy's")
+                j = i
+                while j >= 0 and known[j] and words[j][1][0].isupper() and (
+                        j == i or _adjacent(query, words[j], words[j + 1])):
+                    named[j] = True
+                    owners.update(tokens[j])
+                    j -= 1
+        for lo, hi in _clauses(query, words)[:-1]:  # an opening clause, never the question's last one
+            content = [i for i in range(lo, hi) if tokens[i]]
+            if any(named[i] for i in content) and 2 * sum(known[i] for i in content) >= len(content):
+                for i in range(lo, hi):  # a clause that names the document ("In Boeing's 2022 Form 10-K:")
+                    named[i] = True
+        for i, (_, word) in enumerate(words):
+            if known[i] and (_CODE.fullmatch(word) or (word[0].isupper() and set(tokens[i]) <= owners)):
+                named[i] = True  # a year, a period or form code; another mention of the owner
+        return [span for (span, _), flag in zip(words, named, strict=True) if flag]
+
+    def naming_tokens(self, query: str) -> set[str]:
+        """The analysed tokens of the naming words of ``query``."""
+        analyzer = analyzer_for(self.language)
+        words = [query[a:b] for a, b in self.naming_words(query)]
+        return {t for tokens in analyzer.tokens(words) for t in tokens} if words else set()
+
+    def dense_query(self, query: str) -> str:
+        """``query`` without its naming words (and their possessive "'s"); the query itself when
+        nothing names the document or nothing else would remain."""
+        spans = self.naming_words(query)
+        if not spans:
+            return query
+        parts, last = [], 0
+        for a, b in spans:
+            parts.append(query[last:a])
+            last = b
+            if _POSSESSIVE.match(query, last):
+                last += 2
+        parts.append(query[last:])
+        rest = re.sub(r"\s+", " ", "".join(parts)).strip(" ,:;-")
+        # what remains must still ask something: more than a couple of stopwords
+        return rest if len(analyzer_for(self.language).tokens([rest])[0]) >= 2 else query
+
+
+def _adjacent(query: str, a: tuple[tuple[int, int], str], b: tuple[tuple[int, int], str]) -> bool:
+    """Whether only spaces or an ampersand separate word ``a`` from the next word ``b``."""
+    return query[a[0][1]:b[0][0]].strip(" &") == ""
+
+
+def _clauses(query: str, words: list[tuple[tuple[int, int], str]]) -> list[tuple[int, int]]:
+    """Word index ranges of the query's clauses: cut at colons, semicolons, commas, question marks
+    and sentence ends."""
+    cuts = [m.start() for m in re.finditer(r"[:;,?!]|\.(?:\s|$)", query)]
+    ranges, lo = [], 0
+    for i, ((start, _), _) in enumerate(words):
+        if i > lo and any(words[i - 1][0][1] <= c < start for c in cuts):
+            ranges.append((lo, i))
+            lo = i
+    return [*ranges, (lo, len(words))] if words else []
+
+
+def naming_factors(naming: set[str], df: dict[str, int], n_chunks: int) -> dict[str, float]:
+    """Per naming token, the factor that brings its BM25 idf down to a common word's (<= 1)."""
+    common = _idf(max(1.0, COMMON_SHARE * n_chunks), n_chunks)
+    return {t: min(1.0, common / _idf(df.get(t, 0), n_chunks)) for t in naming}
+
+
+def _idf(df: float, n: int) -> float:
+    """Lucene's BM25 idf (bm25s' default)."""
+    return math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+
+def identity_of(chunks: Sequence[Chunk], tokens: Sequence[Sequence[str]], language: str) -> Identity:
+    """The identity of a document from its chunks and their analysed ``tokens``: the chunks of
+    its first page (the first chunk when pages are unknown), at most IDENTITY_CHARS of them."""
+    if not chunks:
+        return Identity(frozenset(), language)
+    first_page = min((p for c in chunks for p in c.location.pages), default=None)
+    chosen: set[str] = set()
+    codes: set[str] = set()
+    chars = 0
+    for chunk, toks in zip(chunks, tokens, strict=True):
+        on_first = first_page is not None and chunk.location.pages and chunk.location.pages[0] == first_page
+        if chars and (not on_first or chars >= IDENTITY_CHARS):
+            break
+        chosen.update(toks)
+        codes.update(w.lower() for w in _WORD.findall(chunk.text) if _LETTER_CODE.fullmatch(w))
+        chars += len(chunk.text)
+    return Identity(frozenset(chosen), language, frozenset(codes))

@@ -1,0 +1,82 @@
+"""Words that name the document say which document, not which passage (retrieval/naming.py)."""
+
+from __future__ import annotations
+
+from mcp_server.retrieval import DocumentIndex, ModelRegistry
+from mcp_server.retrieval.index import analyse_chunks
+from mcp_server.retrieval.naming import identity_of, naming_factors
+from tests.retrieval._filing import BODY, CERTIFICATIONS, SIGNATURES, filing_chunks
+
+
+def filing_index(registry: ModelRegistry) -> DocumentIndex:
+    return DocumentIndex.embed(filing_chunks(), registry.embedder_for(10))
+
+
+def ask(index: DocumentIndex, registry: ModelRegistry, query: str, top_k: int = 5) -> list[str]:
+    vector = index.query_vector(query, registry.embedder_by_id(index.model_id).embed_query)
+    return [hit.chunk.text for hit in index.search(vector, query, top_k)]
+
+
+def test_the_words_that_name_the_document_are_its_names_on_the_first_page() -> None:
+    chunks = filing_chunks()
+    identity = identity_of(chunks, analyse_chunks(chunks), "en")
+    query = "In Northwind Traders' 2022 Form 10-K: what was the gross margin?"
+    named = [query[a:b] for a, b in identity.naming_words(query)]
+    # the opening clause names the document, with its preposition
+    assert named == ["In", "Northwind", "Traders", "2022", "Form", "10-K"]
+    assert identity.dense_query(query) == "what was the gross margin?"
+    # an owner named inside the question, and a form code
+    query = "What was Northwind Traders' gross margin as reported in their latest 10-K?"
+    assert [query[a:b] for a, b in identity.naming_words(query)] == ["Northwind", "Traders", "10-K"]
+
+
+def test_lower_case_words_and_names_only_the_body_uses_are_the_questions_subject() -> None:
+    chunks = filing_chunks()
+    identity = identity_of(chunks, analyse_chunks(chunks), "en")
+    # "stock" and "shares" are on the cover page but written as words, not names; "Commission",
+    # "Securities" and "Exchange" too, though capitalised, name no owner; Maria Alvarez and Kenya
+    # are named in the body only; a bare number is content
+    for query in ("How many shares of common stock were outstanding?", "Where does Maria Alvarez source tea, Kenya?",
+                  "What did the Securities and Exchange Commission ask about the 20 stores?"):
+        assert identity.naming_words(query) == []
+        assert identity.dense_query(query) == query
+
+
+def test_a_naming_word_weighs_as_much_as_a_word_in_half_the_chunks() -> None:
+    factors = naming_factors({"rare", "common"}, {"rare": 2, "common": 50}, 100)
+    assert factors["common"] == 1.0
+    assert 0.1 < factors["rare"] < 0.3
+
+
+def test_a_question_naming_its_filing_gets_the_content_not_the_cover_or_the_certifications(
+    minilm_registry: ModelRegistry,
+) -> None:
+    index = filing_index(minilm_registry)
+    for query in ("In Northwind Traders' 2022 Form 10-K: what was the gross margin?",
+                  "What was Northwind Traders' gross margin as reported in their latest 10-K?"):
+        found = ask(index, minilm_registry, query)
+        assert found[0] == BODY[1], query
+        assert not set(CERTIFICATIONS) & set(found[:3])
+
+
+def test_who_certified_the_report_still_gets_the_certifications_and_signatures(
+    minilm_registry: ModelRegistry,
+) -> None:
+    index = filing_index(minilm_registry)
+    assert set(CERTIFICATIONS) <= set(ask(index, minilm_registry, "Who certified the report?"))
+    assert ask(index, minilm_registry, "Who signed the report?")[0] == SIGNATURES
+
+
+def test_a_person_named_in_the_body_is_still_found_by_name(minilm_registry: ModelRegistry) -> None:
+    index = filing_index(minilm_registry)
+    assert ask(index, minilm_registry, "What does Maria Alvarez lead at Northwind Traders?")[0] == BODY[5]
+
+
+def test_a_document_of_one_or_two_pages_has_no_identity_to_discount() -> None:
+    chunks = filing_chunks()[:2]
+    from mcp_server.retrieval import FakeEmbedder
+
+    embedder = FakeEmbedder()
+    index = DocumentIndex.build(chunks, embedder.embed([c.text for c in chunks]), model_id=embedder.model_id)
+    query = "In Northwind Traders' 2022 Form 10-K: what was the gross margin?"
+    assert index.identity is None and index.dense_query(query) == query

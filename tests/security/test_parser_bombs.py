@@ -17,7 +17,6 @@ import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
-import anyio
 import pymupdf
 import pytest
 from PIL import Image
@@ -30,7 +29,7 @@ from tests.mcp_harness import ThreadedServer
 from tests.processors._office_helpers import MAIN_PART, billion_laughs, xxe
 
 from ._bombs import many_page_pdf, ooxml_with_zero_member, png_header
-from ._harness import call_tool, call_while_healthy, running_server, security_settings
+from ._harness import call_tool, call_while_healthy, running_server, security_settings, warm_parsers
 
 pytestmark = pytest.mark.anyio
 
@@ -51,17 +50,7 @@ def server() -> Iterator[ThreadedServer]:
 
 @pytest.fixture(scope="module")
 def warm(server: ThreadedServer, _web_server: LoopbackServer) -> ThreadedServer:
-    """Both parser workers started (the first start pays for imports, not the document)."""
-    _web_server.httpd.routes["/warm.txt"] = lambda h: respond(h, 200, b"warm up", {"Content-Type": "text/plain"})
-
-    async def warm_up() -> None:
-        async with anyio.create_task_group() as group:
-            for n in range(2):
-                group.start_soon(call_tool, server, "process_document",
-                                 {"document_url": _web_server.url(f"/warm.txt?{n}")})
-
-    anyio.run(warm_up)
-    return server
+    return warm_parsers(server, _web_server)
 
 
 def source(corpus_dir: Path, kind: str) -> bytes:

@@ -6,8 +6,8 @@ JavaScript, and ``metadata.extraction`` says which was used), and ``full``, the 
 written by the walk below. Both share the writer, the page's links and its metadata.
 
 BeautifulSoup over lxml's HTML parser (no DTD loading, no network, no entity definitions in
-HTML). The walk over the tree uses an explicit stack, never recursion, so 100k nested
-``<div>`` cannot overflow the interpreter stack. Charset: the HTTP header or ``<meta>``
+HTML). The walk over the tree uses an explicit stack, never recursion; a page nested deeper than
+``MAX_DEPTH`` (256) elements is refused before either view is read. Charset: the HTTP header or ``<meta>``
 declaration is tried after strict UTF-8 and before detection, and dropped when the bytes do
 not decode under it (``testArabicMisleadingCharset.html`` declares UTF-8, is windows-1256).
 """
@@ -32,6 +32,7 @@ from bs4 import (
 from mcp_server.core.errors import ProcessingError
 from mcp_server.core.markup import HEADINGS, heading_line
 from mcp_server.core.models import ExtractedTable, ExtractedURL, ProcessedDocument
+from mcp_server.processors._html_images import worth_keeping
 from mcp_server.processors._html_main import (
     JS_SHELL_HINT,
     MIN_MAIN_SHARE,
@@ -94,7 +95,8 @@ class HtmlProcessor:
     format: ClassVar[Format] = Format(
         doc_type="html",
         description="Web pages: the main content (trafilatura; the whole cleaned page on request or when the page "
-        "is not an article), headings, lists and tables as Markdown, title/authors/date metadata",
+        "is not an article), headings, lists and tables as Markdown, images' alt text, title/authors/date "
+        "metadata; nested deeper than 256 elements is refused",
         extensions=(".html", ".htm", ".xhtml"),
         mime_types=("text/html", "application/xhtml+xml"),
         text=True,
@@ -111,17 +113,17 @@ class HtmlProcessor:
                 doc_type="html", limit=options.max_html_bytes,
             )
         text, encoding = decode_bytes(doc.data, doc.charset or _declared_charset(doc.data))
-        tree, too_deep = parse_page(text)
+        tree, cut_short = parse_page(text)  # a page nested deeper than MAX_DEPTH is refused here
         if tree is None:  # nothing to parse (an empty page)
             return _whole_page(text, encoding, {}, {"extraction": "full"})
         page = page_metadata(tree)
-        facts = page_facts(tree, too_deep)
+        facts = page_facts(tree, cut_short)
         if facts.javascript_shell:  # said in either view: there is nothing else to read
             page.update(javascript_required=True, hint=JS_SHELL_HINT.format(words=facts.words))
         if options.html_view == "full" or facts.javascript_shell:
             return _whole_page(text, encoding, page, {"extraction": "full"})
         links = _tree_links(tree)  # before the extractor changes the tree
-        main = None if too_deep else extract_main(tree)
+        main = None if cut_short else extract_main(tree)
         reason = _not_an_article(facts, main)
         if reason or main is None:
             return _whole_page(text, encoding, page, {"extraction": "full", "extraction_reason": reason})
@@ -131,8 +133,8 @@ class HtmlProcessor:
 
 def _not_an_article(facts: PageFacts, main: MainContent | None) -> str:
     """Why the whole page is read instead of the main content; empty when the main content is."""
-    if facts.too_deep:
-        return "the page is nested deeper than the main-content extractor reads"
+    if facts.cut_short:
+        return "the page has a text too long for the main-content extractor's parser"
     if main is None or main.words < MIN_MAIN_WORDS:
         return f"no article found: the main content has {main.words if main else 0} words"
     if main.dump:
@@ -202,6 +204,7 @@ class _Writer:
         self.list_depth = 0
         self.headings: list[tuple[int, int, str]] = []
         self.tables: list[ExtractedTable] = []
+        self.images: set[str] = set()  # alt texts written already
 
     def walk(self, root: Tag) -> None:
         stack: list[tuple[PageElement, bool]] = [(root, False)]
@@ -228,6 +231,9 @@ class _Writer:
             if name == "br":
                 self.inline.append("\n")
                 continue
+            if name == "img":
+                self.image(node)
+                continue
             if name == "pre":
                 self.flush()
                 inner = node.find("pre")  # trafilatura writes a code block as <pre> in an indented <pre>
@@ -242,6 +248,13 @@ class _Writer:
                 stack.append((node, True))
             stack.extend((child, False) for child in reversed(node.contents))
         self.flush()
+
+    def image(self, node: Tag) -> None:
+        """An image as its alt text, inline where it stands, once per page."""
+        alt = _SPACES.sub(" ", str(node.get("alt") or "")).strip()
+        if worth_keeping(alt) and alt.casefold() not in self.images:
+            self.images.add(alt.casefold())
+            self.inline.append(f" [Image: {alt}] ")
 
     def flush(self) -> None:
         lines = [_SPACES.sub(" ", part).strip() for part in "".join(self.inline).split("\n")]

@@ -1,4 +1,4 @@
-"""HTML: charset handling, chrome removal, Markdown headings/lists/tables, deep nesting; the whole page
+"""HTML: charset handling, chrome removal, Markdown headings/lists/tables, the depth limit; the whole page
 (``html_view="full"``, the reading before main-content extraction) and the main content."""
 
 from __future__ import annotations
@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from mcp_server.core.errors import ProcessingError
 from mcp_server.processors import DocumentInput, ProcessOptions, process_document
+from mcp_server.processors._html_main import MAX_DEPTH
 from tests.processors._corpus import process_file
 
 # (file, must_include, must_not_include) of the whole page (view "full")
@@ -101,11 +103,25 @@ def test_link_targets_are_extracted_and_link_text_kept() -> None:
     assert [u.url for u in doc.extracted_urls] == ["https://example.org/guide"]  # type: ignore[attr-defined]
 
 
+def _nested(depth: int) -> str:
+    return "<html><body>" + "<div>" * depth + "deep text" + "</div>" * depth + "</body></html>"
+
+
 @pytest.mark.parametrize("view", ["main", "full"])
-def test_100k_nested_divs_do_not_crash(view: str) -> None:
-    deep = "<html><body>" + "<div>" * 100_000 + "deep text" + "</div>" * 100_000 + "</body></html>"
-    doc = _html(deep, view=view)
-    assert "deep text" in doc.content  # type: ignore[attr-defined]
+def test_a_page_nested_100k_tags_deep_is_a_clear_error_naming_the_limit_and_its_depth(view: str) -> None:
+    with pytest.raises(ProcessingError) as refused:
+        _html(_nested(100_000), view=view)
+    assert refused.value.details == {"doc_type": "html", "reason": "too_deep", "depth": 100_002,
+                                     "max_depth": MAX_DEPTH}
+    assert "100,002 deep" in refused.value.message and f"deeper than {MAX_DEPTH}" in refused.value.message
+
+
+@pytest.mark.parametrize("view", ["main", "full"])
+def test_a_page_just_inside_the_depth_limit_is_read_and_one_level_more_is_refused(view: str) -> None:
+    inside = MAX_DEPTH - 2  # <html> and <body> are two of the levels
+    assert "deep text" in _html(_nested(inside), view=view).content  # type: ignore[attr-defined]
+    with pytest.raises(ProcessingError, match=f"nests its tags {inside + 3} deep"):
+        _html(_nested(inside + 1), view=view)
 
 
 def test_entities_are_not_expanded_from_a_doctype() -> None:

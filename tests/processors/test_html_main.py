@@ -18,12 +18,14 @@ CORPUS_HTML = sorted(p.name for p in (Path(__file__).resolve().parents[1] / "cor
 
 # file -> (extraction used by default, text the main view must hold, text it must not hold)
 MAIN_VECTORS: dict[str, tuple[str, list[str], list[str]]] = {
-    "test_blog.html": ("main", ["## Experiment Setup", "TL;DR", "gpt-4"],
+    "test_blog.html": ("main", ["## Experiment Setup", "TL;DR", "gpt-4",
+                                "level 3 Algebra test set.\n\n[Image: level 3 algebra]\n\nHowever"],
                        ["Skip to main content", "What's new in AutoGen?", "Tags:"]),
     "what_is_haystack.html": ("main", ["# What is Haystack?", "open source Python framework"],
                               ["Hacktoberfest", "Join Discord", "function(", "gtag("]),
-    "wiki_duck.html": ("main", ["# Duck", "## Etymology", "waterfowl", "| Kingdom: | Animalia |"],
-                       ["Jump to content", "Afrikaans", ".mw-parser-output"]),
+    "wiki_duck.html": ("main", ["# Duck", "## Etymology", "waterfowl", "| Kingdom: | Animalia |",
+                                "[Image: A brown duck in a fast-flowing stream]"],
+                       ["Jump to content", "Afrikaans", ".mw-parser-output", "[Image: Page semi-protected]"]),
     # not articles: the whole cleaned page, as before
     "kvp_data_example.html": ("full", ["# Restaurant Receipt Form", "Quack Quackling", "| Nr. | Item Description"], []),
     "table_06.html": ("full", ["# Header", "This is the first paragraph.", "| A | B |", "After table"], []),
@@ -31,6 +33,15 @@ MAIN_VECTORS: dict[str, tuple[str, list[str], list[str]]] = {
     "fake-html-cp1252.html": ("full", ["# My First Heading", "Die schöne Frau", "15,50 €", "très"], ["\ufffd"]),
     "testArabicMisleadingCharset.html": ("full", ["# Test Arabic", "في قرية من القرى"], ["\ufffd", "Ù"]),
     "example-10k-1p.html": ("full", ["Galaxy Gaming, Inc.", "| Nevada |"], []),
+}
+
+
+# file -> (encoding, language detected) in both views; the cp1252 page mixes languages in a few lines
+ENCODINGS_AND_LANGUAGES: dict[str, tuple[str, str | None]] = {
+    "example-10k-1p.html": ("utf-8", "en"), "fake-html-cp1252.html": ("cp1252", None),
+    "fake-html-lang-de.html": ("utf-8", "de"), "kvp_data_example.html": ("utf-8", "en"),
+    "table_06.html": ("utf-8", "en"), "testArabicMisleadingCharset.html": ("cp1256", "ar"),
+    "test_blog.html": ("utf-8", "en"), "what_is_haystack.html": ("utf-8", "en"), "wiki_duck.html": ("utf-8", "en"),
 }
 
 
@@ -70,6 +81,16 @@ def test_the_main_view_keeps_tables_headings_links_language_and_encoding(corpus_
     full_headings = {path[-1].strip(" \u200b") for loc in full.locations if (path := loc.heading_path)}
     assert bool(headings) == bool(full_headings), "headings give heading paths"
     assert headings <= full_headings
+
+
+@pytest.mark.parametrize("view", ["main", "full"])
+@pytest.mark.parametrize("name", CORPUS_HTML)
+def test_corpus_pages_keep_their_encoding_and_language_in_both_views(corpus_dir: Path, name: str, view: str) -> None:
+    encoding, language = ENCODINGS_AND_LANGUAGES[name]
+    doc = process_file(corpus_dir / "docs", f"html/{name}", html_view=view)
+    assert doc.metadata["encoding"] == encoding
+    if language:
+        assert doc.detected_language == language
 
 
 def test_the_whole_page_on_request_is_the_reading_before_main_content(corpus_dir: Path) -> None:
@@ -161,8 +182,53 @@ def test_a_page_over_the_byte_cap_is_a_clear_error() -> None:
         _page("<html><body>" + "<p>words and words</p>" * 1000 + "</body></html>", max_html_bytes=4096)
 
 
-def test_a_page_deeper_than_the_extractor_reads_is_read_whole() -> None:
-    deep = "<html><body><p>intro</p>" + "<div>" * 5000 + "deep text" + "</div>" * 5000 + "</body></html>"
-    doc = _page(deep)
-    assert "deep text" in doc.content
-    assert doc.metadata["extraction"] == "full" and "nested" in doc.metadata["extraction_reason"]
+def test_a_text_too_long_for_the_extractors_parser_is_read_whole_and_says_why() -> None:
+    # libxml2 stops at a text node over 10 MB (a limit other than depth): the whole page still reads.
+    doc = _page("<html><body><p>intro</p><pre>" + "word " * 2_100_000 + "</pre><p>end text</p></body></html>")
+    assert "end text" in doc.content
+    assert doc.metadata["extraction"] == "full" and "too long" in doc.metadata["extraction_reason"]
+
+
+def _article_with_images(*images: str) -> str:
+    paragraph = ("The committee walked the length of the new bridge before it opened to traffic and counted "
+                 "every bolt on the eastern span twice over. ")
+    menu = ("<div class='menu'><a href='/'><img src='/logo.png' alt='Daily News home page logo'></a>"
+            "<a href='/sport'>Sport section of the paper</a></div>")
+    related = "<div class='related'><h3>Related</h3><ul>" + "".join(
+        f"<li><a href='/s{n}'><img src='/t{n}.jpg' alt='Teaser picture number {n}'>Other story number {n} you "
+        "may like</a></li>" for n in range(8)) + "</ul></div><div class='footer'>Copyright Daily Ltd.</div>"
+    return (f"<html><body>{menu}<article><h1>The bridge</h1><p>First part. {paragraph * 3}</p>{images[0]}"
+            f"<p>Second part. {paragraph * 3}</p>" + "".join(images[1:]) +
+            f"<p>Third part. {paragraph * 3}</p></article>{related}</body></html>")
+
+
+def test_an_articles_images_keep_their_alt_text_where_they_stood() -> None:
+    page = _article_with_images(
+        "<figure><img src='a.jpg' alt='The eastern span at dusk'><figcaption>Photo: City archive</figcaption>"
+        "</figure>",
+        "<p><img src='b.jpg' alt='Bolts counted on the eastern span'></p>")
+    doc = _page(page)
+    assert doc.metadata["extraction"] == "main"
+    first, image, second = doc.content.index("First part."), doc.content.index("[Image: The eastern span at dusk]"), \
+        doc.content.index("Second part.")
+    assert first < image < second
+    assert doc.content.index("[Image: Bolts counted on the eastern span]") < doc.content.index("Third part.")
+    for left_out in ("logo", "Teaser picture", "City archive"):  # the menu's and teasers' images; the caption
+        assert left_out not in doc.content, left_out
+    assert "[Image: The eastern span at dusk]" in _page(page, "full").content
+
+
+def test_alt_text_that_is_a_file_name_a_caption_or_a_repeat_is_left_out() -> None:
+    caption = "In this photo the mayor, left, and the chief engineer walk the bridge on Tuesday morning"
+    page = _article_with_images(
+        "<img src='a.jpg' alt='DSC_0042.jpg'>",
+        f"<img src='b.jpg' alt='{caption}'>",
+        "<img src='c.jpg' alt='The bridge'>",  # the headline again
+        "<img src='d.jpg' alt='A map of the river'>",
+        "<img src='e.jpg' alt='A map of the river'>")
+    main = _page(page)
+    assert main.metadata["extraction"] == "main"
+    assert "[Image: The bridge]" not in main.content
+    for content in (main.content, _page(page, "full").content):
+        assert "DSC_0042" not in content and caption not in content
+        assert content.count("[Image: A map of the river]") == 1

@@ -314,15 +314,16 @@ def capped() -> Iterator[ThreadedServer]:
 
 
 @pytest.mark.parametrize("view", ["main", "full"])
-async def test_deeply_nested_html_does_not_crash(capped: ThreadedServer, web: LoopbackServer, view: str) -> None:
+async def test_a_page_nested_100000_tags_deep_is_a_clear_error_while_health_answers(
+    warm: ThreadedServer, web: LoopbackServer, view: str,
+) -> None:
     page = b"<html><body>" + b"<div>" * 100_000 + b"deep text" + b"</div>" * 100_000 + b"</body></html>"
-    url = web.route("/deep.html", lambda h: respond(h, 200, page, {"Content-Type": "text/html"}))
-    failed, body, _ = await call_while_healthy(capped, "process_document", {"document_url": url, "view": view},
-                                               within=30)
-    assert not failed and "deep text" in str(body["content"]), body
-    metadata = body["metadata"]
-    assert metadata["extraction"] == "full"  # deeper than the main-content extractor reads: said so
-    assert ("nested" in metadata["extraction_reason"]) if view == "main" else "extraction_reason" not in metadata
+    url = web.route(f"/deep-{view}.html", lambda h: respond(h, 200, page, {"Content-Type": "text/html"}))
+    failed, body, polls = await call_while_healthy(warm, "process_document", {"document_url": url, "view": view})
+    assert failed and body["code"] == "PROCESSING_ERROR", body
+    assert body["reason"] == "too_deep" and body["depth"] == 100_002 and body["max_depth"] == 256, body
+    assert "100,002 deep" in str(body["error"]) and "deeper than 256" in str(body["error"]), body
+    assert polls >= 1
 
 
 async def test_a_50_mb_html_page_is_a_clear_error(web: LoopbackServer) -> None:

@@ -53,7 +53,7 @@ logger = logging.getLogger(__name__)
 # Bump when processor output changes in a way cached documents and indexes must not survive.
 PROCESSING_VERSION = "1"
 # Bump when a web page's main content changes (the whole-page view keeps PROCESSING_VERSION's keys).
-MAIN_CONTENT_VERSION = "1"
+MAIN_CONTENT_VERSION = "2"  # 2: images' alt text
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -8,9 +8,11 @@ and ``view="full"`` (the whole cleaned page, as before main-content extraction).
 set's README's: word 4-gram shingles (tokens ``\\w+``, multiset overlap), per page precision =
 shared / returned and recall = shared / gold, each averaged over the pages, F1 from the two means.
 Also: text returned per article (characters returned / characters of the gold article, median
-and p90), how many pages fell back to the whole page, and the processor's time per page (median
-of ``--runs``, in process through the registry, language detection off; wall-clock and CPU time,
-both views in the same run: on shared cores the CPU time and the ratio are the stable figures).
+and p90), how many pages fell back to the whole page, how many images were written as their alt
+text (``[Image: ...]``; the gold leaves alt text out, so each costs precision), and the processor's
+time per page (median of ``--runs``, in process through the registry, language detection off;
+wall-clock and CPU time, both views in the same run: on shared cores the CPU time and the ratio
+are the stable figures).
 ``--mcp`` reads the pages through ``process_document`` over MCP from a real server (pages served
 on 127.0.0.1) instead of in process. ``--show`` prints every page's figures.
 
@@ -55,6 +57,7 @@ class Page:
     ms: float
     cpu_ms: float
     extraction: str
+    images: int  # images written as their alt text
 
 
 def score(page_id: str, text: str, gold: str, ms: float, cpu_ms: float, extraction: str) -> Page:
@@ -62,7 +65,8 @@ def score(page_id: str, text: str, gold: str, ms: float, cpu_ms: float, extracti
     shared = sum((got & want).values())
     return Page(id=page_id, precision=shared / sum(got.values()) if got else 0.0,
                 recall=shared / sum(want.values()) if want else 1.0,
-                returned=len(text) / max(len(gold), 1), ms=ms, cpu_ms=cpu_ms, extraction=extraction)
+                returned=len(text) / max(len(gold), 1), ms=ms, cpu_ms=cpu_ms, extraction=extraction,
+                images=text.count("[Image: "))
 
 
 Read = tuple[str, float, float, str]  # (text, ms, CPU ms, extraction)
@@ -111,7 +115,7 @@ def summary(name: str, pages: list[Page]) -> list[object]:
     whole = sum(1 for p in pages if p.extraction == "full")
     return [name, f"{f1:.3f}", f"{precision:.3f}", f"{recall:.3f}", f"{statistics.median(returned):.2f}x",
             f"{percentile(returned, 0.9):.2f}x", f"{statistics.median(p.ms for p in pages):.1f}",
-            f"{statistics.median(p.cpu_ms for p in pages):.1f}", whole]
+            f"{statistics.median(p.cpu_ms for p in pages):.1f}", whole, sum(p.images for p in pages)]
 
 
 def main() -> None:
@@ -139,7 +143,7 @@ def main() -> None:
     how = "over MCP (ms: the whole call)" if args.mcp else f"in process, median of {args.runs} runs"
     print(f"{len(ids)} pages from {args.pages}, {how}; load average {load_average()}")
     print(table(["reader", "F1", "precision", "recall", "text/article median", "p90", "ms/page median",
-                 "CPU ms/page median", "whole page used"], rows))
+                 "CPU ms/page median", "whole page used", "images (alt text)"], rows))
     ratio = [m.ms / max(f.ms, 1e-6) for m, f in zip(scored["main"], scored["full"], strict=True)]
     print(f"time main / full, median over pages: {statistics.median(ratio):.2f}x")
     if args.show:

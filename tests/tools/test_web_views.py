@@ -1,5 +1,6 @@
 """A web page through the reading tools over a real MCP client: its main content by default, the whole
-page with view="full" (or the html_view setting), the two cached, indexed and cited apart."""
+page with view="full" (or the html_view setting), the two cached, indexed and cited apart; the
+fallbacks (not an article, a JavaScript shell) and images' alt text."""
 
 from __future__ import annotations
 
@@ -19,9 +20,16 @@ CHROME = "Skip to main content"  # only in the whole page
 ARTICLE = "Just by tuning the inference parameters"
 
 
+TABLE_PAGE = "table_06.html"  # a small test page: a table between two paragraphs, not an article
+SHELL = ("<!doctype html><html><head><title>Dashboard</title><script src='/static/app.js'></script></head>"
+         "<body><noscript>You need to enable JavaScript to run this app.</noscript><div id='root'></div></body></html>")
+
+
 @pytest.fixture(scope="module")
 def files(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FileServer]:
-    with serve_copies(tmp_path_factory.mktemp("served"), f"html/{BLOG}", "pdf/multi_page.pdf") as server:
+    root = tmp_path_factory.mktemp("served")
+    (root / "shell.html").write_text(SHELL, encoding="utf-8")
+    with serve_copies(root, f"html/{BLOG}", f"html/{TABLE_PAGE}", "pdf/multi_page.pdf") as server:
         yield server
 
 
@@ -59,6 +67,30 @@ async def test_process_document_reads_the_main_content_by_default_and_the_whole_
     assert again["cached"] and again["content"] == main["content"]
     links = {u["url"] for u in full["urls"] if u["source_location"] == "link"}
     assert links and links <= {u["url"] for u in main["urls"]}  # the page's links, whichever part is read
+
+
+async def test_a_page_that_is_not_an_article_is_read_whole_and_says_why(mcp: ThreadedServer, files: FileServer) -> None:
+    failed, main = await call(mcp, "process_document", document_url=files.url(TABLE_PAGE))
+    assert not failed, main
+    assert main["metadata"]["extraction"] == "full" and main["metadata"]["extraction_reason"], main["metadata"]
+    _, full = await call(mcp, "process_document", document_url=files.url(TABLE_PAGE), view="full")
+    assert main["content"] == full["content"] and "| A | B |" in main["content"]
+    assert len(main["tables"]) == len(full["tables"]) == 1
+
+
+async def test_a_javascript_shell_comes_back_with_a_hint_not_an_error(mcp: ThreadedServer, files: FileServer) -> None:
+    for view in ("main", "full"):
+        failed, body = await call(mcp, "process_document", document_url=files.url("shell.html"), view=view)
+        assert not failed, body
+        assert body["metadata"]["javascript_required"] is True and "JavaScript" in body["metadata"]["hint"]
+        assert body["metadata"]["extraction"] == "full"
+
+
+async def test_an_articles_images_are_read_as_their_alt_text(mcp: ThreadedServer, files: FileServer) -> None:
+    _, main = await call(mcp, "process_document", document_url=files.url(BLOG))
+    assert "[Image: level 3 algebra]" in main["content"] and "[Image: Chi Wang]" not in main["content"]
+    _, full = await call(mcp, "process_document", document_url=files.url(BLOG), view="full")
+    assert "[Image: Chi Wang]" in full["content"]  # the author's picture: in the page, not in the article
 
 
 async def test_a_view_that_is_not_main_or_full_is_refused(mcp: ThreadedServer, files: FileServer) -> None:

@@ -14,6 +14,8 @@ paragraph or heading of the text already starts with it (a caption or the headli
 
 from __future__ import annotations
 
+import bisect
+import itertools
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +24,7 @@ from lxml import etree
 __all__ = ["ImagePlace", "image_places", "put_images_back", "worth_keeping"]
 
 _MAX_IMAGES = 200  # a gallery page beyond this keeps the first ones; the lookup stays linear
+_MAX_STEPS = 50  # texts looked at on each side: a figure wrapping a whole page anchors nothing
 _MIN_ALT_WORDS = 2
 # Longer alt text is the photo's caption copied into it ("In this photo issued by ITV, ..."): captions
 # stay out of the main content like the extractor's own figure captions (with them, dev precision 0.931).
@@ -79,15 +82,15 @@ def _holder(image: Any) -> Any:
     return holder
 
 
-def _nearest_text(nodes: list[Any], index: int, step: int, holder: Any) -> str:
+def _nearest_text(nodes: list[Any], start: int, step: int, holder: Any) -> str:
     """The first text on one side of the image outside its figure (its caption is no anchor); a short
     one ("Related", "Share") anchors nothing rather than letting a teaser reach past it to the article."""
-    index += step
-    while 0 <= index < len(nodes):
+    for index in range(start + step, start + step * (_MAX_STEPS + 1), step):
+        if not 0 <= index < len(nodes):
+            break
         node = nodes[index]
         if isinstance(node, str) and not _inside(node, holder):
             return normalized(node)
-        index += step
     return ""
 
 
@@ -106,6 +109,8 @@ def put_images_back(body: Any, places: list[ImagePlace]) -> int:
     blocks = list(body)
     texts = [normalized(block.text_content() or "") for block in blocks]
     starts = [text.casefold() for text in texts]
+    joined = "\n".join(texts)  # one search per anchor; anchors hold no newline, so never span two blocks
+    offsets = list(itertools.accumulate((len(text) + 1 for text in texts[:-1]), initial=0))
     before: dict[int, list[str]] = {}
     after: dict[int, list[str]] = {}
     kept: set[str] = set()
@@ -113,11 +118,11 @@ def put_images_back(body: Any, places: list[ImagePlace]) -> int:
         key = place.alt.casefold()
         if key in kept or any(text.startswith(key) for text in starts):  # repeated, or a caption is
             continue
-        where = _block_with(texts, place.before)
+        where = _block_with(joined, offsets, place.before)
         if where is not None:
             before.setdefault(where, []).append(place.alt)
         else:
-            where = _block_with(texts, place.after)
+            where = _block_with(joined, offsets, place.after)
             if where is None:
                 continue
             after.setdefault(where, []).append(place.alt)
@@ -130,10 +135,12 @@ def put_images_back(body: Any, places: list[ImagePlace]) -> int:
     return len(kept)
 
 
-def _block_with(texts: list[str], anchor: str) -> int | None:
+def _block_with(joined: str, offsets: list[int], anchor: str) -> int | None:
+    """The first block whose text holds the anchor."""
     if len(anchor) < _MIN_ANCHOR_CHARS:
         return None
-    return next((where for where, text in enumerate(texts) if anchor in text), None)
+    found = joined.find(anchor)
+    return None if found < 0 else bisect.bisect_right(offsets, found) - 1
 
 
 def _image_paragraph(alt: str) -> Any:

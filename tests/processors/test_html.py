@@ -116,6 +116,13 @@ def test_a_page_nested_100k_tags_deep_is_a_clear_error_naming_the_limit_and_its_
     assert "100,002 deep" in refused.value.message and f"deeper than {MAX_DEPTH}" in refused.value.message
 
 
+def test_the_depth_of_a_page_with_more_tags_than_are_counted_is_a_lower_bound() -> None:
+    page = "<html><body>" + "<div>" * 300_000 + "</body></html>"  # counting stops at 250,000 tags
+    with pytest.raises(ProcessingError, match="nests its tags at least 250,000 deep") as refused:
+        _html(page)
+    assert refused.value.details["depth"] == 250_000
+
+
 @pytest.mark.parametrize("view", ["main", "full"])
 def test_a_page_just_inside_the_depth_limit_is_read_and_one_level_more_is_refused(view: str) -> None:
     inside = MAX_DEPTH - 2  # <html> and <body> are two of the levels

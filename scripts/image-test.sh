@@ -2,7 +2,8 @@
 # `make image-test`: builds the container images and proves them on this machine.
 #  1. the server image (Containerfile), the Redis and balancer images of compose.yaml; prints the size
 #  2. one container over HTTP: the time from start to a 200 on /health, the image's HEALTHCHECK, non-root
-#  3. `run -i ... --transport stdio` as the server of an MCP client (the repo's Python SDK): retrieve_chunks
+#  3. `run -i ... --transport stdio` as the server of an MCP client (the repo's Python SDK): retrieve_chunks,
+#     then process_document on a .doc, .ppt, .xls, .odt, .rtf, .msg and .epub (LibreOffice in the image)
 #  4. compose.yaml (Redis + two replicas + the balancer): retrieve_chunks through the balancer, then on
 #     each replica; /metrics of both show one index build between them (the other loaded it from Redis)
 # Not part of `make test`: it takes minutes (docs/deployment.md has the figures).
@@ -157,7 +158,7 @@ uid=$("$ENGINE" exec "$PROJECT-single" id -u)
 
 say "stdio: the Claude Desktop container entry of docs/clients.md (run -i ... --transport stdio) as the server of an MCP client"
 # the entry as written, with this engine for `docker` and the documents mounted as its paragraph says
-mapfile -t stdio_cmd < <("$PY" - "$ENGINE" "$ROOT/tests/corpus/docs/pdf" <<'EOF'
+mapfile -t stdio_cmd < <("$PY" - "$ENGINE" "$ROOT/tests/corpus/docs" <<'EOF'
 import json, re, sys
 clients = open("docs/clients.md", encoding="utf-8").read()
 body = re.search(r"<!-- client-config: claude-desktop-docker -->\s*```json\n(.*?)```", clients, re.S).group(1)
@@ -170,8 +171,13 @@ EOF
 )
 echo "${stdio_cmd[*]}"
 t0=$(now)
-IMAGE_CHECK_STDERR=$log "$PY" scripts/image_check.py stdio file:///documents/multi_page.pdf \
-    "Which word processor was popular among legal professionals?" -- "${stdio_cmd[@]}" || { tail -20 "$log"; exit 1; }
+# then the formats the image's system packages read (LibreOffice converts the legacy Office, OpenDocument
+# and RTF files; extract-msg the Outlook message), each through process_document
+OTHER_FORMATS=(doc/testWORD.doc ppt/powerpoint_sample.ppt xls/test.xls odt/testWORD.odt rtf/word_tables.rtf
+               msg/test_outlook_msg.msg epub/test.epub)
+IMAGE_CHECK_STDERR=$log "$PY" scripts/image_check.py stdio file:///documents/pdf/multi_page.pdf \
+    "Which word processor was popular among legal professionals?" "${OTHER_FORMATS[@]/#/file:///documents/}" \
+    -- "${stdio_cmd[@]}" || { tail -20 "$log"; exit 1; }
 echo "stdio session (container start included): $(elapsed "$t0") s"
 
 say "compose.yaml: Redis, two replicas, the balancer"

@@ -158,10 +158,12 @@ async def get_page_image(
         ge=DPI_RANGE[0], le=DPI_RANGE[1], description="Resolution; lowered when the image would exceed the size caps.",
     )] = DEFAULT_DPI,
 ) -> Annotated[CallToolResult, PageImageResult]:
-    """A PDF page as a PNG image (for a model that can see: tables, charts, layout), cropped to a
+    """A page as a PNG image (for a model that can see: tables, charts, layout), cropped to a
     passage's region when passage_id (from retrieve_chunks, search_documents or verify_quote) is
-    given. dpi 36..300 (default 110); images are capped at 4 megapixels and 2 MB (rendered
-    smaller to fit). Text formats have no pages to render and answer with an error."""
+    given. PDF pages, an image, the pages of Word/OpenDocument/RTF documents and the slides of
+    decks (page N = slide N). dpi 36..300 (default 110); images are capped at 4 megapixels and 2 MB
+    (rendered smaller to fit). Spreadsheets and text formats have no pages to render and answer with
+    an error."""
     app = app_of(ctx)
     url = validate_url(document_url, app.settings)
     if passage_id is not None:

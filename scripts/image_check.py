@@ -4,7 +4,8 @@ file runs on the host (the project's venv) and inside the server image (`exec -i
     image_check.py http URL DOC_URL QUERY        retrieve_chunks over streamable HTTP (URL ends in /mcp)
     image_check.py stdio DOC_URL QUERY [READ_URL...] -- CMD...
                                                  the server started by CMD (e.g. `podman run -i ...`) over stdio;
-                                                 then process_document on each READ_URL (other formats)
+                                                 then process_document on each READ_URL (other formats),
+                                                 and get_page_image of page 1 of the word-processing ones and decks
     image_check.py stats URL                     /health and the build counters of /metrics of one server
 
 Each prints one JSON line and exits non-zero when the server did not answer as it should.
@@ -50,12 +51,23 @@ async def over_http(url: str, doc_url: str, query: str) -> dict[str, Any]:
         return await _retrieve(client, doc_url, query)
 
 
+_PAGED = (".doc", ".docx", ".odt", ".rtf", ".ppt", ".pptx", ".odp")  # get_page_image renders them (LibreOffice)
+
+
 async def _read(session: Client, doc_url: str) -> list[Any]:
+    """[type, characters], and for a word-processing document or a deck [width, height] of page 1's image."""
     result = await session.call_tool("process_document", {"document_url": doc_url})
     body = _payload(result)
     if result.is_error or not body.get("content", "").strip():
         raise SystemExit(f"process_document failed on {doc_url}: {json.dumps(body)[:1000]}")
-    return [body["document_type"], body["content_length"]]
+    answer = [body["document_type"], body["content_length"]]
+    if doc_url.endswith(_PAGED):
+        shown = await session.call_tool("get_page_image", {"document_url": doc_url, "page": 1})
+        page = _payload(shown)
+        if shown.is_error or not page.get("bytes"):
+            raise SystemExit(f"get_page_image failed on {doc_url}: {json.dumps(page)[:1000]}")
+        answer.append([page["width"], page["height"]])
+    return answer
 
 
 async def over_stdio(command: list[str], doc_url: str, query: str, reads: list[str]) -> dict[str, Any]:

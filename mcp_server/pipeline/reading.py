@@ -21,6 +21,7 @@ from mcp_server.core.concurrency import KeyedLock, run_sync
 from mcp_server.core.errors import ValidationError
 from mcp_server.core.models import Chunk, ChunkLocation, Location, ProcessedDocument
 from mcp_server.pipeline.read_windows import (
+    CHAPTER_TYPES,
     CHARS_PER_TOKEN_CAP,
     SHEET_TYPES,
     Cursor,
@@ -66,7 +67,7 @@ class ReadWindow:
     next_cursor: str | None
     doc_type: str
     total_chars: int
-    units: tuple[int, ...]  # pages, slides or sheets (1-based) the window touches
+    units: tuple[int, ...]  # pages, slides, sheets or chapters (1-based) the window touches
     cached: bool
 
 
@@ -165,12 +166,14 @@ class Reading:
             next_cursor = Cursor(key=key, offset=following, pages=canonical_pages(pages) if pages else "").encode()
         return ReadWindow(text=text, tokens=tokens, start=at, end=end, location=location, next_cursor=next_cursor,
                           doc_type=processed.doc_type, total_chars=len(doc.content),
-                          units=_units_of(location, doc.doc_type) or self._sheet_units(doc, locations, at, end),
+                          units=_units_of(location, doc.doc_type) or self._numbered_units(doc, locations, at, end),
                           cached=processed.cached)
 
     @staticmethod
-    def _sheet_units(doc: ProcessedDocument, locations: Sequence[Location], start: int, end: int) -> tuple[int, ...]:
-        if doc.doc_type not in SHEET_TYPES:
+    def _numbered_units(doc: ProcessedDocument, locations: Sequence[Location], start: int,
+                        end: int) -> tuple[int, ...]:
+        """The sheets or chapters a window touches, numbered in order (their locations carry names)."""
+        if doc.doc_type not in (*SHEET_TYPES, *CHAPTER_TYPES):
             return ()
         units = unit_spans(doc, locations)
         return tuple(sorted(u for u, spans in units.items() if any(s < end and start < e for s, e in spans)))

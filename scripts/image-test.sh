@@ -2,7 +2,9 @@
 # `make image-test`: builds the container images and proves them on this machine.
 #  1. the server image (Containerfile), the Redis and balancer images of compose.yaml; prints the size
 #  2. one container over HTTP: the time from start to a 200 on /health, the image's HEALTHCHECK, non-root
-#  3. `run -i ... --transport stdio` as the server of an MCP client (the repo's Python SDK): retrieve_chunks
+#  3. `run -i ... --transport stdio` as the server of an MCP client (the repo's Python SDK): retrieve_chunks,
+#     then process_document on a .doc, .ppt, .xls, .odt, .rtf, .msg and .epub (LibreOffice in the image), and
+#     get_page_image of the first page of the .doc, .ppt, .odt and .rtf (LibreOffice's PDF export, fonts)
 #  4. compose.yaml (Redis + two replicas + the balancer): retrieve_chunks through the balancer, then on
 #     each replica; /metrics of both show one index build between them (the other loaded it from Redis)
 # Not part of `make test`: it takes minutes (docs/deployment.md has the figures).
@@ -28,7 +30,8 @@ elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 # with no daemon behind it does not); none answering, as root with apt-get, Podman is installed the way
 # `make` installs Tesseract (podman, podman-compose, runc, and debootstrap for a base image without a
 # registry); otherwise the exact command is printed. `image-test.sh --pick-engine` stops there.
-PODMAN_PACKAGES=(podman podman-compose runc debootstrap)
+# Podman's CNI networks resolve container names (compose's `rag-a`) only with the dnsname plugin.
+PODMAN_PACKAGES=(podman podman-compose runc debootstrap golang-github-containernetworking-plugin-dnsname)
 # runc, and ulimits within the machine's own (Podman's defaults are refused on some kernels); set
 # before `podman info` is asked, and ignored by Docker.
 export CONTAINERS_CONF=${CONTAINERS_CONF:-$ROOT/deploy/podman-containers.conf}
@@ -61,6 +64,10 @@ fi
 answers "$ENGINE" || { echo "image-test: $ENGINE does not answer '$(basename "$ENGINE") info'" >&2; exit 1; }
 ENGINE_NAME=$(basename "$ENGINE")
 if [ "$ENGINE_NAME" = podman ] && ! command -v podman-compose >/dev/null 2>&1; then install_packages podman-compose; fi
+if [ "$ENGINE_NAME" = podman ] && [ "$("$ENGINE" info --format '{{.Host.NetworkBackend}}')" = cni ] \
+        && [ ! -x /usr/lib/cni/dnsname ] && [ ! -x /usr/libexec/cni/dnsname ]; then
+    install_packages golang-github-containernetworking-plugin-dnsname  # else the balancer finds no `rag-a`
+fi
 echo "image-test: container engine $ENGINE ($("$ENGINE" --version))"
 [ "${1:-}" = --pick-engine ] && { rm -f "$log"; exit 0; }
 BUILD_FLAGS=()
@@ -77,6 +84,7 @@ fi
 cleanup() {
     for name in "$PROJECT-single" "$PROJECT-docs"; do "$ENGINE" rm -f -v "$name" >/dev/null 2>&1 || true; done
     "${COMPOSE[@]}" -f compose.yaml down -v >/dev/null 2>&1 || true
+    "$ENGINE" network rm -f "${PROJECT}_default" >/dev/null 2>&1 || true  # made again, with DNS if it lacked it
     "$ENGINE" volume rm -f "$PROJECT-single-data" "$PROJECT-stdio-data" >/dev/null 2>&1 || true
     rm -f "$log"
 }
@@ -157,7 +165,7 @@ uid=$("$ENGINE" exec "$PROJECT-single" id -u)
 
 say "stdio: the Claude Desktop container entry of docs/clients.md (run -i ... --transport stdio) as the server of an MCP client"
 # the entry as written, with this engine for `docker` and the documents mounted as its paragraph says
-mapfile -t stdio_cmd < <("$PY" - "$ENGINE" "$ROOT/tests/corpus/docs/pdf" <<'EOF'
+mapfile -t stdio_cmd < <("$PY" - "$ENGINE" "$ROOT/tests/corpus/docs" <<'EOF'
 import json, re, sys
 clients = open("docs/clients.md", encoding="utf-8").read()
 body = re.search(r"<!-- client-config: claude-desktop-docker -->\s*```json\n(.*?)```", clients, re.S).group(1)
@@ -170,8 +178,13 @@ EOF
 )
 echo "${stdio_cmd[*]}"
 t0=$(now)
-IMAGE_CHECK_STDERR=$log "$PY" scripts/image_check.py stdio file:///documents/multi_page.pdf \
-    "Which word processor was popular among legal professionals?" -- "${stdio_cmd[@]}" || { tail -20 "$log"; exit 1; }
+# then the formats the image's system packages read (LibreOffice converts the legacy Office, OpenDocument
+# and RTF files; extract-msg the Outlook message), each through process_document
+OTHER_FORMATS=(doc/testWORD.doc ppt/powerpoint_sample.ppt xls/test.xls odt/testWORD.odt rtf/word_tables.rtf
+               msg/test_outlook_msg.msg epub/test.epub)
+IMAGE_CHECK_STDERR=$log "$PY" scripts/image_check.py stdio file:///documents/pdf/multi_page.pdf \
+    "Which word processor was popular among legal professionals?" "${OTHER_FORMATS[@]/#/file:///documents/}" \
+    -- "${stdio_cmd[@]}" || { tail -20 "$log"; exit 1; }
 echo "stdio session (container start included): $(elapsed "$t0") s"
 
 say "compose.yaml: Redis, two replicas, the balancer"

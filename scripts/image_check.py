@@ -2,7 +2,10 @@
 file runs on the host (the project's venv) and inside the server image (`exec -i NAME python - ...`).
 
     image_check.py http URL DOC_URL QUERY        retrieve_chunks over streamable HTTP (URL ends in /mcp)
-    image_check.py stdio DOC_URL QUERY -- CMD... the server started by CMD (e.g. `podman run -i ...`) over stdio
+    image_check.py stdio DOC_URL QUERY [READ_URL...] -- CMD...
+                                                 the server started by CMD (e.g. `podman run -i ...`) over stdio;
+                                                 then process_document on each READ_URL (other formats),
+                                                 and get_page_image of page 1 of the word-processing ones and decks
     image_check.py stats URL                     /health and the build counters of /metrics of one server
 
 Each prints one JSON line and exits non-zero when the server did not answer as it should.
@@ -48,14 +51,35 @@ async def over_http(url: str, doc_url: str, query: str) -> dict[str, Any]:
         return await _retrieve(client, doc_url, query)
 
 
-async def over_stdio(command: list[str], doc_url: str, query: str) -> dict[str, Any]:
+_PAGED = (".doc", ".docx", ".odt", ".rtf", ".ppt", ".pptx", ".odp")  # get_page_image renders them (LibreOffice)
+
+
+async def _read(session: Client, doc_url: str) -> list[Any]:
+    """[type, characters], and for a word-processing document or a deck [width, height] of page 1's image."""
+    result = await session.call_tool("process_document", {"document_url": doc_url})
+    body = _payload(result)
+    if result.is_error or not body.get("content", "").strip():
+        raise SystemExit(f"process_document failed on {doc_url}: {json.dumps(body)[:1000]}")
+    answer = [body["document_type"], body["content_length"]]
+    if doc_url.endswith(_PAGED):
+        shown = await session.call_tool("get_page_image", {"document_url": doc_url, "page": 1})
+        page = _payload(shown)
+        if shown.is_error or not page.get("bytes"):
+            raise SystemExit(f"get_page_image failed on {doc_url}: {json.dumps(page)[:1000]}")
+        answer.append([page["width"], page["height"]])
+    return answer
+
+
+async def over_stdio(command: list[str], doc_url: str, query: str, reads: list[str]) -> dict[str, Any]:
     # the whole environment: the container engine may need its own variables (CONTAINERS_CONF)
     params = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
     # the server's log lines (stderr) go to IMAGE_CHECK_STDERR, not between this script's results
     with open(os.environ.get("IMAGE_CHECK_STDERR", os.devnull), "w") as errlog:
         async with Client(stdio_client(params, errlog=errlog)) as client:
             answer = await _retrieve(client, doc_url, query)
-            return {"server": client.server_info.name if client.server_info else None, **answer}
+            read = {url.rsplit("/", 1)[-1]: await _read(client, url) for url in reads}
+            return {"server": client.server_info.name if client.server_info else None, **answer,
+                    **({"read": read} if read else {})}
 
 
 def _sum(metrics: str, name: str, labels: str = "") -> float:
@@ -80,8 +104,8 @@ def main(argv: list[str]) -> None:
         answer = asyncio.run(over_http(argv[1], argv[2], argv[3]))
     elif argv[:1] == ["stdio"] and "--" in argv:
         split = argv.index("--")
-        doc_url, query = argv[1:split]
-        answer = asyncio.run(over_stdio(argv[split + 1:], doc_url, query))
+        doc_url, query, *reads = argv[1:split]
+        answer = asyncio.run(over_stdio(argv[split + 1:], doc_url, query, reads))
     elif argv[:1] == ["stats"] and len(argv) == 2:
         answer = stats(argv[1])
     else:

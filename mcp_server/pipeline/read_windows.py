@@ -22,15 +22,16 @@ from mcp_server.core.models import Location, ProcessedDocument
 from mcp_server.pipeline.research import PageRanges
 
 __all__ = [
-    "CHARS_PER_TOKEN_CAP", "PAGED_TYPES", "SHEET_TYPES", "SLIDE_TYPES", "Cursor", "canonical_pages", "locations_of",
-    "read_window", "selection", "skip_space", "unit_spans",
+    "CHAPTER_TYPES", "CHARS_PER_TOKEN_CAP", "PAGED_TYPES", "SHEET_TYPES", "SLIDE_TYPES", "Cursor", "canonical_pages",
+    "locations_of", "read_window", "selection", "skip_space", "unit_spans",
 ]
 
 CHARS_PER_TOKEN_CAP = 12  # a window holds at most this many characters per token of budget
 FIRST_CHARS_PER_TOKEN = 5  # the first window tried (English prose and filings run ~4 per token)
 SLIDE_TYPES = ("pptx", "ppt", "odp")
 SHEET_TYPES = ("xlsx", "xls", "ods", "csv")
-PAGED_TYPES = ("pdf", *SLIDE_TYPES, *SHEET_TYPES)  # types whose text has pages, slides or sheets
+CHAPTER_TYPES = ("epub",)  # chapters in reading order, each under its own top heading
+PAGED_TYPES = ("pdf", *SLIDE_TYPES, *SHEET_TYPES, *CHAPTER_TYPES)  # text with pages, slides, sheets or chapters
 
 _PARAGRAPH = re.compile(r"\n[ \t]*\n")
 _LINE = re.compile(r"\n")
@@ -78,20 +79,27 @@ def canonical_pages(ranges: PageRanges) -> str:
     return ",".join(f"{lo}-{hi}" if hi > lo else str(lo) for lo, hi in ranges.ranges)
 
 
-# --- the document's pages, slides or sheets --------------------------------------------------------
+# --- the document's pages, slides, sheets or chapters --------------------------------------------------------
 def locations_of(doc: ProcessedDocument) -> tuple[Location, ...]:
     return tuple(sorted(doc.locations, key=lambda loc: loc.start)) or infer_locations(doc.content, doc.doc_type)
 
 
 def unit_spans(doc: ProcessedDocument, locations: Sequence[Location]) -> dict[int, list[tuple[int, int]]]:
-    """Each page (PDF), slide (PPTX) or sheet (XLSX/CSV, numbered in order) -> its spans of text."""
+    """Each page (PDF), slide (PPTX), sheet (XLSX/CSV, numbered in order) or chapter (EPUB, numbered in
+    reading order; the title block before the first is in none) -> its spans of text."""
     spans: dict[int, list[tuple[int, int]]] = {}
     sheets: dict[str, int] = {}
+    chapter: tuple[str, ...] = ()
+    chapters = 0
     for loc in locations:
         if doc.doc_type == "pdf":
             unit = loc.page
         elif doc.doc_type in SLIDE_TYPES:
             unit = loc.slide
+        elif doc.doc_type in CHAPTER_TYPES:
+            if loc.heading_path[:1] and loc.heading_path[:1] != chapter:  # a chapter's locations share its title
+                chapter, chapters = loc.heading_path[:1], chapters + 1
+            unit = chapters if loc.heading_path else None
         elif loc.sheet is not None:
             unit = sheets.setdefault(loc.sheet, len(sheets) + 1)
         else:
@@ -111,14 +119,14 @@ def selection(doc: ProcessedDocument, locations: Sequence[Location], pages: Page
     if pages is None:
         return [(0, len(doc.content))] if doc.content else []
     if doc.doc_type not in PAGED_TYPES:
-        raise ValidationError(f"argument 'pages': a {doc.doc_type.upper()} document has no pages, slides or "
-                              "sheets; read it without pages", argument="pages")
+        raise ValidationError(f"argument 'pages': a {doc.doc_type.upper()} document has no pages, slides, sheets or "
+                              "chapters; read it without pages", argument="pages")
     units = unit_spans(doc, locations)
     chosen = sorted(span for unit, spans in units.items() if unit in pages for span in spans)
     if not chosen:
         have = f"1-{max(units)}" if units else "none"
-        raise ValidationError(f"argument 'pages' selects nothing: the document's pages, slides or sheets are {have}",
-                              argument="pages", available=have)
+        raise ValidationError(f"argument 'pages' selects nothing: the document's pages, slides, sheets or chapters "
+                              f"are {have}", argument="pages", available=have)
     merged: list[tuple[int, int]] = []
     for start, end in chosen:
         if merged and start <= merged[-1][1]:

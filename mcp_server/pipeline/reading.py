@@ -2,7 +2,8 @@
 
 ``Reading`` sits on ``DocumentService`` like ``research.Research``: every document goes through
 the same download cache, parser pool and document cache; what it adds is kept in two more cache
-layers of the service (``quote_index``: one ``QuoteIndex`` per content key; ``page_image``: PNGs).
+layers of the service (``quote_index``: one ``QuoteIndex`` per content key; ``page_image``: PNGs;
+``page_pdf``: an office document's PDF export, which its pages are rendered from).
 
 Read cursors are stateless (``read_windows.Cursor``), so any worker (or host) continues a read
 another one started.
@@ -20,9 +21,9 @@ from mcp_server.core.concurrency import KeyedLock, run_sync
 from mcp_server.core.errors import ValidationError
 from mcp_server.core.models import Chunk, ChunkLocation, Location, ProcessedDocument
 from mcp_server.pipeline.read_windows import (
+    CHAPTER_TYPES,
     CHARS_PER_TOKEN_CAP,
     SHEET_TYPES,
-    SLIDE_TYPES,
     Cursor,
     canonical_pages,
     locations_of,
@@ -33,8 +34,8 @@ from mcp_server.pipeline.read_windows import (
 )
 from mcp_server.pipeline.research import PageRanges
 from mcp_server.pipeline.service import DocumentService, Processed, View
-from mcp_server.processors import document_input
-from mcp_server.processors.page_image import RenderedPage, render_page
+from mcp_server.processors import DocumentInput, document_input
+from mcp_server.processors.page_image import OFFICE_PAGED, RenderedPage, office_pdf, render_page
 from mcp_server.retrieval.passages import parse_passage_id, passage_id, text_checksum
 from mcp_server.retrieval.quotes import QuoteIndex, QuoteMatch
 
@@ -51,7 +52,8 @@ DPI_RANGE = (36, 300)
 QUOTE_INDEXES = 16  # documents whose quote index is kept in memory ...
 QUOTE_INDEX_BYTES = 128 * 1024 * 1024  # ... within this many bytes (a 250-page 10-K's takes ~13 MB)
 IMAGE_CACHE_BYTES = 64 * 1024 * 1024
-RENDERABLE = ("pdf", "image")
+PDF_CACHE_BYTES = 128 * 1024 * 1024  # office documents' PDF exports (one LibreOffice run serves every page)
+RENDERABLE = ("pdf", "image", *OFFICE_PAGED)
 
 
 # --- values ---------------------------------------------------------------------------------------
@@ -65,7 +67,7 @@ class ReadWindow:
     next_cursor: str | None
     doc_type: str
     total_chars: int
-    units: tuple[int, ...]  # pages, slides or sheets (1-based) the window touches
+    units: tuple[int, ...]  # pages, slides, sheets or chapters (1-based) the window touches
     cached: bool
 
 
@@ -120,7 +122,10 @@ class Reading:
         self.images: MemoryLayer[RenderedPage] = MemoryLayer(
             "page_image", max_entries=256, ttl=settings.cache_ttl, max_bytes=IMAGE_CACHE_BYTES,
             size_of=lambda page: len(page.png) + 200, budget=service.budget)
-        service.extra_layers.extend([self.quote_indexes, self.images])
+        self.pdfs: MemoryLayer[bytes] = MemoryLayer(
+            "page_pdf", max_entries=32, ttl=settings.cache_ttl, max_bytes=PDF_CACHE_BYTES,
+            size_of=lambda pdf: len(pdf) + 200, budget=service.budget)
+        service.extra_layers.extend([self.quote_indexes, self.images, self.pdfs])
         self._builds = KeyedLock()
 
     async def read(self, url: str, *, pages: PageRanges | None, cursor: str | None, max_tokens: int,
@@ -161,12 +166,14 @@ class Reading:
             next_cursor = Cursor(key=key, offset=following, pages=canonical_pages(pages) if pages else "").encode()
         return ReadWindow(text=text, tokens=tokens, start=at, end=end, location=location, next_cursor=next_cursor,
                           doc_type=processed.doc_type, total_chars=len(doc.content),
-                          units=_units_of(location, doc.doc_type) or self._sheet_units(doc, locations, at, end),
+                          units=_units_of(location, doc.doc_type) or self._numbered_units(doc, locations, at, end),
                           cached=processed.cached)
 
     @staticmethod
-    def _sheet_units(doc: ProcessedDocument, locations: Sequence[Location], start: int, end: int) -> tuple[int, ...]:
-        if doc.doc_type not in SHEET_TYPES:
+    def _numbered_units(doc: ProcessedDocument, locations: Sequence[Location], start: int,
+                        end: int) -> tuple[int, ...]:
+        """The sheets or chapters a window touches, numbered in order (their locations carry names)."""
+        if doc.doc_type not in (*SHEET_TYPES, *CHAPTER_TYPES):
             return ()
         units = unit_spans(doc, locations)
         return tuple(sorted(u for u, spans in units.items() if any(s < end and start < e for s, e in spans)))
@@ -212,28 +219,41 @@ class Reading:
     async def page_image(self, url: str, page: int, *, pid: str | None, dpi: int) -> PageImage:
         fetched = await self.service.fetch(url)
         inp = await run_sync(document_input, fetched)
-        if inp.doc_type in SLIDE_TYPES:
+        if inp.doc_type in SHEET_TYPES:
             raise ValidationError(
-                f"argument 'document_url': {inp.doc_type.upper()} slides cannot be rendered on this server (it "
-                "has no office renderer); read the slide's text with read_document(pages=...)", argument="document_url",
-                document_type=inp.doc_type)
+                f"argument 'document_url': a {inp.doc_type.upper()} spreadsheet has sheets, not pages, and no page "
+                "images; read a sheet with read_document(pages=N)", argument="document_url",
+                document_type=inp.doc_type, reason="no_pages")
         if inp.doc_type not in RENDERABLE:
             raise ValidationError(
-                f"argument 'document_url': get_page_image needs a PDF (or an image), but {url} is "
+                f"argument 'document_url': get_page_image needs a document with pages (PDF, an image, a Word, "
+                f"OpenDocument or RTF document, a deck), but {url} is "
                 f"{inp.doc_type.upper() if inp.doc_type != 'unknown' else 'of an unknown type'}, which has no "
                 "pages to render; read its text with read_document", argument="document_url",
-                document_type=inp.doc_type)
+                document_type=inp.doc_type, reason="no_pages")
         content_key = self.service.content_key(fetched)
         passage_text = await self._passage_text(pid, content_key, page) if pid is not None else None
         cache_key = f"{content_key}|{page}|{dpi}|{text_checksum(passage_text) if passage_text else '-'}"
         rendered = await run_sync(self.images.get, cache_key)
         cached = rendered is not None
         if rendered is None:
-            rendered = await self.service.parsers.run(render_page, inp, page, dpi, passage_text,
+            pages = inp
+            if inp.doc_type in OFFICE_PAGED:
+                pages = DocumentInput(data=await self._pdf_of(content_key, inp), doc_type="pdf")
+            rendered = await self.service.parsers.run(render_page, pages, page, dpi, passage_text,
                                                       PAGE_IMAGE_MAX_PIXELS, PAGE_IMAGE_MAX_BYTES,
                                                       self.service.settings.max_image_pixels)
             await run_sync(self.images.put, cache_key, rendered)
         return PageImage(rendered=rendered, doc_type=inp.doc_type, page=page, passage_id=pid, cached=cached)
+
+    async def _pdf_of(self, content_key: str, inp: DocumentInput) -> bytes:
+        """The office document as PDF: exported once (LibreOffice, in a parser worker), then cached."""
+        async with self._builds.hold(f"pdf|{content_key}"):
+            pdf = await run_sync(self.pdfs.get, content_key)
+            if pdf is None:
+                pdf = await self.service.parsers.run(office_pdf, inp, self.service.options)
+                await run_sync(self.pdfs.put, content_key, pdf)
+        return pdf
 
     async def _passage_text(self, pid: str, content_key: str, page: int) -> str:
         try:
@@ -251,6 +271,9 @@ class Reading:
             raise ValidationError("argument 'passage_id': unknown, expired or stale passage id; search the "
                                   "document again for a fresh id", argument="passage_id")
         chunk = index.chunks[ref.position]
+        if chunk.location.slide is not None and page != chunk.location.slide:
+            raise ValidationError(f"argument 'page': the passage is on slide {chunk.location.slide}, not {page}",
+                                  argument="page", pages=[chunk.location.slide])
         if chunk.location.pages and page not in chunk.location.pages:
             shown = ", ".join(str(p) for p in chunk.location.pages)
             raise ValidationError(f"argument 'page': the passage is on page {shown}, not {page}", argument="page",

@@ -1,4 +1,5 @@
-"""LibreOffice headless as a converter: a legacy or OpenDocument file in, OOXML bytes out.
+"""LibreOffice headless as a converter: a legacy or OpenDocument file in, OOXML bytes out (or, for
+``get_page_image``, any word-processing or presentation file in, its pages as PDF out).
 
 The formats LibreOffice reads best (.doc/.xls/.ppt, .odt/.ods/.odp, .rtf) are converted to the
 OOXML our own processors already read (headings, tables, sheets and slides with locations), so
@@ -35,13 +36,17 @@ from mcp_server.core.models import ProcessedDocument
 from mcp_server.processors.base import DocumentInput, ProcessOptions, Processor
 from mcp_server.processors.ooxml import ENCRYPTED_MESSAGE
 
-__all__ = ["OfficeConverter", "convert", "converter_available", "read_converted", "refuse_encrypted_ole"]
+__all__ = ["PDF_FILTERS", "OfficeConverter", "convert", "converter_available", "read_converted", "refuse_encrypted_ole"]
 
 _INSTALL = "apt-get install libreoffice-core-nogui libreoffice-writer-nogui libreoffice-calc-nogui " \
            "libreoffice-impress-nogui (or run `make`)"
 _GUARD_SLACK = 5.0  # seconds the outer guard waits past the converter's limit
 _OUTPUT_FILTERS = {"docx": "docx:MS Word 2007 XML", "xlsx": "xlsx:Calc Office Open XML",
                    "pptx": "pptx:Impress Office Open XML"}
+# PDF export of a text document, and of a deck: hidden slides too, so that page N is slide N as the
+# PPTX reader numbers them (it reads hidden slides)
+PDF_FILTERS = {"writer": "pdf:writer_pdf_Export",
+               "impress": 'pdf:impress_pdf_Export:{"ExportHiddenSlides":{"type":"boolean","value":"true"}}'}
 
 
 class OfficeConverter:
@@ -51,10 +56,10 @@ class OfficeConverter:
         self.command = command
         self.timeout = timeout
 
-    def convert(self, data: bytes, *, suffix: str, target: str) -> bytes:
+    def convert(self, data: bytes, *, suffix: str, target: str, output_filter: str | None = None) -> bytes:
         """The document (``suffix``: its extension, e.g. ".doc") converted to ``target`` ("docx",
-        "xlsx" or "pptx"). Raises ``ProcessingError`` on a missing converter, a timeout, a crash
-        or a file LibreOffice cannot load."""
+        "xlsx" or "pptx"; "pdf" with one of ``PDF_FILTERS``). Raises ``ProcessingError`` on a missing
+        converter, a timeout, a crash or a file LibreOffice cannot load."""
         binary = shutil.which(self.command)
         if binary is None:
             raise ProcessingError(f"reading this format needs LibreOffice, which is not installed: {_INSTALL}",
@@ -65,7 +70,7 @@ class OfficeConverter:
             out = Path(work) / "out"
             argv = [binary, "--headless", "--norestore", "--nolockcheck", "--nodefault", "--nologo",
                     f"-env:UserInstallation={_profile().as_uri()}",
-                    "--convert-to", _OUTPUT_FILTERS[target], "--outdir", str(out), str(source)]
+                    "--convert-to", output_filter or _OUTPUT_FILTERS[target], "--outdir", str(out), str(source)]
             self._run(self._guarded(_isolated(argv)), work)
             result = out / f"document.{target}"
             if not result.is_file() or result.stat().st_size == 0:
@@ -106,8 +111,10 @@ def converter_available(command: str) -> bool:
     return shutil.which(command) is not None
 
 
-def convert(data: bytes, *, suffix: str, target: str, command: str, timeout: float) -> bytes:
-    return OfficeConverter(command, timeout=timeout).convert(data, suffix=suffix, target=target)
+def convert(data: bytes, *, suffix: str, target: str, command: str, timeout: float,
+            output_filter: str | None = None) -> bytes:
+    return OfficeConverter(command, timeout=timeout).convert(data, suffix=suffix, target=target,
+                                                             output_filter=output_filter)
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:

@@ -24,7 +24,7 @@ from mcp_server.processors.ooxml import ENCRYPTED_MESSAGE, guard_ooxml
 from mcp_server.processors.pptx import PptxProcessor
 from mcp_server.processors.xlsx import XlsxProcessor
 
-__all__ = ["OdpProcessor", "OdsProcessor", "OdtProcessor"]
+__all__ = ["OdpProcessor", "OdsProcessor", "OdtProcessor", "check_package"]
 
 _MIME = "application/vnd.oasis.opendocument."
 
@@ -33,15 +33,20 @@ def _magic(kind: str) -> Magic:
     return Magic(parts=((0, b"PK\x03\x04"), (30, f"mimetype{_MIME}{kind}".encode())))
 
 
-def _read(doc: DocumentInput, options: ProcessOptions, *, doc_type: str, reader: Processor) -> ProcessedDocument:
-    guard_ooxml(doc.data, options, kind=doc_type.upper())
-    with zipfile.ZipFile(io.BytesIO(doc.data)) as package:
+def check_package(data: bytes, options: ProcessOptions, *, doc_type: str) -> None:
+    """The zip limits, then the manifest: an encrypted package is refused before LibreOffice sees it."""
+    guard_ooxml(data, options, kind=doc_type.upper())
+    with zipfile.ZipFile(io.BytesIO(data)) as package:
         try:
             manifest = package.read("META-INF/manifest.xml")
         except KeyError:
             manifest = b""
     if b"encryption-data" in manifest:
         raise ProcessingError(ENCRYPTED_MESSAGE, reason="encrypted")
+
+
+def _read(doc: DocumentInput, options: ProcessOptions, *, doc_type: str, reader: Processor) -> ProcessedDocument:
+    check_package(doc.data, options, doc_type=doc_type)
     return read_converted(doc, options, doc_type=doc_type, suffix=f".{doc_type}", reader=reader)
 
 

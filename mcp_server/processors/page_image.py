@@ -2,8 +2,11 @@
 
 Runs in a parser worker (``ParserPool.run(render_page, ...)``), like every parse: the bytes are
 untrusted, MuPDF is imported only there, and the worker's time and memory limits apply. PDF pages
-render with PyMuPDF; an image document is its own single page. Slides (PPTX) need an office
-renderer this server does not ship, so they answer with a clear error (the caller checks first).
+render with PyMuPDF; an image document is its own single page. Word-processing documents and decks
+(DOCX, DOC, ODT, RTF; PPTX, PPT, ODP) are first exported to PDF by LibreOffice (``office_pdf``, with
+the converter's time limit, after the same encryption and zip checks as their parse; the caller
+caches the PDF), whose pages are then rendered the same way: a deck's page N is its slide N, a text
+document's pages are LibreOffice's layout of it.
 
 Caps: the image never exceeds ``max_pixels`` (the scale is lowered to fit) nor ``max_bytes`` of PNG
 (rendered again smaller, a few times, then refused).
@@ -17,9 +20,17 @@ import re
 from dataclasses import dataclass
 
 from mcp_server.core.errors import ProcessingError, ValidationError
-from mcp_server.processors.base import DocumentInput
+from mcp_server.processors._soffice import PDF_FILTERS, convert, refuse_encrypted_ole
+from mcp_server.processors.base import DocumentInput, ProcessOptions
+from mcp_server.processors.odf import check_package
+from mcp_server.processors.ooxml import guard_ooxml
 
-__all__ = ["RenderedPage", "render_page"]
+__all__ = ["OFFICE_PAGED", "RenderedPage", "office_pdf", "render_page"]
+
+# the types whose pages LibreOffice lays out: type -> (its extension, "writer" or "impress")
+OFFICE_PAGED = {"docx": (".docx", "writer"), "doc": (".doc", "writer"), "odt": (".odt", "writer"),
+                "rtf": (".rtf", "writer"), "pptx": (".pptx", "impress"), "ppt": (".ppt", "impress"),
+                "odp": (".odp", "impress")}
 
 _TERM = re.compile(r"\w+")
 _MARGIN = 12.0  # points around a passage's words in a crop
@@ -57,6 +68,20 @@ def render_page(inp: DocumentInput, page: int, dpi: int, passage_text: str | Non
             raise ProcessingError(f"page {page} of the PDF cannot be read") from exc
         clip = _passage_box(loaded, passage_text) if passage_text else None
         return _render_pdf_page(loaded, count, dpi, clip, max_pixels, max_bytes)
+
+
+def office_pdf(inp: DocumentInput, options: ProcessOptions) -> bytes:
+    """A word-processing document or a deck as PDF, by LibreOffice. Refused first as its parse
+    would refuse it: an OOXML or OpenDocument zip past the zip limits, an encrypted file."""
+    suffix, family = OFFICE_PAGED[inp.doc_type]
+    if inp.doc_type in ("docx", "pptx"):
+        guard_ooxml(inp.data, options, kind=inp.doc_type.upper())
+    elif inp.doc_type in ("odt", "odp"):
+        check_package(inp.data, options, doc_type=inp.doc_type)
+    elif inp.doc_type in ("doc", "ppt"):
+        refuse_encrypted_ole(inp.data)
+    return convert(inp.data, suffix=suffix, target="pdf", command=options.office_command,
+                   timeout=options.office_timeout, output_filter=PDF_FILTERS[family])
 
 
 def _render_pdf_page(loaded: object, count: int, dpi: int, clip: tuple[float, float, float, float] | None,

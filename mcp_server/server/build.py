@@ -55,7 +55,7 @@ Deterministic document tools (no LLM inside). Point them at a document URL.
   -> text cut at paragraph ends, its location and next_cursor (pass it back as cursor to read on).
 - Before citing a sentence: verify_quote(document_url, quote) -> exact / close (with the document's
   own wording) / none, and the passage_id and page where it stands.
-- To look at a PDF page (tables, charts): get_page_image(document_url, page, passage_id=None) -> PNG.
+- To look at a page or slide (tables, charts): get_page_image(document_url, page, passage_id=None) -> PNG.
 - Row lookups in spreadsheets (XLSX/CSV): query_spreadsheet(document_url, search_value).
 - Whole-document text for summaries: process_document; chunk lists: chunk_document.
 - Raw per-format extraction: extract_pdf_text, extract_docx_text, extract_pptx_text,

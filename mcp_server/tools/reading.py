@@ -35,8 +35,8 @@ class ReadResult(BaseModel):
     tokens: int = Field(description="Tokens of text (the embedding tokenizer, as max_tokens counts everywhere).")
     location: dict[str, Any] = Field(description="start_char/end_char of this stretch, its pages, slide, sheet and "
                                                  "heading_path where known.")
-    pages: list[int] = Field(description="Pages (PDF), slides (PPTX) or sheets (XLSX/CSV, numbered in order) "
-                                         "the text comes from.")
+    pages: list[int] = Field(description="Pages (PDF), slides (PPTX), sheets (XLSX/CSV) or chapters (EPUB; numbered "
+                                         "in order) the text comes from.")
     next_cursor: str | None = Field(description="Pass it as cursor to read on; null at the end. Tied to these "
                                                 "bytes: a changed document makes it stale.")
     total_chars: int = Field(description="Length of the document's whole text.")
@@ -92,8 +92,9 @@ def _reading(ctx: Context) -> Reading:
 async def read_document(
     document_url: DocumentUrl, ctx: Context,
     pages: Annotated[str | None, Field(
-        description='Only these PDF pages, slides (PPTX, PPT, ODP) or sheets (XLSX, XLS, ODS, CSV; numbered in '
-                    'order), e.g. "3-7,12"; leave it out when passing a cursor.')] = None,
+        description='Only these PDF pages, slides (PPTX, PPT, ODP), sheets (XLSX, XLS, ODS, CSV; numbered in '
+                    'order) or chapters (EPUB, in reading order), e.g. "3-7,12"; leave it out when passing a '
+                    'cursor.')] = None,
     cursor: Annotated[str | None, Field(
         min_length=1, max_length=400, description="next_cursor of the previous call, to read on.")] = None,
     max_tokens: Annotated[int, Field(
@@ -105,7 +106,7 @@ async def read_document(
 
     next_cursor continues where this call stopped (null at the end): following the cursors reads
     everything once, with no gap and nothing twice. pages ("3-7,12") limits the read to those PDF
-    pages, slides or sheets (numbered in order); with a cursor leave pages out.
+    pages, slides, sheets or EPUB chapters (numbered in order); with a cursor leave pages out.
     A cursor is opaque, tied to the document's bytes (a changed document makes it stale) and
     works on any worker of the server.
     """
@@ -158,10 +159,12 @@ async def get_page_image(
         ge=DPI_RANGE[0], le=DPI_RANGE[1], description="Resolution; lowered when the image would exceed the size caps.",
     )] = DEFAULT_DPI,
 ) -> Annotated[CallToolResult, PageImageResult]:
-    """A PDF page as a PNG image (for a model that can see: tables, charts, layout), cropped to a
+    """A page as a PNG image (for a model that can see: tables, charts, layout), cropped to a
     passage's region when passage_id (from retrieve_chunks, search_documents or verify_quote) is
-    given. dpi 36..300 (default 110); images are capped at 4 megapixels and 2 MB (rendered
-    smaller to fit). Text formats have no pages to render and answer with an error."""
+    given. PDF pages, an image, the pages of Word/OpenDocument/RTF documents and the slides of
+    decks (page N = slide N). dpi 36..300 (default 110); images are capped at 4 megapixels and 2 MB
+    (rendered smaller to fit). Spreadsheets and text formats have no pages to render and answer with
+    an error."""
     app = app_of(ctx)
     url = validate_url(document_url, app.settings)
     if passage_id is not None:

@@ -26,7 +26,7 @@ class LanguageResult(BaseModel):
 class CacheResult(BaseModel):
     action: str
     layers: dict[str, Any] = Field(description="Per layer (download, document, retriever, failure, "
-                                               "quote_index, page_image, upload): statistics, or what was "
+                                               "quote_index, page_image, page_pdf, upload): statistics, or what was "
                                                "removed (clear leaves uploads: they expire).")
     document_url: str | None = Field(None, description="With \"drop\": the URL dropped.")
 
@@ -62,7 +62,7 @@ async def manage_cache(
                                                           'the next call downloads it again.')] = None,
 ) -> CacheResult:
     """"stats": hit/miss counts and sizes of the download, document and retriever caches (and the
-    failure, quote_index and page_image layers); "clear": empty them all (memory and the on-disk indexes);
+    failure, quote_index, page_image and page_pdf layers); "clear": empty them all (memory and the on-disk indexes);
     "drop": forget one document_url's download (and a remembered failed parse of it), so the next call
     downloads it again; its index stays, found again when the bytes are the same."""
     app = app_of(ctx)

@@ -84,8 +84,8 @@ BAD = [
           document_url=MULTI_PAGE_PDF, cursor="bogus"),
     fails("verify_quote", "VALIDATION_ERROR", "argument 'quote' must not be empty", document_url=MULTI_PAGE_PDF,
           quote="  "),
-    fails("get_page_image", "VALIDATION_ERROR", "get_page_image needs a PDF", document_url=f"{DOCS}/txt/fake-text.txt",
-          page=1),
+    fails("get_page_image", "VALIDATION_ERROR", "get_page_image needs a document with pages",
+          document_url=f"{DOCS}/txt/fake-text.txt", page=1),
 ]
 
 EVERY_CALL = GOOD + BAD

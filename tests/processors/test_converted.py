@@ -19,6 +19,7 @@ import pytest
 from mcp_server.core.errors import ProcessingError
 from mcp_server.processors import DocumentInput, ProcessOptions, detect_type, process_document
 from mcp_server.processors._soffice import OfficeConverter
+from mcp_server.processors.page_image import office_pdf
 from tests.conftest import DOCS
 
 needs_libreoffice = pytest.mark.skipif(shutil.which("soffice") is None,
@@ -77,6 +78,13 @@ def test_a_password_protected_legacy_word_file_is_refused_before_any_conversion(
     missing = ProcessOptions(office_command="/nonexistent/soffice")  # never reached
     with pytest.raises(ProcessingError, match="password required") as info:
         process_document(DocumentInput(data=data, doc_type="doc"), missing)
+    assert info.value.details["reason"] == "encrypted"
+
+
+def test_a_password_protected_legacy_file_gets_no_page_images_either() -> None:
+    missing = ProcessOptions(office_command="/nonexistent/soffice")  # never reached
+    with pytest.raises(ProcessingError, match="password required") as info:
+        office_pdf(DocumentInput(data=_encrypted_doc(), doc_type="doc"), missing)
     assert info.value.details["reason"] == "encrypted"
 
 

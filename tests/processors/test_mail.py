@@ -4,6 +4,7 @@ located by file name, nested messages, and the depth and attachment-count limits
 
 from __future__ import annotations
 
+import re
 from email.message import EmailMessage
 from email.policy import default
 
@@ -141,6 +142,25 @@ def test_an_outlook_msg_gives_the_same_header_block_and_its_body() -> None:
     assert doc.content.startswith("# Test Email Message\n\nFrom: M. C. Kurtuluş <muratcan.kurtulus@gmail.com>")
     assert "This is the body of the test email message" in doc.content
     assert "Cc:" not in doc.content  # an empty recipient list is left out
+
+
+def words(text: str) -> set[str]:
+    return {w.lower() for w in re.findall(r"\w+", text)}
+
+
+def test_an_outlook_msg_and_its_eml_twin_give_the_same_text() -> None:
+    # The twin was written from the .msg by msgconvert (Perl's Email::Outlook::Message), a reader
+    # independent of extract-msg; its multipart/alternative holds the plain body and the RTF one.
+    msg = read((DOCS / "msg" / "test_outlook_msg.msg").read_bytes(), "test_outlook_msg.msg")
+    eml = read((DOCS / "eml" / "test_outlook_msg.eml").read_bytes(), "test_outlook_msg.eml")
+    assert (msg.doc_type, eml.doc_type) == ("msg", "eml")
+    theirs = words(eml.content)
+    assert len(words(msg.content) & theirs) >= 0.85 * len(theirs)
+    assert {k: msg.metadata[k] for k in ("subject", "attachment_count")} == {
+        k: eml.metadata[k] for k in ("subject", "attachment_count")}
+    body = "This is the body of the test email message"
+    assert msg.content.split("\n\n")[-1] == eml.content.split("\n\n")[-1] == body
+    assert "rtf" not in eml.content.lower()  # the RTF alternative is not read as an attachment
 
 
 def test_a_truncated_msg_is_a_clear_error() -> None:

@@ -15,7 +15,7 @@ from tests.conftest import DOCS
 from tests.fetch.servers import LoopbackServer, respond
 from tests.mcp_harness import ThreadedServer
 
-from ._bombs import zip_of_zeros
+from ._bombs import ooxml_with_zero_member, zip_of_zeros
 from ._harness import call_while_healthy, running_server, security_settings, warm_parsers
 
 pytestmark = pytest.mark.anyio
@@ -87,3 +87,30 @@ async def test_a_hanging_converter_is_cut_off_while_health_answers(
     body = await refused(warm, web, "/legacy.doc", (DOCS / "doc" / "test.doc").read_bytes(), "application/msword")
     assert "converter took longer than 1 s" in str(body["error"]), body
     assert body.get("reason") == "converter_timeout", body
+
+
+async def page_image_refused(server: ThreadedServer, web: LoopbackServer, path: str, data: bytes,
+                             content_type: str) -> dict[str, object]:
+    url = web.route(path, lambda h: respond(h, 200, data, {"Content-Type": content_type}))
+    failed, body, polls = await call_while_healthy(server, "get_page_image", {"document_url": url, "page": 1},
+                                                   within=20.0)
+    assert failed and body["code"] == "PROCESSING_ERROR", body
+    assert polls >= 1 and "Traceback" not in str(body)
+    return body
+
+
+async def test_a_hanging_converter_drawing_a_page_is_cut_off_while_health_answers(
+    warm: ThreadedServer, web: LoopbackServer,
+) -> None:
+    body = await page_image_refused(warm, web, "/pages.doc", (DOCS / "doc" / "test.doc").read_bytes(),
+                                    "application/msword")
+    assert body.get("reason") == "converter_timeout", body
+
+
+async def test_a_docx_zip_bomb_asked_for_a_page_is_refused_before_any_conversion(
+    warm: ThreadedServer, web: LoopbackServer,
+) -> None:
+    bomb = ooxml_with_zero_member((DOCS / "docx" / "testWORD.docx").read_bytes(), "word/media/zeros.bin")
+    body = await page_image_refused(warm, web, "/bomb-pages.docx", bomb,
+                                    "application/vnd.openxmlformats-officedocument.wordprocessingml.document")
+    assert body.get("limit") == "zip_max_ratio", body  # the zip guard, not the (hanging) converter

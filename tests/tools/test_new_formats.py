@@ -97,6 +97,17 @@ async def test_a_legacy_deck_and_workbook_are_read_one_slide_or_sheet_at_a_time(
     assert "Alpha" in sheet["text"] and sheet["pages"] == [1]
 
 
+async def test_an_epub_is_read_one_chapter_at_a_time_in_reading_order(files: FileServer, mcp: ThreadedServer) -> None:
+    second = await call(mcp, "read_document", document_url=files.url("test.epub"), pages="2")
+    assert second["pages"] == [2] and second["text"].startswith("## Chapter 2")
+    assert "second chapter" in second["text"] and "Chapter 1" not in second["text"]
+    both = await call(mcp, "read_document", document_url=files.url("test.epub"))
+    assert both["pages"] == [1, 2] and both["text"].startswith("# Test EPUB Document")  # the title block in none
+    async with http_client(mcp.mcp_url) as client:
+        result = await client.call_tool("read_document", {"document_url": files.url("test.epub"), "pages": "3"})
+    assert result.is_error and "chapters are 1-2" in payload(result)["error"]
+
+
 async def test_health_says_whether_the_office_converter_is_there(mcp: ThreadedServer) -> None:
     health = await call(mcp, "get_system_health")
     assert health["features"]["OFFICE_CONVERTER_AVAILABLE"] is (shutil.which("soffice") is not None)

@@ -299,9 +299,8 @@ async def test_a_huge_dpi_stays_within_the_caps(files: FileServer, mcp: Threaded
 @pytest.mark.parametrize(
     ("name", "arguments", "argument", "fragment"),
     [
-        (TXT, {"page": 1}, "document_url", "needs a PDF"),
-        (DOCX, {"page": 1}, "document_url", "needs a PDF"),
-        (PPTX, {"page": 1}, "document_url", "PPTX slides cannot be rendered"),
+        (TXT, {"page": 1}, "document_url", "needs a document with pages"),
+        (XLSX, {"page": 1}, "document_url", "has sheets, not pages"),
         (PDF, {"page": 9}, "page", "the document has pages 1-5"),
         (PDF, {"page": 1, "dpi": 5000}, "dpi", "argument 'dpi'"),
         (PDF, {"page": 1, "passage_id": "p1.nope"}, "passage_id", "is not a passage id"),

@@ -170,7 +170,7 @@ class OnnxE5Embedder(Embedder):
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         # e5.c's e5_token_count: the passage prefix and <s> </s> included, no window
         tokenizer = self._wait(tokenizer_only=True)
-        return [len(ids) + 2 for ids in tokenizer.content_ids(["passage: " + text for text in texts])]
+        return [length + 2 for length in tokenizer.content_lengths(list(texts), prefix="passage:")]
 
     def batches_at_once(self, running: int) -> int:
         # a build alone uses every core (single-threaded runs side by side); two builds share them

@@ -221,8 +221,6 @@ class IndexManager:
                 try:
                     base = await run_sync(lambda: DocumentIndex.embed(chunk_list, embedder, only=()))
                     base.key = key  # passage ids of partial answers name the key the complete index will have
-                    # every partial answer's fusion reads the template passages: found while the first embeds
-                    threading.Thread(target=lambda: base.templates, name="templates", daemon=True).start()
                     lexical = round((time.perf_counter() - started) * 1000, 2)
                     pending = _Pending(key=key, base=base, embedder=embedder, progress=progress, reserved=need)
                     view = await self._answer_partial(pending, query, progress)

@@ -325,6 +325,8 @@ async def big_document(k: int) -> None:
                     gold = {a["text"] for a in question["answers"]}
                     hit = any(any(g in r["text"] for g in gold) for r in body.get("results", []))
                     firsts.append((lang, time.perf_counter() - t0, body.get("index", {}).get("status"), hit))
+                    if len(firsts) == 1:
+                        first_timings = body.get("timings_ms", {})
                     peak = max(peak, sum(p.memory_info().rss for p in [server, *server.children(recursive=True)]))
                 while body.get("index", {}).get("status") != "complete":
                     await asyncio.sleep(2)
@@ -340,6 +342,7 @@ async def big_document(k: int) -> None:
     print("| answer seconds | " + " | ".join(f"{s:.1f}" for _, s, _, _ in firsts) + " |")
     print("| index | " + " | ".join(str(status) for *_, status, _ in firsts) + " |")
     print("| a hit in the top 5 | " + " | ".join("yes" if hit else "no" for *_, hit in firsts) + " |")
+    print("\nthe first call's stages (ms): " + ", ".join(f"{name} {ms:.0f}" for name, ms in first_timings.items()))
     print(f"\ncomplete index after {complete:.0f} s; peak RSS (server and its children) {peak / 2**30:.2f} GB; "
           f"languages {body['index'].get('languages')}")
 

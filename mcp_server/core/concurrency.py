@@ -1,16 +1,18 @@
-"""Keeping blocking work off the event loop, one lock per key, and the progress callback type."""
+"""Keeping blocking work off the event loop, one lock per key, a value computed once across threads,
+and the progress callback type."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from functools import partial
-from typing import Any, TypeVar
+from threading import Lock
+from typing import Any, Generic, TypeVar
 
 import anyio
 import anyio.to_thread
 
-__all__ = ["KeyedLock", "Progress", "run_sync"]
+__all__ = ["KeyedLock", "Once", "Progress", "run_sync"]
 
 T = TypeVar("T")
 
@@ -48,3 +50,19 @@ class KeyedLock:
     def __len__(self) -> int:
         """Keys held or waited for now."""
         return len(self._locks)
+
+
+class Once(Generic[T]):
+    """A value computed at most once, by whichever thread asks first; the others wait for it.
+    Copies of an object that share one ``Once`` share the value (a document's partial indexes)."""
+
+    def __init__(self, compute: Callable[[], T]) -> None:
+        self._compute: Callable[[], T] | None = compute
+        self._value: T | None = None
+        self._lock = Lock()
+
+    def get(self) -> T:
+        with self._lock:
+            if self._compute is not None:
+                self._value, self._compute = self._compute(), None
+            return self._value  # type: ignore[return-value]

@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -41,6 +42,7 @@ from mcp_server.fetch import Fetcher, is_immutable, is_remote
 from mcp_server.processors import DocumentInput, ProcessOptions, View, document_input, process_document
 from mcp_server.processors.sandbox import ParserPool
 from mcp_server.processors.sheet_search import search_spreadsheet
+from mcp_server.retrieval.analysis import warm_analyzers
 from mcp_server.retrieval.index import DocumentIndex
 from mcp_server.retrieval.manager import IndexManager, IndexView
 from mcp_server.retrieval.models import ModelRegistry
@@ -371,6 +373,9 @@ class DocumentService:
             started = time.perf_counter()
             document, _ = await self._parse(located.content_key, located.input, located.options)
             timings["process"] = _ms(started)
+            # the analyzers BM25 will need load while the document is chunked
+            threading.Thread(target=warm_analyzers, args=(document.content,), name="analyzers-warm-up",
+                             daemon=True).start()
             if progress is not None:
                 await progress(2, None, f"processed {len(document.content)} characters")
             started = time.perf_counter()

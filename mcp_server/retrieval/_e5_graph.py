@@ -30,6 +30,7 @@ __all__ = ["PackedE5", "build_graph", "build_tokenizer", "read_packed"]
 QK = 32  # values per Q4_0 block
 _BLOCK = np.dtype([("d", "<f2"), ("qs", "u1", (16,))])  # e5.c's block_q4_0
 METASPACE = "\u2581"  # SentencePiece's word-start mark
+WORDS_PER_TEXT = 2000  # one-word texts counted in one encoding (E5Tokenizer.content_lengths)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -241,6 +242,29 @@ class E5Tokenizer:
         """Token ids without <s> and </s>, one list per text."""
         encoded = self._tokenizer.encode_batch([self.normalise(text) for text in texts], add_special_tokens=False)
         return [item.ids for item in encoded]
+
+    def content_lengths(self, texts: list[str], prefix: str = "") -> list[int]:
+        """``len(ids)`` of ``content_ids([prefix + " " + text])`` (``prefix`` one word or none) for
+        each text. The tokenizer splits at every space and splits each piece alone, so a text that
+        is one word once normalised (most of what the chunker counts) adds its own count to the
+        prefix's: those are counted ``WORDS_PER_TEXT`` to an encoding, by the word each token came
+        from (an encoding per word takes twice as long); the others one by one, prefix and all."""
+        normalised = [self.normalise(text) for text in texts]
+        words = [i for i, text in enumerate(normalised) if text and " " not in text and METASPACE not in text]
+        groups = [words[at:at + WORDS_PER_TEXT] for at in range(0, len(words), WORDS_PER_TEXT)]
+        encoded = self._tokenizer.encode_batch([" ".join(normalised[i] for i in group) for group in groups],
+                                               add_special_tokens=False)
+        base = len(self.content_ids([prefix])[0]) if prefix else 0
+        lengths = [0] * len(texts)
+        for group, item in zip(groups, encoded, strict=True):
+            counts = np.bincount(np.asarray(item.word_ids, dtype=np.int64), minlength=len(group))
+            for i, count in zip(group, counts.tolist(), strict=True):
+                lengths[i] = base + count
+        others = sorted(set(range(len(texts))) - set(words))
+        lead = f"{prefix} " if prefix else ""
+        for i, ids in zip(others, self.content_ids([lead + texts[i] for i in others]), strict=True):
+            lengths[i] = len(ids)
+        return lengths
 
 
 def build_tokenizer(model: PackedE5) -> E5Tokenizer:

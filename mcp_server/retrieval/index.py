@@ -30,6 +30,7 @@ import faiss
 import numpy as np
 
 from mcp_server.core.bounds import clamp
+from mcp_server.core.concurrency import Once
 from mcp_server.core.models import Chunk, ChunkLocation, SearchHit
 from mcp_server.retrieval.analysis import analyzer_for, base_language, query_tokens
 from mcp_server.retrieval.embedders import Embedder, ProgressFn
@@ -108,7 +109,9 @@ class DocumentIndex:
             for token in set(tokens):
                 self._df[token] = self._df.get(token, 0) + 1
         self.identity = _identity(self.chunks, corpus, self.languages[0])
-        self._templates: np.ndarray | None = None
+        # found at the first search (or warm()); the partial indexes of a document, copies, share it
+        texts = [c.text for c in self.chunks]
+        self._templates = Once(lambda: template_mask(texts))
         if any(corpus):  # bm25s cannot index a corpus without a single token
             self._bm25 = bm25s.BM25()
             self._bm25.index(corpus, show_progress=False)
@@ -183,9 +186,7 @@ class DocumentIndex:
     @property
     def templates(self) -> np.ndarray:
         """Per chunk, whether it is a template passage (``templates.py``); found at the first search."""
-        if self._templates is None:
-            self._templates = template_mask([c.text for c in self.chunks])
-        return self._templates
+        return self._templates.get()
 
     def dense_query(self, query: str) -> str:
         """``query`` without the words that name this document (``naming.py``)."""

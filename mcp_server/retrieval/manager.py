@@ -219,7 +219,7 @@ class IndexManager:
                 # BM25 over every chunk, no vectors yet: a second or so for a 3 MB book, off the loop
                 started = time.perf_counter()
                 try:
-                    base = await run_sync(lambda: DocumentIndex.embed(chunk_list, embedder, only=()))
+                    base = await run_sync(_partial_base, chunk_list, embedder)
                     base.key = key  # passage ids of partial answers name the key the complete index will have
                     lexical = round((time.perf_counter() - started) * 1000, 2)
                     pending = _Pending(key=key, base=base, embedder=embedder, progress=progress, reserved=need)
@@ -478,6 +478,14 @@ class IndexManager:
                 log.debug("index.progress_failed", extra={"error": str(exc)})
 
         return report
+
+
+def _partial_base(chunks: list[Chunk], embedder: Embedder) -> DocumentIndex:
+    """BM25 over every chunk, no vectors yet, and its template passages: every partial answer's
+    fusion reads them, so they are found here, once, before the complete build takes the cores."""
+    base = DocumentIndex.embed(chunks, embedder, only=())
+    base.templates  # noqa: B018 - found now, shared by every partial index of the document
+    return base
 
 
 def _profile(chunks: Sequence[Chunk]) -> tuple[int, list[str], list[int]]:

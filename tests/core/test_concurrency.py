@@ -5,7 +5,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from mcp_server.core.concurrency import KeyedLock
+from mcp_server.core.concurrency import KeyedLock, Once
 
 pytestmark = pytest.mark.anyio
 
@@ -63,3 +63,29 @@ async def test_a_cancelled_waiter_leaves_nothing_behind() -> None:
                     entered.append(True)
             release.set()
     assert not entered and len(locks) == 0
+
+
+def test_once_computes_its_value_once_for_every_thread_that_asks() -> None:
+    import threading
+
+    calls: list[int] = []
+    started, release = threading.Event(), threading.Event()
+
+    def compute() -> list[int]:
+        calls.append(1)
+        started.set()
+        release.wait()
+        return [42]
+
+    once = Once(compute)
+    results: list[list[int]] = []
+    first = threading.Thread(target=lambda: results.append(once.get()))
+    first.start()
+    started.wait()
+    second = threading.Thread(target=lambda: results.append(once.get()))  # arrives during the computation
+    second.start()
+    release.set()
+    first.join()
+    second.join()
+    assert results == [[42], [42]] and results[0] is results[1] and calls == [1]
+    assert once.get() is results[0]

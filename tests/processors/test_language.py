@@ -52,10 +52,11 @@ def test_passages_in_another_script_get_their_own_language_from_a_few_detector_r
 ) -> None:
     from mcp_server.processors import language
 
-    calls: list[str] = []
+    calls: list[int] = []
     detect = language.detect_language
-    monkeypatch.setattr(language, "detect_language", lambda text: calls.append(text) or detect(text))
+    monkeypatch.setattr(language, "detect_language",
+                        lambda text, runs=3: calls.append(runs) or detect(text, runs=runs))
     russian = "Это длинное предложение на русском языке о погоде и о городе. " * 3
     texts = ["An English sentence about the weather in the city, long enough."] * 3 + [russian] * 10
     assert language.passage_languages(texts, "en", "Latin") == ["en"] * 3 + ["ru"] * 10
-    assert len(calls) == language.SCRIPT_SAMPLES
+    assert calls == [1] * language.SCRIPT_SAMPLES  # one run each: the sampled passages vote

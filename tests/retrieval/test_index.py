@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -248,3 +249,19 @@ def test_candidates_among_all_allowed_positions_rank_and_score_as_without_a_filt
     assert all(abs(sim - cosines[pos].max()) < 1e-5 for pos, sim in unfiltered)  # each its best unit's cosine
     some = everything[::2]
     assert {pos for pos, _ in index.candidates(vec, query, 20, some)} <= set(some.tolist())
+
+
+def test_the_partial_indexes_of_a_document_find_its_template_passages_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcp_server.retrieval import index as index_module
+
+    calls: list[int] = []
+    real = index_module.template_mask
+    monkeypatch.setattr(index_module, "template_mask", lambda texts: calls.append(len(texts)) or real(texts))
+    chunks = make_chunks([f"Passage {i} about topic {i} with some words of its own." for i in range(6)])
+    embedder = FakeEmbedder()
+    base = DocumentIndex.embed(chunks, embedder, only=())
+    first, second = base.extended([0, 1], embedder), base.extended([4], embedder)
+    vec = embedder.embed_query("topic 4")
+    assert first.search(vec, "topic 1", 2) and second.search(vec, "topic 4", 2)
+    assert calls == [6]
+    assert base.templates is first.templates is second.templates

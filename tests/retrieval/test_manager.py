@@ -627,3 +627,22 @@ def test_a_first_answer_on_a_slow_models_document_embeds_its_best_candidate_even
     view = partial_view(base, "Wann brach der Vulkan am Fluss aus?", embedder, 5, per_chunk=3)
     assert base.bm25_top("Wann brach der Vulkan am Fluss aus?", 1) == [11]
     assert set(view.owners.tolist()) == {11}
+
+
+async def test_the_partial_answers_of_a_document_share_its_template_passages_found_with_its_bm25(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from mcp_server.retrieval import index as index_module
+
+    found: list[int] = []
+    real = index_module.template_mask
+    monkeypatch.setattr(index_module, "template_mask", lambda texts: found.append(len(texts)) or real(texts))
+    m, embedder = gated_manager(progressive(tmp_path))
+    async with m.running():
+        first = await m.open(SHA, "1", "p", make_chunks([*BOOK, SLOW]), query="volcanoes")
+        assert found == [len(BOOK) + 1]  # before the first answer's search
+        second = await m.open(SHA, "1", "p", make_chunks([*BOOK, SLOW]), query="glaciers")
+        for view, query in ((first, "volcanoes"), (second, "glaciers")):
+            await m.search(view.index, query, top_k=1)
+        embedder.gate.set()
+    assert found == [len(BOOK) + 1]

@@ -185,6 +185,12 @@ class Settings(BaseSettings):
     parse_workers: int = Field(2, ge=1, le=32, description="Parser worker processes.")
     parse_timeout: float = Field(120, gt=0, description="Time one document may take to parse (seconds).")
     parse_memory_mb: int = Field(2048, ge=128, description="Address-space limit of a parser process (MB).")
+    parse_worker_max_mb: int = Field(
+        64, ge=0,
+        description="A parser process that still holds more than this of its own memory (MB; private pages, its "
+        "freed heap given back first) after a document ends once its result is sent and a fresh one is forked "
+        "in its place: parsers do not keep a big document's peak (0 = only every 200 documents).",
+    )
     parse_prestart: bool = Field(
         True,
         description="Start the parser workers (and their preloaded imports) while the server starts, so the "

@@ -20,6 +20,7 @@ from tests.processors._sandbox_tasks import (
     allocate_10gb,
     busy,
     echo,
+    grow,
     hang,
     language_profiles_loaded,
     niceness,
@@ -128,3 +129,15 @@ def test_a_starting_server_starts_its_parser_workers_so_the_first_document_does_
 
     assert not run(started_with(False))  # workers start on first use...
     assert len(run(started_with(True))) >= 2  # ...or with the server: a forkserver and two workers
+
+
+def test_a_worker_left_holding_a_big_documents_memory_is_replaced_and_a_lean_one_is_kept() -> None:
+    settings = Settings(parse_workers=1, parse_timeout=30, parse_worker_max_mb=48, _env_file=None)
+    parser_pool = ParserPool(settings)
+    try:
+        first = run(parser_pool.run(pid))
+        assert run(parser_pool.run(pid)) == first  # a lean worker serves on
+        assert run(parser_pool.run(grow, 96)) == first  # the result still comes back ...
+        assert run(parser_pool.run(pid)) != first  # ... and the next document meets a fresh worker
+    finally:
+        parser_pool.close()

@@ -12,6 +12,8 @@ import trafilatura  # noqa: F401
 from mcp_server.processors import _pdf_read  # noqa: F401  (imports PyMuPDF)
 
 with contextlib.suppress(ImportError):  # language detection is optional: it answers "en" without
-    from langdetect.detector_factory import init_factory
+    import langdetect  # noqa: F401
 
-    init_factory()
+    from mcp_server.processors.language import load_profiles
+
+    load_profiles()

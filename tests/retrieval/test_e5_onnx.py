@@ -176,3 +176,21 @@ async def test_the_server_drops_unused_models_and_gives_freed_heap_back_round_af
         assert embedder._session is None
     finally:
         embedder.close()
+
+
+def test_a_loaded_model_counts_in_the_memory_budget_and_goes_as_its_least_recently_used_entry(graph: Path) -> None:
+    from mcp_server.core.budget import MemoryBudget
+    from mcp_server.retrieval.cache_layers import register_embedders
+    from mcp_server.retrieval.e5_onnx import RESIDENT_BYTES
+
+    budget = MemoryBudget(64 * 2**20)  # less than the model alone
+    embedder = OnnxE5Embedder(graph, threads=1)
+    register_embedders(budget, [embedder])
+    try:
+        assert budget.bytes_by_layer()["models"] == 0
+        embedder.embed_batch(TEXTS[:1])  # loaded by this call, and kept while the call runs
+        assert budget.bytes_by_layer()["models"] == RESIDENT_BYTES
+        budget.enforce()
+        assert (embedder.unloads, budget.evictions["models"], budget.bytes_by_layer()["models"]) == (1, 1, 0)
+    finally:
+        embedder.close()

@@ -68,3 +68,9 @@ def grow(megabytes: int) -> int:
     """Keep ``megabytes`` of touched memory in this worker (as a big document's leftovers would)."""
     _KEPT.append(bytearray(b"x" * (megabytes * 2**20)))
     return os.getpid()
+
+
+def loaded(names: tuple[str, ...]) -> list[str]:
+    import sys
+
+    return [name for name in names if name in sys.modules]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import psutil
@@ -23,6 +25,7 @@ from tests.processors._sandbox_tasks import (
     grow,
     hang,
     language_profiles_loaded,
+    loaded,
     niceness,
     pid,
     raise_rate_limit,
@@ -141,3 +144,14 @@ def test_a_worker_left_holding_a_big_documents_memory_is_replaced_and_a_lean_one
         assert run(parser_pool.run(pid)) != first  # ... and the next document meets a fresh worker
     finally:
         parser_pool.close()
+
+
+PARSER_ONLY = ("pandas", "pytesseract", "extract_msg")
+
+
+def test_parser_libraries_are_preloaded_in_the_workers_and_never_loaded_by_the_server_process(pool: ParserPool) -> None:
+    assert run(pool.run(loaded, PARSER_ONLY)) == list(PARSER_ONLY)
+    code = ("import sys, mcp_server.server.app; from mcp_server.processors.ocr import ocr_available; ocr_available(); "
+            f"print([name for name in {PARSER_ONLY + ('torch',)!r} if name in sys.modules])")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
+    assert done.stdout.strip() == "[]"

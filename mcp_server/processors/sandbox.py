@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import logging
 import multiprocessing
 import os
@@ -82,10 +83,25 @@ def _retire_when_grown(limit: int) -> None:
         for task in tasks(channel, max_tasks):
             yield task
             release_memory()
-            if limit and own_memory() > limit:
+            if _retiring or (limit and own_memory() > limit):
                 return
 
     pebble_process.worker_get_next_task = next_task
+
+
+_retiring = False  # in a worker: set by ``_tidy``, the worker ends after the task
+# an idle worker holding more of its own memory than this is replaced by a fresh fork (``tidy``);
+# a fresh one holds ~15 MB, the rest of its pages are the forkserver's, shared
+_IDLE_OWN_BYTES = 32 * 2**20
+
+
+def _tidy() -> bool:
+    """The task of ``ParserPool.tidy``: True when this worker will end after it (a fresh fork
+    replaces it)."""
+    global _retiring
+    release_memory()
+    _retiring = own_memory() > _IDLE_OWN_BYTES
+    return _retiring
 
 
 def own_memory(pid: int | str = "self") -> int:
@@ -135,6 +151,9 @@ class ParserPool:
         )
         self._closed = False
         self._workers = settings.parse_workers
+        self._running = 0  # run() calls under way
+        self._finished = 0  # run() calls ended ...
+        self._tidied = 0  # ... when ``tidy`` last ran
         metrics.parser_pool_size(settings.parse_workers)
 
     async def start(self) -> None:
@@ -155,6 +174,7 @@ class ParserPool:
             raise ProcessingError("the parser pool is closed")
         limit = self._timeout if timeout is None else timeout
         future = self._pool.schedule(_call, args=(fn, args), timeout=limit)
+        self._running += 1
         try:
             return await asyncio.wrap_future(future)
         except asyncio.CancelledError:
@@ -170,6 +190,23 @@ class ParserPool:
             raise ProcessingError("the parser pool was stopped") from exc
         except Exception as exc:  # e.g. arguments that do not pickle
             raise ProcessingError(f"the parser failed on this document ({type(exc).__name__})") from exc
+        finally:
+            self._running -= 1
+            self._finished += 1
+
+    async def tidy(self) -> int:
+        """When the pool is idle and has parsed since the last tidy: each worker gives freed heap
+        back, and one still holding more than ~32 MB of its own memory (a fresh fork holds ~15)
+        is replaced by a fresh fork. The number of workers replaced."""
+        if self._closed or self._running or self._finished == self._tidied:
+            return 0
+        self._tidied = self._finished
+        futures = [self._pool.schedule(_call, args=(_tidy, ()), timeout=_START_TIMEOUT) for _ in range(self._workers)]
+        replaced = 0
+        for future in futures:
+            with contextlib.suppress(Exception):  # a worker that cannot even tidy is replaced by pebble
+                replaced += bool(await asyncio.wrap_future(future))
+        return replaced
 
     def close(self) -> None:
         """Stop the workers; running tasks are abandoned (shutdown must not wait on a hang)."""

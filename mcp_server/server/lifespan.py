@@ -49,15 +49,19 @@ def _warm_up(models: ModelRegistry) -> None:
                      daemon=True).start()
 
 
-async def _give_memory_back(models: ModelRegistry, idle: float, period: float = HOUSEKEEPING_PERIOD) -> None:
+async def _give_memory_back(models: ModelRegistry, idle: float, parsers: ParserPool | None = None,
+                            period: float = HOUSEKEEPING_PERIOD) -> None:
     """Every ``period`` seconds: models unused for ``idle`` seconds leave memory (``unload_idle``),
-    and freed heap goes back to the system (glibc keeps it in its arenas otherwise: a server that
-    was busy would keep its peak for good)."""
+    freed heap goes back to the system (glibc keeps it in its arenas otherwise: a server that was
+    busy would keep its peak for good), and idle parser workers that kept a document's memory are
+    replaced by fresh forks (``ParserPool.tidy``)."""
     while True:
         await anyio.sleep(period)
         if idle:
             await run_sync(models.unload_idle, idle)
         await run_sync(release_memory)
+        if parsers is not None:
+            await parsers.tidy()
 
 
 @asynccontextmanager
@@ -100,7 +104,7 @@ async def open_app_context(settings: Settings) -> AsyncIterator[AppContext]:
                              models=models, service=service, reading=Reading(service),
                              models_fake=not settings.load_models)
         housekeeping = await stack.enter_async_context(anyio.create_task_group())
-        housekeeping.start_soon(_give_memory_back, models, settings.model_idle_unload)
+        housekeeping.start_soon(_give_memory_back, models, settings.model_idle_unload, parsers)
         stack.callback(housekeeping.cancel_scope.cancel)
         logger.info("server.ready", extra={"elapsed": round(time.perf_counter() - started, 3),
                                            "models": "fake" if context.models_fake else "loaded"})

@@ -155,3 +155,22 @@ def test_parser_libraries_are_preloaded_in_the_workers_and_never_loaded_by_the_s
             f"print([name for name in {PARSER_ONLY + ('torch',)!r} if name in sys.modules])")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_an_idle_worker_left_holding_memory_is_replaced_when_the_pool_is_tidied() -> None:
+    settings = Settings(parse_workers=1, parse_timeout=30, parse_worker_max_mb=0, _env_file=None)
+    parser_pool = ParserPool(settings)
+    try:
+
+        async def scenario() -> tuple[int, int, int, int]:
+            lean = await parser_pool.run(pid)
+            kept = await parser_pool.tidy()  # a lean worker stays
+            grown = await parser_pool.run(grow, 48)  # below the per-document bound (off here) ...
+            replaced = await parser_pool.tidy()  # ... but not what an idle worker may keep
+            return lean, kept, grown, replaced + 10 * await parser_pool.tidy()  # nothing parsed since: no-op
+
+        lean, kept, grown, replaced = run(scenario())
+        assert (kept, grown, replaced) == (0, lean, 1)
+        assert run(parser_pool.run(pid)) != lean
+    finally:
+        parser_pool.close()

@@ -169,7 +169,7 @@ async def test_the_server_drops_unused_models_and_gives_freed_heap_back_round_af
         embedder.embed_batch(TEXTS[:1])
         with anyio.fail_after(60):
             async with anyio.create_task_group() as rounds:
-                rounds.start_soon(_give_memory_back, registry, 0.01, 0.01)
+                rounds.start_soon(_give_memory_back, registry, 0.01, None, 0.01)
                 while not embedder.unloads:
                     await anyio.sleep(0.01)
                 rounds.cancel_scope.cancel()

@@ -133,13 +133,17 @@ def role(proc: psutil.Process) -> str:
 
 
 def folder_bytes(folder: Path) -> tuple[int, int]:
-    """(bytes of the index folder, bytes of its largest index)."""
+    """(bytes of the index folder, bytes of its largest index). The server deletes indexes while
+    this walks: what vanished meanwhile is skipped (os.walk ignores errors)."""
     sizes: dict[str, int] = {}
-    for path in folder.rglob("*"):
-        with contextlib.suppress(OSError, ValueError):
-            if path.is_file() and ".locks" not in path.parts:
-                top = path.relative_to(folder).parts[0]
-                sizes[top] = sizes.get(top, 0) + path.stat().st_size
+    for root, _, files in os.walk(folder):
+        parts = Path(root).relative_to(folder).parts
+        if ".locks" in parts:
+            continue
+        for name in files:
+            with contextlib.suppress(OSError):
+                top = parts[0] if parts else name
+                sizes[top] = sizes.get(top, 0) + os.stat(os.path.join(root, name)).st_size
     return sum(sizes.values()), max(sizes.values(), default=0)
 
 
@@ -166,8 +170,12 @@ class Sampler(threading.Thread):
 
     def run(self) -> None:
         while not self._halt.wait(self.interval):
-            with contextlib.suppress(psutil.Error):
+            try:
                 self.sample()
+            except psutil.Error:  # a process ended while it was read
+                continue
+            except Exception as exc:  # noqa: BLE001 - a lost sample must not end the timeline
+                print(f"sample failed: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
 
     def stop(self) -> None:
         self._halt.set()
@@ -294,7 +302,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--interval", type=float, default=2.0, help="seconds between samples")
     parser.add_argument("--idle", type=float, default=10.0, help="seconds sampled before any document")
-    parser.add_argument("--settle", type=float, default=60.0, help="seconds sampled after the load stops")
+    parser.add_argument("--settle", type=float, default=180.0,
+                        help="seconds sampled after the load stops (the multilingual model leaves memory after "
+                             "MCP_MODEL_IDLE_UNLOAD, 120 s, unused)")
     parser.add_argument("--env", action="append", default=[], help="KEY=VALUE for the server (repeatable)")
     parser.add_argument("--png", type=Path, default=None)
     parser.add_argument("--json", type=Path, default=None, help="write the samples and passes here")

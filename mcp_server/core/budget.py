@@ -136,8 +136,9 @@ class MemoryBudget:
                 layer, key = victim
                 size = layer.evict(key)
                 freed += size
-                self.evictions[layer.name] += 1
-                metrics.cache_evicted(layer.name, "memory")
+                if size:  # a victim may refuse (a model a call is using): nothing was evicted
+                    self.evictions[layer.name] += 1
+                    metrics.cache_evicted(layer.name, "memory")
         metrics.cache_bytes(self.bytes_by_layer())
         if freed:
             self.evicted_bytes += freed

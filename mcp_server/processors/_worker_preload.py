@@ -1,17 +1,23 @@
 """Imported once by the parser pool's forkserver, so every worker forked from it starts with
 what each one would otherwise load on its first document: PyMuPDF (~1 s of imports) and
 langdetect's 55 language profiles (~1 s of JSON, paid by the first ``detect_language``) and
-trafilatura (~0.4 s, the main content of web pages)."""
+trafilatura (~0.4 s, the main content of web pages); and pandas, pytesseract and extract-msg, which
+the processor modules import only where they parse, so that the server processes never load them."""
 
 from __future__ import annotations
 
 import contextlib
 
+import extract_msg  # noqa: F401  (the server processes import these three lazily: parsers only)
+import pandas  # noqa: F401
+import pytesseract  # noqa: F401
 import trafilatura  # noqa: F401
 
 from mcp_server.processors import _pdf_read  # noqa: F401  (imports PyMuPDF)
 
 with contextlib.suppress(ImportError):  # language detection is optional: it answers "en" without
-    from langdetect.detector_factory import init_factory
+    import langdetect  # noqa: F401
 
-    init_factory()
+    from mcp_server.processors.language import load_profiles
+
+    load_profiles()

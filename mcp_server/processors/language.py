@@ -7,14 +7,16 @@ keeps the original design's robustness against a stray run. Failures answer "en"
 from __future__ import annotations
 
 import threading
+from array import array
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 __all__ = [
-    "LANGUAGE_NAMES", "detect_language", "dominant_script", "language_detection_available", "language_name",
-    "language_probabilities", "passage_languages",
+    "LANGUAGE_NAMES", "SparseProfiles", "detect_language", "dominant_script", "language_detection_available",
+    "language_name", "language_probabilities", "load_profiles", "passage_languages",
 ]
 
 # langdetect loads its profiles into a shared factory on first use, and a call racing that load
@@ -49,6 +51,118 @@ LANGUAGE_NAMES: dict[str, str] = {
 }
 
 
+class SparseProfiles(Mapping[str, list[float]]):
+    """langdetect's n-gram profiles with only their non-zero probabilities.
+
+    langdetect keeps each of its ~88,000 n-grams as a list of 55 floats, 96 % of them zero: ~60 MB
+    in every process that detects (each server worker and each parser forkserver). Here the same
+    float64 values sit in flat arrays (~12 MB); a lookup rebuilds the n-gram's row (the detector
+    only reads it), so every probability it computes is the same to the last bit. The detector
+    samples the same few n-grams of a text over and over: recent rows are kept.
+    """
+
+    _RECENT = 4096  # rows kept (~2 MB)
+
+    def __init__(self, rows: dict[str, int], starts: array[int], columns: array[int], values: array[float],
+                 width: int) -> None:
+        self._rows, self._starts, self._columns, self._values, self._width = rows, starts, columns, values, width
+        self._recent: dict[str, list[float]] = {}
+
+    @classmethod
+    def from_dense(cls, dense: Mapping[str, Sequence[float]]) -> SparseProfiles:
+        rows: dict[str, int] = {}
+        starts, columns, values = array("q", [0]), array("B"), array("d")
+        width = 0
+        for word, row in dense.items():
+            width = max(width, len(row))
+            for column, value in enumerate(row):
+                if value:
+                    columns.append(column)
+                    values.append(value)
+            rows[word] = len(starts) - 1
+            starts.append(len(values))
+        return cls(rows, starts, columns, values, width)
+
+    def __getitem__(self, word: str) -> list[float]:
+        out = self._recent.get(word)
+        if out is not None:
+            return out
+        row = self._rows[word]
+        out = [0.0] * self._width
+        for at in range(self._starts[row], self._starts[row + 1]):
+            out[self._columns[at]] = self._values[at]
+        if len(self._recent) >= self._RECENT:
+            self._recent.clear()
+        self._recent[word] = out
+        return out
+
+    def __contains__(self, word: object) -> bool:
+        return word in self._rows
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+
+def load_profiles() -> None:
+    """Load langdetect's profiles now (once per process) into ``SparseProfiles``, straight from its
+    JSON files (converting the dense lists afterwards would leave their memory fragmented behind)."""
+    from langdetect import detector_factory
+
+    if detector_factory._factory is not None:
+        return
+    try:
+        factory = _sparse_factory(detector_factory)
+    except Exception:  # noqa: BLE001 - another langdetect's layout: its own (dense) loader
+        detector_factory.init_factory()
+        return
+    detector_factory._factory = factory
+
+
+def _sparse_factory(detector_factory: Any) -> Any:
+    """A ``DetectorFactory`` as ``load_profile`` fills it (the same files, order and arithmetic)."""
+    import json
+    import os
+
+    from langdetect.utils.lang_profile import LangProfile
+
+    folder = detector_factory.PROFILES_DIRECTORY
+    names = os.listdir(folder)
+    width = len(names)  # langdetect sizes every row by the folder's entries
+    if width > 256:
+        raise ValueError("more languages than a byte numbers")
+    files = [os.path.join(folder, name) for name in names if not name.startswith(".")]
+    words: dict[str, int] = {}
+    ids, columns, values = array("q"), array("B"), array("d")
+    languages: list[str] = []
+    for filename in (f for f in files if os.path.isfile(f)):
+        with open(filename, encoding="utf-8") as handle:
+            profile = LangProfile(**json.load(handle))
+        if profile.name in languages:
+            raise ValueError(f"the language {profile.name} twice")
+        index = len(languages)
+        languages.append(profile.name)
+        for word in profile.freq:
+            row = words.setdefault(word, len(words))
+            if 1 <= len(word) <= 3:
+                ids.append(row)
+                columns.append(index)
+                values.append(1.0 * profile.freq.get(word) / profile.n_words[len(word) - 1])
+    order = np.argsort(np.frombuffer(ids, dtype=np.int64), kind="stable")  # by n-gram, languages in order
+    starts = array("q", [0])
+    starts.frombytes(np.cumsum(np.bincount(np.frombuffer(ids, dtype=np.int64), minlength=len(words)),
+                               dtype=np.int64).tobytes())
+    sorted_columns, sorted_values = array("B"), array("d")
+    sorted_columns.frombytes(np.frombuffer(columns, dtype=np.uint8)[order].tobytes())
+    sorted_values.frombytes(np.frombuffer(values, dtype=np.float64)[order].tobytes())
+    factory = detector_factory.DetectorFactory()
+    factory.langlist = languages
+    factory.word_lang_prob_map = SparseProfiles(words, starts, sorted_columns, sorted_values, width)
+    return factory
+
+
 def language_detection_available() -> bool:
     try:
         import langdetect  # noqa: F401
@@ -74,6 +188,7 @@ def language_probabilities(text: str) -> dict[str, float]:
     except ImportError:
         return {}
     with _LOCK:
+        load_profiles()
         DetectorFactory.seed = 0
         try:
             return {found.lang: float(found.prob) for found in detect_langs(sample)}
@@ -94,6 +209,7 @@ def detect_language(text: str, runs: int = _RUNS) -> str:
         return _DEFAULT
     votes: Counter[str] = Counter()
     with _LOCK:
+        load_profiles()
         DetectorFactory.seed = 0
         for _ in range(runs):
             try:

@@ -12,8 +12,6 @@ from __future__ import annotations
 import logging
 from typing import Any, ClassVar
 
-import extract_msg
-
 from mcp_server.core.errors import MCPServerError, ProcessingError
 from mcp_server.core.markup import HEADINGS
 from mcp_server.core.models import ProcessedDocument
@@ -47,6 +45,8 @@ class MsgProcessor:
 
 
 def _read(data: bytes, parts: Parts, options: ProcessOptions, *, path: tuple[str, ...]) -> dict[str, Any]:
+    import extract_msg  # here: ~13 MB that the server processes never need (parsers preload it)
+
     try:
         message = extract_msg.openMsg(data, delayAttachments=False)
     except MCPServerError:

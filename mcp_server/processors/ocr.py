@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import shutil
+import sys
 from dataclasses import dataclass
+from typing import Any
 
-import pytesseract
 from PIL import Image
 
 from mcp_server.core.errors import ProcessingError
@@ -24,8 +25,21 @@ class OcrResult:
     word_count: int
 
 
+_TESSERACT = "tesseract"  # pytesseract's default command
+
+
+def _pytesseract() -> Any:
+    """pytesseract, imported where OCR runs: it imports pandas (~26 MB per process), which the
+    server processes never need (the parser workers preload it: _worker_preload)."""
+    import pytesseract
+
+    return pytesseract
+
+
 def ocr_available() -> bool:
-    return shutil.which(pytesseract.pytesseract.tesseract_cmd) is not None
+    loaded = sys.modules.get("pytesseract")
+    command = loaded.pytesseract.tesseract_cmd if loaded is not None else _TESSERACT
+    return shutil.which(command) is not None
 
 
 def prepare_for_ocr(image: Image.Image) -> Image.Image:
@@ -48,6 +62,7 @@ def ocr_image(image: Image.Image, *, languages: str, timeout: float) -> OcrResul
     """Words with confidence > 0, laid out as lines and paragraphs."""
     if not ocr_available():
         raise ProcessingError(INSTALL_HINT)
+    pytesseract = _pytesseract()
     try:
         data = pytesseract.image_to_data(
             prepare_for_ocr(image), lang=languages, timeout=timeout, output_type=pytesseract.Output.DICT

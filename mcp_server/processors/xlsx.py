@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import io
 import warnings
-from typing import Any, ClassVar
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from mcp_server.core.errors import MCPServerError, ProcessingError
 from mcp_server.core.markup import SHEETS
@@ -21,6 +19,9 @@ from mcp_server.processors.base import DocumentInput, ProcessOptions
 from mcp_server.processors.formats import Chunking, Format
 from mcp_server.processors.ooxml import guard_ooxml
 from mcp_server.processors.tabular import RawSheet, analyse, build_document
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["XlsxProcessor", "read_xlsx"]
 
@@ -48,6 +49,8 @@ class XlsxProcessor:
 def read_xlsx(data: bytes, options: ProcessOptions) -> list[RawSheet]:
     """Every worksheet's cells as plain Python values; raises ``ProcessingError``."""
     guard_ooxml(data, options, kind="XLSX")
+    import pandas as pd  # here: ~26 MB that the server processes never need (parsers preload it)
+
     try:
         # openpyxl warns about unsupported extensions, data validation, default styles...
         with warnings.catch_warnings():

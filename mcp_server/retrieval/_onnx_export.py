@@ -18,10 +18,15 @@ from __future__ import annotations
 import json
 import sys
 import warnings
+from collections.abc import Sequence
 from typing import Any
 
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 SAMPLE = "What were the total revenues in the second quarter of 2023, and how did they change?"
+# texts whose vectors a graph must reproduce: casing, spaces around, other scripts, and longer than
+# any window (truncation must match too)
+PROBES = ("query: a", SAMPLE, "  Revenue GREW by 4 %\tin Q2  ",
+          "Qu'est-ce que le chiffre d'affaires ? 营业收入是多少？", " ".join(["long"] * 600))
 
 
 def unsupported(model: Any) -> str | None:
@@ -86,6 +91,44 @@ def export(model: Any, out: str) -> list[str]:
     return names
 
 
+def encode_texts(tokenizer: Any, texts: Sequence[str], *, lower_case: bool, names: Sequence[str]) -> dict[str, Any]:
+    """Token ids (int64 arrays, padded to the longest) from a ``tokenizers.Tokenizer`` set up by
+    ``sidecar``: what the model's own tokenize() gives, without PyTorch."""
+    import numpy as np
+
+    encodings = tokenizer.encode_batch([text.lower() if lower_case else text for text in texts])
+    columns = {"input_ids": "ids", "attention_mask": "attention_mask", "token_type_ids": "type_ids"}
+    return {name: np.array([getattr(e, columns[name]) for e in encodings], dtype=np.int64) for name in names}
+
+
+def sidecar(model: Any, names: list[str]) -> dict[str, Any]:
+    """What embedding through the graph needs besides it, without PyTorch: the tokenizer as the
+    model runs it (the same ids on the probes, or ValueError), window, dimension, prompts, and
+    PyTorch's vectors of the probes."""
+    import numpy as np
+    from tokenizers import Tokenizer
+
+    hf = model.tokenizer
+    backend = getattr(hf, "backend_tokenizer", None)
+    if backend is None:
+        raise ValueError("the model's tokenizer is not a fast (Rust) tokenizer")
+    tokenizer = Tokenizer.from_str(backend.to_str())
+    tokenizer.enable_truncation(max_length=int(model.max_seq_length))
+    tokenizer.enable_padding(pad_id=int(hf.pad_token_id or 0), pad_token=str(hf.pad_token),
+                             pad_type_id=int(getattr(hf, "pad_token_type_id", 0) or 0))
+    lower_case = bool(getattr(model[0], "do_lower_case", False))
+    expected = tokenizer_of(model)(list(PROBES))
+    got = encode_texts(tokenizer, PROBES, lower_case=lower_case, names=names)
+    for name in names:
+        if not np.array_equal(got[name], expected[name].numpy()):
+            raise ValueError(f"the Rust tokenizer's {name} differ from the model's")
+    vectors = model.encode(list(PROBES), convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False)
+    prompts = {key: value for key, value in (getattr(model, "prompts", None) or {}).items() if isinstance(value, str)}
+    return {"tokenizer": tokenizer.to_str(), "lower_case": lower_case, "max_tokens": int(model.max_seq_length),
+            "dimension": int(vectors.shape[1]), "prompts": prompts, "probes": list(PROBES),
+            "vectors": [[float(x) for x in row] for row in vectors]}
+
+
 def _config(pooling: Any) -> dict[str, Any]:
     return pooling.get_config_dict() if hasattr(pooling, "get_config_dict") else {}
 
@@ -108,6 +151,11 @@ def main(argv: list[str]) -> int:
         model.eval()
         reason = unsupported(model)
         reply: dict[str, Any] = {"error": reason} if reason else {"inputs": export(model, out)}
+        if "inputs" in reply:
+            try:
+                reply["sidecar"] = sidecar(model, reply["inputs"])
+            except Exception as exc:  # noqa: BLE001 - the graph still serves, through PyTorch's tokenizer
+                reply["sidecar_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
     except Exception as exc:  # noqa: BLE001 - reported to the parent, which keeps PyTorch
         reply = {"error": f"{type(exc).__name__}: {str(exc)[:300]}"}
     print(json.dumps(reply), flush=True)

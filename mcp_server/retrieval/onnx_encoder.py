@@ -7,11 +7,16 @@ runtime: ``MCP_EMBEDDING_RUNTIME``).
 
 The graph is exported from the same weights by a child process (tracing leaves memory behind in
 the process that does it) into the user's cache folder, once per model and library version; no
-weights are downloaded. It covers the common shape of a sentence-transformers model: one Hugging
-Face transformer, then mean or CLS pooling, then optionally normalisation. Anything else (another
-pooling, extra dense layers, a prompt that the pooling must exclude), a missing ``onnx`` package,
-a failed export or a graph whose vectors differ from the loaded model's on the probe texts keeps
-PyTorch, and health says why.
+weights are downloaded. Beside it (``<graph>.json``) the child leaves the Rust tokenizer as the
+model runs it and PyTorch's vectors of a few probe texts: a server that finds both loads the graph
+with ``load_graph`` and never imports PyTorch or sentence-transformers (~390 MB per process); the
+graph must still give PyTorch's vectors on the probes.
+
+It covers the common shape of a sentence-transformers model: one Hugging Face transformer, then
+mean or CLS pooling, then optionally normalisation. Anything else (another pooling, extra dense
+layers, a prompt that the pooling must exclude), a missing ``onnx`` package, a failed export or a
+graph whose vectors differ from the loaded model's on the probe texts keeps PyTorch, and health
+says why.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import re
 import subprocess
@@ -27,21 +33,22 @@ import tempfile
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from mcp_server.retrieval._onnx_export import input_names, tokenizer_of, unsupported
+from mcp_server.retrieval._onnx_export import PROBES, encode_texts, input_names, tokenizer_of, unsupported
 
 # The exported graph must give PyTorch's vectors: cosine scores of the index are compared with
 # these, so any drift would re-rank. float32 kernels differ by ~1e-7; more means a wrong graph.
 TOLERANCE = 1e-4
 EXPORT_TIMEOUT = 300  # seconds: a big model on a busy machine; beyond it, PyTorch serves
 _EXPORTER = Path(__file__).with_name("_onnx_export.py")
+log = logging.getLogger(__name__)
 MAX_STREAMS = 4  # batches run side by side at most: beyond, activations cost memory for little speed
-PROBES = ("query: a", "What were the total revenues in the second quarter of 2023, and how did they change?",
-          " ".join(["long"] * 600))  # longer than any window: truncation must match too
 
 
 class OnnxEncoder:
@@ -94,8 +101,14 @@ class OnnxEncoder:
 
     def _batch(self, texts: list[str]) -> np.ndarray:
         features = self._tokenize(texts)
-        feed = {name: features[name].numpy().astype(np.int64, copy=False) for name in self._inputs}
+        feed = {name: _int64(features[name]) for name in self._inputs}
         return np.asarray(self._session.run(None, feed, self._run_options)[0], dtype=np.float32)
+
+
+def _int64(ids: Any) -> np.ndarray:
+    """Token ids as ONNX Runtime takes them: a torch tensor (the model's tokenizer) or an array."""
+    array = ids.numpy() if hasattr(ids, "numpy") else ids
+    return np.asarray(array).astype(np.int64, copy=False)
 
 
 def _shrinking_arena() -> Any:
@@ -140,11 +153,7 @@ def build_encoder(
             reason = _export(source, path, local_files_only=local_files_only, token=token)
             if reason is not None:
                 return None, f"the ONNX export failed: {reason}"
-        options = ort.SessionOptions()
-        # the registry gives torch its share of the cores; each run takes the same share
-        options.intra_op_num_threads = max(1, threads or 1)
-        options.inter_op_num_threads = 1
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options = _session_options(threads)
         try:
             session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         except Exception as exc:  # a damaged file: exported again, then PyTorch serves
@@ -163,9 +172,112 @@ def build_encoder(
         if fresh:
             break
         fresh = True  # a cached file that does not match: export once more
-    with contextlib.suppress(OSError):
-        path.unlink()
+    for stale in (path, _sidecar_path(path)):
+        with contextlib.suppress(OSError):
+            stale.unlink()
     return None, reason or "no ONNX graph"
+
+
+def _session_options(threads: int | None) -> Any:
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    # the registry gives each model call its share of the cores; each run takes that share
+    options.intra_op_num_threads = max(1, threads or 1)
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    return options
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ServedGraph:
+    """A graph loaded without PyTorch: the encoder and what the embedder needs to describe itself."""
+
+    encoder: OnnxEncoder
+    tokenizer: Any  # tokenizers.Tokenizer, truncating and padding as the model's tokenize()
+    max_tokens: int
+    dimension: int
+    prompts: dict[str, str]
+    how: str  # the runtime line of health
+
+
+def local_folder(source: str, token: str | None = None) -> Path | None:
+    """The folder of ``source`` on this machine: itself, or its snapshot in the Hugging Face cache
+    (never a download); None when it is not there."""
+    path = Path(source).expanduser()
+    if path.is_dir():
+        return path
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(source, local_files_only=True, token=token))
+    except Exception:  # noqa: BLE001 - not cached, or not a valid id: the same answer
+        return None
+
+
+def load_graph(
+    source: str, *, threads: int | None, token: str | None = None, cache_dir: Path | None = None,
+) -> tuple[ServedGraph | None, str]:
+    """The graph of the local model ``source`` ready to embed, loaded without PyTorch, or None and
+    why not. Exported first (by the child process, which imports PyTorch and exits) when the cache
+    folder has no graph with its sidecar yet; a graph whose vectors are not PyTorch's on the probes
+    is exported again once, else refused (``build_encoder`` then tries with PyTorch loaded)."""
+    try:
+        import onnxruntime as ort
+    except ImportError as exc:
+        return None, f"onnxruntime is not installed ({exc.name})"
+    folder = local_folder(source, token)
+    if folder is None:
+        return None, f"{source} is not on this machine"
+    path = _cache_path(str(folder), cache_dir)
+    fresh = not (path.is_file() and _sidecar_path(path).is_file())
+    reason = "no ONNX graph"
+    for _ in range(2):
+        if fresh:
+            failed = _export(str(folder), path, local_files_only=True, token=token)
+            if failed is not None:
+                return None, f"the ONNX export failed: {failed}"
+            if not _sidecar_path(path).is_file():  # the graph stays: build_encoder runs it with PyTorch's tokenizer
+                return None, "the model's tokenizer cannot run without PyTorch"
+        try:
+            return _open_served(path, threads, ort), ""
+        except Exception as exc:  # noqa: BLE001 - a damaged, stale or drifting file: exported again once
+            reason = f"{type(exc).__name__}: {str(exc)[:200]}"
+        if fresh:
+            break
+        fresh = True
+    for stale in (path, _sidecar_path(path)):
+        with contextlib.suppress(OSError):
+            stale.unlink()
+    return None, reason
+
+
+def _open_served(path: Path, threads: int | None, ort: Any) -> ServedGraph:
+    from tokenizers import Tokenizer
+
+    side = json.loads(_sidecar_path(path).read_text(encoding="utf-8"))
+    tokenizer = Tokenizer.from_str(side["tokenizer"])
+    names, lower_case = list(side["inputs"]), bool(side["lower_case"])
+
+    def tokenize(texts: Sequence[str]) -> dict[str, Any]:
+        return encode_texts(tokenizer, texts, lower_case=lower_case, names=names)
+
+    options = _session_options(threads)
+    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    streams = min(MAX_STREAMS, max(1, (os.cpu_count() or 1) // options.intra_op_num_threads))
+    encoder = OnnxEncoder(session, tokenize, names, streams=streams)
+    expected = np.asarray(side["vectors"], dtype=np.float32)
+    drift = float(np.abs(encoder.encode(side["probes"]) - expected).max())
+    if drift > TOLERANCE:
+        raise ValueError(f"the ONNX graph's vectors differ from PyTorch's by {drift:.2g}")
+    how = (f"onnxruntime {ort.__version__}, {options.intra_op_num_threads} thread(s) per run, up to {streams} "
+           f"batch(es) side by side, without PyTorch")
+    return ServedGraph(encoder=encoder, tokenizer=tokenizer, max_tokens=int(side["max_tokens"]),
+                       dimension=int(side["dimension"]), prompts=dict(side["prompts"]), how=how)
+
+
+def _sidecar_path(graph: Path) -> Path:
+    return graph.with_suffix(".json")
 
 
 def default_cache_dir() -> Path:
@@ -184,11 +296,10 @@ def default_cache_dir() -> Path:
 
 def _cache_path(source: str, cache_dir: Path | None) -> Path:
     """The file of ``source``'s graph: named by the source (and, for a folder, its files' sizes and
-    times), the torch and sentence-transformers versions and the exporter's own code."""
-    import sentence_transformers
-    import torch
-
-    parts = [source, torch.__version__, sentence_transformers.__version__, _EXPORTER.read_text(encoding="utf-8")]
+    times), the torch, sentence-transformers and tokenizers versions (read from the installed
+    packages' metadata: nothing is imported) and the exporter's own code."""
+    parts = [source, *(_installed(name) for name in ("torch", "sentence-transformers", "tokenizers")),
+             _EXPORTER.read_text(encoding="utf-8")]
     folder = Path(source)
     if folder.is_dir():
         parts += [f"{f.relative_to(folder)}:{f.stat().st_size}:{f.stat().st_mtime_ns}"
@@ -198,8 +309,16 @@ def _cache_path(source: str, cache_dir: Path | None) -> Path:
     return (cache_dir or default_cache_dir()) / f"{name}-{digest}.onnx"
 
 
+def _installed(name: str) -> str:
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return f"{name} missing"
+
+
 def _export(source: str, path: Path, *, local_files_only: bool, token: str | None) -> str | None:
-    """Export in a child process into ``path`` (atomically); None, or why it failed."""
+    """Export in a child process into ``path`` (atomically), and its sidecar when the child could
+    describe the tokenizer; None, or why the export failed."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, partial = tempfile.mkstemp(prefix=".export-", suffix=".onnx", dir=path.parent)
@@ -212,13 +331,29 @@ def _export(source: str, path: Path, *, local_files_only: bool, token: str | Non
     try:
         done = subprocess.run(args, capture_output=True, text=True, env=env, timeout=EXPORT_TIMEOUT, check=False)  # noqa: S603
         lines = done.stdout.strip().splitlines()
-        reply = json.loads(lines[-1]) if lines else {"error": (done.stderr.strip().splitlines() or ["no output"])[-1]}
+        reply: dict[str, Any] = (json.loads(lines[-1]) if lines else
+                                 {"error": (done.stderr.strip().splitlines() or ["no output"])[-1]})
         if "error" in reply:
             return str(reply["error"])
         os.replace(partial, path)
+        if "sidecar" in reply:
+            _write_atomically(_sidecar_path(path), json.dumps({"inputs": reply["inputs"], **reply["sidecar"]}))
+        else:
+            log.info("models.onnx_sidecar", extra={"graph": str(path), "reason": reply.get("sidecar_error")})
         return None
     except (OSError, subprocess.TimeoutExpired, json.JSONDecodeError) as exc:
         return f"{type(exc).__name__}: {str(exc)[:200]}"
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(partial)
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    fd, partial = tempfile.mkstemp(prefix=".sidecar-", suffix=".json", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(partial, path)
     finally:
         with contextlib.suppress(OSError):
             os.unlink(partial)

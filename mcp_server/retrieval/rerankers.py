@@ -34,6 +34,9 @@ class CrossEncoderReranker(Reranker):
         cls, source: str, *, model_id: str, device: str, local_files_only: bool,
         token: str | None = None, max_length: int = 512, batch_size: int = 32,
     ) -> CrossEncoderReranker:
+        from mcp_server.retrieval.embedders import quiet_transformers
+
+        quiet_transformers()
         from sentence_transformers import CrossEncoder
 
         model = CrossEncoder(

@@ -34,6 +34,7 @@ from mcp_server.tools.context import AppContext
 __all__ = ["open_app_context"]
 
 logger = logging.getLogger(__name__)
+HOUSEKEEPING_PERIOD = 15.0  # seconds between two rounds of giving memory back (_give_memory_back)
 
 
 def _warm_up(models: ModelRegistry) -> None:
@@ -46,6 +47,21 @@ def _warm_up(models: ModelRegistry) -> None:
     # language BM25 must weigh (retrieval/index.py, lexical_weight)
     threading.Thread(target=language_probabilities, args=("warm-up text",), name="langdetect-warm-up",
                      daemon=True).start()
+
+
+async def _give_memory_back(models: ModelRegistry, idle: float, parsers: ParserPool | None = None,
+                            period: float = HOUSEKEEPING_PERIOD) -> None:
+    """Every ``period`` seconds: models unused for ``idle`` seconds leave memory (``unload_idle``),
+    freed heap goes back to the system (glibc keeps it in its arenas otherwise: a server that was
+    busy would keep its peak for good), and idle parser workers that kept a document's memory are
+    replaced by fresh forks (``ParserPool.tidy``)."""
+    while True:
+        await anyio.sleep(period)
+        if idle:
+            await run_sync(models.unload_idle, idle)
+        await run_sync(release_memory)
+        if parsers is not None:
+            await parsers.tidy()
 
 
 @asynccontextmanager
@@ -87,6 +103,9 @@ async def open_app_context(settings: Settings) -> AsyncIterator[AppContext]:
         context = AppContext(settings=settings, limiter=limiter, guard=ToolGuard(settings, limiter),
                              models=models, service=service, reading=Reading(service),
                              models_fake=not settings.load_models)
+        housekeeping = await stack.enter_async_context(anyio.create_task_group())
+        housekeeping.start_soon(_give_memory_back, models, settings.model_idle_unload, parsers)
+        stack.callback(housekeeping.cancel_scope.cancel)
         logger.info("server.ready", extra={"elapsed": round(time.perf_counter() - started, 3),
                                            "models": "fake" if context.models_fake else "loaded"})
         yield context

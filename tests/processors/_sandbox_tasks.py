@@ -59,3 +59,18 @@ def language_profiles_loaded() -> bool:
     from langdetect import detector_factory
 
     return detector_factory._factory is not None
+
+
+_KEPT: list[bytearray] = []
+
+
+def grow(megabytes: int) -> int:
+    """Keep ``megabytes`` of touched memory in this worker (as a big document's leftovers would)."""
+    _KEPT.append(bytearray(b"x" * (megabytes * 2**20)))
+    return os.getpid()
+
+
+def loaded(names: tuple[str, ...]) -> list[str]:
+    import sys
+
+    return [name for name in names if name in sys.modules]

@@ -60,3 +60,30 @@ def test_passages_in_another_script_get_their_own_language_from_a_few_detector_r
     texts = ["An English sentence about the weather in the city, long enough."] * 3 + [russian] * 10
     assert language.passage_languages(texts, "en", "Latin") == ["en"] * 3 + ["ru"] * 10
     assert calls == [1] * language.SCRIPT_SAMPLES  # one run each: the sampled passages vote
+
+
+def test_the_sparse_profiles_give_langdetects_own_probabilities_to_the_last_bit() -> None:
+    from langdetect import DetectorFactory, detector_factory
+
+    from mcp_server.processors.language import SparseProfiles, load_profiles
+
+    load_profiles()
+    sparse = detector_factory._factory
+    assert isinstance(sparse.word_lang_prob_map, SparseProfiles)
+    dense = DetectorFactory()
+    dense.load_profile(detector_factory.PROFILES_DIRECTORY)  # langdetect's own loader: lists of floats
+    assert dense.langlist == sparse.langlist
+    assert set(dense.word_lang_prob_map) == set(sparse.word_lang_prob_map)
+    for word in list(dense.word_lang_prob_map)[::97]:
+        assert sparse.word_lang_prob_map[word] == dense.word_lang_prob_map[word]
+    texts = ["Alle Menschen sind frei und gleich an Würde und Rechten geboren.", "What were the revenues?",
+             "人人生而自由，在尊严和权利上一律平等。", "Защита уступила всего 308 очков.",
+             "Les êtres humains naissent libres."]
+    DetectorFactory.seed = 0
+    for text in texts:
+        runs = []
+        for factory in (dense, sparse):
+            detector = factory.create()
+            detector.append(text)
+            runs.append([(found.lang, found.prob) for found in detector.get_probabilities()])
+        assert runs[0] == runs[1]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import psutil
@@ -20,8 +22,10 @@ from tests.processors._sandbox_tasks import (
     allocate_10gb,
     busy,
     echo,
+    grow,
     hang,
     language_profiles_loaded,
+    loaded,
     niceness,
     pid,
     raise_rate_limit,
@@ -128,3 +132,45 @@ def test_a_starting_server_starts_its_parser_workers_so_the_first_document_does_
 
     assert not run(started_with(False))  # workers start on first use...
     assert len(run(started_with(True))) >= 2  # ...or with the server: a forkserver and two workers
+
+
+def test_a_worker_left_holding_a_big_documents_memory_is_replaced_and_a_lean_one_is_kept() -> None:
+    settings = Settings(parse_workers=1, parse_timeout=30, parse_worker_max_mb=48, _env_file=None)
+    parser_pool = ParserPool(settings)
+    try:
+        first = run(parser_pool.run(pid))
+        assert run(parser_pool.run(pid)) == first  # a lean worker serves on
+        assert run(parser_pool.run(grow, 96)) == first  # the result still comes back ...
+        assert run(parser_pool.run(pid)) != first  # ... and the next document meets a fresh worker
+    finally:
+        parser_pool.close()
+
+
+PARSER_ONLY = ("pandas", "pytesseract", "extract_msg")
+
+
+def test_parser_libraries_are_preloaded_in_the_workers_and_never_loaded_by_the_server_process(pool: ParserPool) -> None:
+    assert run(pool.run(loaded, PARSER_ONLY)) == list(PARSER_ONLY)
+    code = ("import sys, mcp_server.server.app; from mcp_server.processors.ocr import ocr_available; ocr_available(); "
+            f"print([name for name in {PARSER_ONLY + ('torch',)!r} if name in sys.modules])")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_an_idle_worker_left_holding_memory_is_replaced_when_the_pool_is_tidied() -> None:
+    settings = Settings(parse_workers=1, parse_timeout=30, parse_worker_max_mb=0, _env_file=None)
+    parser_pool = ParserPool(settings)
+    try:
+
+        async def scenario() -> tuple[int, int, int, int]:
+            lean = await parser_pool.run(pid)
+            kept = await parser_pool.tidy()  # a lean worker stays
+            grown = await parser_pool.run(grow, 48)  # below the per-document bound (off here) ...
+            replaced = await parser_pool.tidy()  # ... but not what an idle worker may keep
+            return lean, kept, grown, replaced + 10 * await parser_pool.tidy()  # nothing parsed since: no-op
+
+        lean, kept, grown, replaced = run(scenario())
+        assert (kept, grown, replaced) == (0, lean, 1)
+        assert run(parser_pool.run(pid)) != lean
+    finally:
+        parser_pool.close()

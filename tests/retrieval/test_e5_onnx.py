@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import numpy as np
 import pytest
 
@@ -153,3 +154,58 @@ def test_token_counts_need_only_the_tokenizer_not_the_session(tmp_path: Path) ->
             broken.embed(["a passage"])
     finally:
         broken.close()
+
+
+def test_an_unused_model_leaves_memory_and_its_next_call_loads_it_again_never_under_a_running_call(
+    graph: Path,
+) -> None:
+    embedder = OnnxE5Embedder(graph, threads=1)
+    try:
+        assert not embedder.unload_if_idle(0)  # never loaded: nothing to drop
+        first = embedder.embed_batch(TEXTS[:2])
+        assert not embedder.unload_if_idle(3600)  # used just now
+        with embedder._use():
+            assert not embedder.unload_if_idle(0)  # a call holds it
+        assert embedder.unload_if_idle(0)
+        assert (embedder._session, embedder._tokenizer, embedder.unloads) == (None, None, 1)
+        assert np.array_equal(embedder.embed_batch(TEXTS[:2]), first)  # loaded again, the same vectors
+        assert embedder.count_tokens(["a"]) == [5]
+    finally:
+        embedder.close()
+
+
+@pytest.mark.anyio
+async def test_the_server_drops_unused_models_and_gives_freed_heap_back_round_after_round(graph: Path) -> None:
+    from mcp_server.server.lifespan import _give_memory_back
+
+    registry = ModelRegistry.fake()
+    registry.multilingual = embedder = OnnxE5Embedder(graph, threads=1)
+    try:
+        embedder.embed_batch(TEXTS[:1])
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as rounds:
+                rounds.start_soon(_give_memory_back, registry, 0.01, None, 0.01)
+                while not embedder.unloads:
+                    await anyio.sleep(0.01)
+                rounds.cancel_scope.cancel()
+        assert embedder._session is None
+    finally:
+        embedder.close()
+
+
+def test_a_loaded_model_counts_in_the_memory_budget_and_goes_as_its_least_recently_used_entry(graph: Path) -> None:
+    from mcp_server.core.budget import MemoryBudget
+    from mcp_server.retrieval.cache_layers import register_embedders
+    from mcp_server.retrieval.e5_onnx import RESIDENT_BYTES
+
+    budget = MemoryBudget(64 * 2**20)  # less than the model alone
+    embedder = OnnxE5Embedder(graph, threads=1)
+    register_embedders(budget, [embedder])
+    try:
+        assert budget.bytes_by_layer()["models"] == 0
+        embedder.embed_batch(TEXTS[:1])  # loaded by this call, and kept while the call runs
+        assert budget.bytes_by_layer()["models"] == RESIDENT_BYTES
+        budget.enforce()
+        assert (embedder.unloads, budget.evictions["models"], budget.bytes_by_layer()["models"]) == (1, 1, 0)
+    finally:
+        embedder.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -145,3 +146,26 @@ def test_a_batch_sized_by_tokens_reaches_onnx_runtime_as_one_run(
     vectors = embedder.embed(texts)
     assert runs == [30]  # not cut again into batch_size pieces
     assert np.abs(vectors - embedder._torch(texts)).max() < 1e-5
+
+
+def test_a_graph_loads_without_pytorch_and_a_sidecar_that_no_longer_matches_is_exported_again(
+    minilm_registry: ModelRegistry, tmp_path: Path,
+) -> None:
+    served, _ = onnx_encoder.load_graph(MINILM, threads=1, cache_dir=tmp_path)
+    assert served is not None and served.how.endswith("without PyTorch")
+    [sidecar] = list(tmp_path.glob("*.json"))
+    texts = ["  Revenue GREW in Q2 ", QUERIES[2], QUERIES[4]]
+    assert np.abs(served.encoder.encode(texts) - fast(minilm_registry)._torch(texts)).max() < 1e-5
+    side = json.loads(sidecar.read_text(encoding="utf-8"))
+    side["vectors"][0][0] += 0.5  # as if the weights changed since the export
+    sidecar.write_text(json.dumps(side), encoding="utf-8")
+    again, _ = onnx_encoder.load_graph(MINILM, threads=1, cache_dir=tmp_path)
+    assert again is not None
+    assert json.loads(sidecar.read_text(encoding="utf-8"))["vectors"][0][0] == pytest.approx(
+        side["vectors"][0][0] - 0.5, abs=1e-6)
+
+
+def test_a_model_that_is_not_on_this_machine_is_refused_before_anything_is_imported(tmp_path: Path) -> None:
+    assert onnx_encoder.local_folder("no-such-owner/no-such-model") is None
+    served, reason = onnx_encoder.load_graph("no-such-owner/no-such-model", threads=1, cache_dir=tmp_path)
+    assert served is None and "not on this machine" in reason

@@ -109,7 +109,13 @@ class IndexTiers:
             token = new_token()
             taken = await run_sync(self.shared.acquire, key, token, self.lease_seconds)
             if taken:
-                return token, None, "miss"
+                # another host may have published and released between the look and the lease
+                index, found = await run_sync(self._look, key, check)
+                if index is None:
+                    return token, None, "miss"
+                with anyio.CancelScope(shield=True):
+                    await run_sync(self.shared.release, key, token)
+                return None, index, found
             if taken is None:
                 self.counters["unshared_builds"] += 1
                 # the shared store is down: this host builds on its own

@@ -154,3 +154,28 @@ async def test_a_passage_lookup_finds_an_index_another_host_built(tmp_path: Path
     found = await b.find(a.index_key(SHA, "1", "p"))
     assert found is not None and found.chunks == built.chunks
     assert await b.find("0" * 32) is None
+
+
+async def test_a_host_that_takes_the_lease_just_after_another_published_loads_that_index(tmp_path: Path) -> None:
+    shared = MemoryIndexStore()
+    a = host(tmp_path, "a", shared)
+    await a.get_or_build(SHA, "1", "p", make_chunks(TEXTS))  # published, lease released
+
+    class LateStore(MemoryIndexStore):
+        """b looks before a's publish and asks for the lease after a's release."""
+
+        asked = False
+
+        def get(self, key: str):  # type: ignore[no-untyped-def]
+            return super().get(key) if self.asked else None
+
+        def acquire(self, key: str, token: str, seconds: float) -> bool | None:
+            self.asked = True
+            return super().acquire(key, token, seconds)
+
+    late = LateStore()
+    late.entries = shared.entries
+    b = host(tmp_path, "b", late)
+    index, cached = await b.get_or_build(SHA, "1", "p", make_chunks(TEXTS))
+    assert cached is True and b.counters["builds"] == 0 and embedded(b) == 0
+    assert b.stats()["shared"]["shared_hits"] == 1 and not late.leases  # the lease it took is given back

@@ -17,13 +17,13 @@ from tests.mcp_harness import ThreadedServer, http_client, make_settings, payloa
 pytestmark = pytest.mark.anyio
 
 BIG = "norwich-city.txt"  # 75 chunks: big enough for a partial index with 3 candidates
-SLOW = "handbook-872p.docx"  # seconds to parse
+SLOW = "test.jpg"  # OCR: seconds to parse (2.5-5 s)
 
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FileServer]:
     with serve_copies(tmp_path_factory.mktemp("served"), "txt/norwich-city.txt", "pdf/redp5110_sampled.pdf",
-                      "pptx/powerpoint_sample.pptx", "docx/handbook-872p.docx") as server:
+                      "pptx/powerpoint_sample.pptx", "jpg/test.jpg") as server:
         yield server
 
 
@@ -85,7 +85,7 @@ def second_service(server: Any) -> Any:
 
 
 async def test_a_parse_that_timed_out_is_answered_from_the_failure_cache(files: FileServer, tmp_path: Path) -> None:
-    # a warm worker parses this 872-page handbook in seconds; pebble checks its timeouts every 0.1 s,
+    # OCR of this photo takes seconds; pebble checks its timeouts every 0.1 s,
     # so the limit must sit well below the parse time, not merely below it (an 18-page PDF in ~45 ms
     # against 10 ms sometimes finished before the check)
     server = create_server(make_settings(index_dir=tmp_path, parse_timeout=0.5, failure_ttl=300))

@@ -321,7 +321,7 @@ class Settings(BaseSettings):
         768, ge=0,
         description="Bytes (MB) that every in-memory cache of one worker together may hold: downloads, processed "
         "documents, retrievers (indexes), embedding vectors, quote indexes and page images, and the multilingual "
-        "model while it is loaded (~445 MB); the least recently used entries go first, by measured size (0 = only "
+        "model while it is loaded (~245 MB); the least recently used entries go first, by measured size (0 = only "
         "the per-layer bounds). Per worker: the process tree needs about this times --workers on top of the "
         "resident models and the parsers (docs/deployment.md, 'Memory and disk bounds').",
     )

@@ -8,10 +8,10 @@ This module reads that file with numpy and writes the same BERT encoder as an ON
 Runtime runs it: the linear layers as ``MatMulNBits`` (com.microsoft), which take Q4_0 blocks as
 they are (4 bits, zero point 8, 32 values a block), so the graph holds the very weights the
 engine uses; the word embeddings stay packed (gathered, then unpacked in the graph). The
-tokenizer is the ``tokenizers`` library's Unigram model over the same pieces and scores, after
-the file's normalisation map, as ``e5.c`` tokenizes.
+tokenizer is SentencePiece's unigram model over the same pieces and scores, after the file's
+normalisation map, as ``e5.c`` tokenizes.
 
-Imports numpy and the standard library only at module level: ``onnx`` and ``tokenizers`` load
+Imports numpy and the standard library only at module level: ``onnx`` and ``sentencepiece`` load
 when a graph or a tokenizer is built.
 """
 
@@ -30,7 +30,6 @@ __all__ = ["PackedE5", "build_graph", "build_tokenizer", "read_packed"]
 QK = 32  # values per Q4_0 block
 _BLOCK = np.dtype([("d", "<f2"), ("qs", "u1", (16,))])  # e5.c's block_q4_0
 METASPACE = "\u2581"  # SentencePiece's word-start mark
-WORDS_PER_TEXT = 2000  # one-word texts counted in one encoding (E5Tokenizer.content_lengths)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -222,49 +221,57 @@ _SPACES = re.compile(" {2,}")
 
 class E5Tokenizer:
     """e5.c's tokenizer: the file's normalisation map, runs of spaces made one, a word-start mark
-    before the text and for every space, then the Viterbi-best split into unigram pieces."""
+    before the text and for every space, then the Viterbi-best split into unigram pieces.
+
+    The split is SentencePiece's own unigram model over the file's pieces and scores (a model
+    proto built in memory, its normaliser off: the map and the marks are applied here). Its
+    double-array trie of the 250,000 pieces takes ~12 MB where the ``tokenizers`` library's
+    Unigram trie took ~258 MB in every process that loads the model, and it sums scores in
+    float32 as e5.c does, so near-ties split as e5.c splits them (bench/README.md)."""
 
     def __init__(self, model: PackedE5) -> None:
-        from tokenizers import Tokenizer, models, pre_tokenizers
+        import sentencepiece
+        from sentencepiece import sentencepiece_model_pb2
 
-        vocab = list(zip(model.pieces, model.scores.tolist(), strict=True))
-        self._tokenizer = Tokenizer(models.Unigram(vocab, unk_id=model.unk, byte_fallback=False))
-        # pieces never hold the mark but at their start, so splitting before each mark keeps the best split
-        self._tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(replacement=METASPACE, prepend_scheme="always",
-                                                                 split=True)
+        proto_types: Any = sentencepiece_model_pb2  # protobuf's generated classes (no stubs)
+
+        proto = proto_types.ModelProto()
+        proto.trainer_spec.model_type = proto_types.TrainerSpec.UNIGRAM
+        proto.trainer_spec.vocab_size = len(model.pieces)
+        normaliser = proto.normalizer_spec  # identity: no map, no dummy prefix, spaces as they are
+        normaliser.name, normaliser.add_dummy_prefix = "identity", False
+        normaliser.remove_extra_whitespaces, normaliser.escape_whitespaces = False, False
+        kinds = proto_types.ModelProto.SentencePiece
+        special = {model.bos, model.eos, model.pad}
+        for index, (piece, score) in enumerate(zip(model.pieces, model.scores.tolist(), strict=True)):
+            entry = proto.pieces.add(piece=piece, score=score)
+            if index == model.unk:
+                entry.type = kinds.UNKNOWN
+            elif index in special:
+                entry.type = kinds.CONTROL
+        self._processor = sentencepiece.SentencePieceProcessor(model_proto=proto.SerializeToString())
         self._table = {code: text or None for code, text in model.normalisation.items()}
         self.bos, self.eos, self.pad = model.bos, model.eos, model.pad
 
     def normalise(self, text: str) -> str:
         return _SPACES.sub(" ", text.translate(self._table))
 
+    def _marked(self, text: str) -> str:
+        """The normalised text with every space a word-start mark, and one before the first word."""
+        marked = self.normalise(text).replace(" ", METASPACE)
+        return marked if not marked or marked.startswith(METASPACE) else METASPACE + marked
+
     def content_ids(self, texts: list[str]) -> list[list[int]]:
         """Token ids without <s> and </s>, one list per text."""
-        encoded = self._tokenizer.encode_batch([self.normalise(text) for text in texts], add_special_tokens=False)
-        return [item.ids for item in encoded]
+        marked = [self._marked(text) for text in texts]
+        encoded: list[list[int]] = self._processor.encode(marked) if marked else []
+        return [ids if text else [] for text, ids in zip(marked, encoded, strict=True)]
 
     def content_lengths(self, texts: list[str], prefix: str = "") -> list[int]:
         """``len(ids)`` of ``content_ids([prefix + " " + text])`` (``prefix`` one word or none) for
-        each text. The tokenizer splits at every space and splits each piece alone, so a text that
-        is one word once normalised (most of what the chunker counts) adds its own count to the
-        prefix's: those are counted ``WORDS_PER_TEXT`` to an encoding, by the word each token came
-        from (an encoding per word takes twice as long); the others one by one, prefix and all."""
-        normalised = [self.normalise(text) for text in texts]
-        words = [i for i, text in enumerate(normalised) if text and " " not in text and METASPACE not in text]
-        groups = [words[at:at + WORDS_PER_TEXT] for at in range(0, len(words), WORDS_PER_TEXT)]
-        encoded = self._tokenizer.encode_batch([" ".join(normalised[i] for i in group) for group in groups],
-                                               add_special_tokens=False)
-        base = len(self.content_ids([prefix])[0]) if prefix else 0
-        lengths = [0] * len(texts)
-        for group, item in zip(groups, encoded, strict=True):
-            counts = np.bincount(np.asarray(item.word_ids, dtype=np.int64), minlength=len(group))
-            for i, count in zip(group, counts.tolist(), strict=True):
-                lengths[i] = base + count
-        others = sorted(set(range(len(texts))) - set(words))
+        each text, in one call to the C++ tokenizer."""
         lead = f"{prefix} " if prefix else ""
-        for i, ids in zip(others, self.content_ids([lead + texts[i] for i in others]), strict=True):
-            lengths[i] = len(ids)
-        return lengths
+        return [len(ids) for ids in self.content_ids([lead + text for text in texts])]
 
 
 def build_tokenizer(model: PackedE5) -> E5Tokenizer:

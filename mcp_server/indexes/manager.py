@@ -15,11 +15,9 @@ estimated to take at most ``progressive_budget`` seconds is built completely in 
 Concurrency: one ``anyio.Lock`` per key on this event loop (ten identical requests -> one build,
 nine waits), a file lock per key across worker processes and, with a shared store, a lease per key
 across hosts (``IndexTiers``: a worker or host that finds another one building waits for its index
-and never builds it again), and a
-semaphore of ``gpu_concurrency`` around every model call; background builds take at most
-``gpu_concurrency - 1`` of its slots, so searches keep one (with ``GPU_CONCURRENCY=1`` a
-background build holds the only slot while it embeds, as an in-call build always did). Model and
-FAISS work runs in worker threads; the loop only awaits.
+and never builds it again). Every model call (embedding, search, a build) goes through the
+``ModelRunner`` (``embedding/runner.py``): a bounded number at once, in worker threads, background
+builds leaving searches a slot; the loop only awaits.
 
 ``config_key`` names what decides the chunks besides the content and the models, and must be
 known before parsing (the service passes the model window).
@@ -29,12 +27,11 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 import anyio
 import anyio.from_thread
@@ -48,6 +45,7 @@ from mcp_server.core.errors import ModelLoadError
 from mcp_server.core.models import Chunk, SearchHit
 from mcp_server.core.settings import Settings
 from mcp_server.embedding.registry import ModelRegistry
+from mcp_server.embedding.runner import ModelRunner, ThreadProgress
 from mcp_server.encoders.embedders import Embedder
 from mcp_server.indexes.cache_layers import register_embedders
 from mcp_server.indexes.partial import partial_view
@@ -60,7 +58,6 @@ __all__ = ["ChunkSource", "IndexManager", "IndexView", "make_index_key"]
 
 log = logging.getLogger(__name__)
 
-T = TypeVar("T")
 # The chunks, or a coroutine function producing them (called only when the index must be built).
 ChunkSource = Sequence[Chunk] | Callable[[], Awaitable[Sequence[Chunk]]]
 # (done, total, message); may be sync or async (e.g. ``ctx.report_progress``-style).
@@ -125,15 +122,12 @@ class IndexManager:
         self.memory = budget
         if budget is not None:
             register_embedders(budget, models.embedders)
-        self._concurrency = settings.gpu_concurrency
+        self.runner = ModelRunner(settings.gpu_concurrency)
         self.budget = settings.progressive_budget
         self.candidates = settings.progressive_candidates
-        self._limiter: anyio.CapacityLimiter | None = None  # created on the loop, lazily
-        self._background_limiter: anyio.CapacityLimiter | None = None
         self._key_locks = KeyedLock()
         self._pending: dict[str, _Pending] = {}
         self._tasks: TaskGroup | None = None
-        self._stopping = threading.Event()
         self.counters = {"memory_hits": 0, "disk_hits": 0, "misses": 0, "builds": 0, "partial_answers": 0,
                          "background_builds": 0}
 
@@ -146,14 +140,14 @@ class IndexManager:
     async def running(self) -> AsyncIterator[IndexManager]:
         """Owns the background builds: they outlive the call that started them and stop here.
         Without it, every document is built completely in the call that needs it."""
-        self._stopping.clear()
+        self.runner.start()
         async with anyio.create_task_group() as tasks:
             self._tasks = tasks
             try:
                 yield self
             finally:
                 self._tasks = None
-                self._stopping.set()  # running embeddings stop at their next batch
+                self.runner.stop()  # running embeddings stop at their next batch
                 tasks.cancel_scope.cancel()
 
     def pending(self, content_sha256: str, chunker_version: str, config_key: str) -> anyio.Event | None:
@@ -244,21 +238,20 @@ class IndexManager:
 
     async def _answer_partial(self, pending: _Pending, query: str, progress: Progress | None) -> IndexView:
         self.counters["partial_answers"] += 1
-        report = self._thread_progress(progress)
+        report = self.runner.progress(progress)
         started = time.perf_counter()
         def answer() -> DocumentIndex:
             with pending.embedder.urgent():  # not behind the document's own background build
                 return partial_view(pending.base, query, pending.embedder, self.candidates, progress=report)
 
-        async with self._gpu():  # BM25 scoring and the embedding both stay off the loop
-            view = await run_sync(answer)
+        view = await self.runner.run(answer)  # BM25 scoring and the embedding both stay off the loop
         return IndexView(key=pending.key, index=view, complete=False, cached=False,
                          timings_ms={"partial_embed": round((time.perf_counter() - started) * 1000, 2)})
 
     async def _build_here(
         self, key: str, chunker_version: str, chunks: list[Chunk], progress: Progress | None,
     ) -> tuple[DocumentIndex, bool]:
-        report = self._thread_progress(progress)
+        report = self.runner.progress(progress)
         return await self._claim_and_build(key, chunker_version, chunks, report, background=False)
 
     async def _build_in_background(
@@ -266,8 +259,8 @@ class IndexManager:
     ) -> None:
         """The complete index of a partially answered document: waits for a slot (and for
         another worker's or host's build of the same key), builds, persists, swaps in."""
-        forward = self._thread_progress(self._live(pending))
-        stopping = self._stopping
+        forward = self.runner.progress(self._live(pending))
+        stopping = self.runner.stopping
 
         def report(done: int, total: int, message: str) -> None:
             if stopping.is_set():
@@ -294,7 +287,7 @@ class IndexManager:
 
     async def _claim_and_build(
         self, key: str, chunker_version: str, chunks: list[Chunk],
-        progress: Callable[[int, int, str], None] | None, *, background: bool,
+        progress: ThreadProgress | None, *, background: bool,
     ) -> tuple[DocumentIndex, bool]:
         """(index, built). The claim first (another worker or host building this document: then
         its index is loaded, not built again), then a model slot only for the embedding (a
@@ -307,17 +300,12 @@ class IndexManager:
             embedder = self.models.embedder_for(*_profile(chunks))
             metrics.index_build("started")
             started = time.perf_counter()
-            # a background build counts in the gauge too; its task counts its own failures (and a
-            # shutdown is none)
-            slot = (metrics.build_slot(_both(self._background(), self._gpu()), count_failed=False) if background
-                    else metrics.build_slot(self._gpu()))
             def build() -> DocumentIndex:
                 built = DocumentIndex.embed(chunks, embedder, progress=progress)
                 release_memory()  # the batches' activations and token arrays are freed: give them back
                 return built
 
-            async with slot:
-                index = await run_sync(build)
+            index = await self.runner.build(build, background=background)
             await self.tiers.save(key, index, chunker_version)
             self._built(key, index, embedder, started)
             return index, True
@@ -396,8 +384,7 @@ class IndexManager:
         rerank: bool = True,
     ) -> tuple[list[SearchHit], dict[str, float]]:
         """Hits in relevance order and timings in milliseconds (embed, search)."""
-        async with self._gpu():
-            return await run_sync(self._search, index, query, top_k, neighbors, rerank)
+        return await self.runner.run(self._search, index, query, top_k, neighbors, rerank)
 
     def _search(
         self, index: DocumentIndex, query: str, top_k: int, neighbors: int, rerank: bool,
@@ -411,12 +398,6 @@ class IndexManager:
         t2 = time.perf_counter()
         metrics.search_timed(t1 - t0, t2 - t1)
         return hits, {"embed_ms": round((t1 - t0) * 1000, 2), "search_ms": round((t2 - t1) * 1000, 2)}
-
-    async def run_limited(self, fn: Callable[..., T], *args: Any) -> T:
-        """``fn(*args)`` in a worker thread under the GPU_CONCURRENCY limiter that every build and
-        search shares (model and FAISS work of callers outside this class, e.g. a cross-document search)."""
-        async with self._gpu():
-            return await run_sync(fn, *args)
 
     # --- housekeeping ---------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
@@ -448,38 +429,6 @@ class IndexManager:
             cleared["shared"] = await run_sync(self.tiers.clear)
         return cleared
 
-    # --- plumbing -------------------------------------------------------------------------
-    def _gpu(self) -> anyio.CapacityLimiter:
-        if self._limiter is None:
-            self._limiter = anyio.CapacityLimiter(self._concurrency)
-        return self._limiter
-
-    def _background(self) -> anyio.CapacityLimiter:
-        if self._background_limiter is None:
-            self._background_limiter = anyio.CapacityLimiter(max(1, self._concurrency - 1))
-        return self._background_limiter
-
-    def _thread_progress(self, progress: Progress | None) -> Callable[[int, int, str], None] | None:
-        """Adapt the async callback so the embedding thread can call it; a failing
-        callback (client gone) never fails the build, and none is called once the manager
-        stops (the loop may no longer run it)."""
-        if progress is None:
-            return None
-        stopping = self._stopping
-
-        async def call(done: int, total: int, message: str) -> None:
-            await progress(done, total, message)
-
-        def report(done: int, total: int, message: str) -> None:
-            if stopping.is_set():
-                return
-            try:
-                anyio.from_thread.run(call, done, total, message)
-            except Exception as exc:  # noqa: BLE001 - progress is best effort
-                log.debug("index.progress_failed", extra={"error": str(exc)})
-
-        return report
-
 
 def _partial_base(chunks: list[Chunk], embedder: Embedder) -> DocumentIndex:
     """BM25 over every chunk, no vectors yet, and its template passages: every partial answer's
@@ -492,9 +441,3 @@ def _partial_base(chunks: list[Chunk], embedder: Embedder) -> DocumentIndex:
 def _profile(chunks: Sequence[Chunk]) -> tuple[int, list[str], list[int]]:
     """What the embedder choice reads of a document: its chunk count, languages and lengths."""
     return len(chunks), [c.language for c in chunks], [len(c.text) for c in chunks]
-
-
-@asynccontextmanager
-async def _both(first: anyio.CapacityLimiter, second: anyio.CapacityLimiter) -> AsyncIterator[None]:
-    async with first, second:
-        yield

@@ -3,8 +3,8 @@
 The lifespan builds ``IndexManager(settings, models, shared=...)`` (a ``SharedIndexStore``:
 ``redis.index_store.RedisIndexStore`` with ``MCP_INDEX_STORE=redis``, else None);
 ``retrieve_chunks`` calls ``open`` then ``search``. ``manager.py`` finds an index in memory, on disk
-or in the shared store, else builds it (in the call, or a partial one first — ``partial.py`` — and
-the complete one in the background); ``store.py`` writes and reads the folder atomically,
+or in the shared store, else has it built (``builds.py``: in the call, or a partial one first —
+``partial.py`` — and the complete one in the background); ``store.py`` writes and reads the folder atomically,
 ``shared.py`` is the store every host reads, ``tiers.py`` the two behind one lease,
 ``cache_layers.py`` puts the embedders' vector caches under the memory budget.
 """

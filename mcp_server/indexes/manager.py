@@ -35,18 +35,17 @@ from typing import Any
 
 import anyio
 import anyio.from_thread
-from anyio.abc import TaskGroup
 
 from mcp_server.core import metrics
-from mcp_server.core.budget import BUILD_BYTES_PER_CHAR, MemoryBudget, measure, release_memory
+from mcp_server.core.budget import BUILD_BYTES_PER_CHAR, MemoryBudget, measure
 from mcp_server.core.cache import MemoryLayer
 from mcp_server.core.concurrency import KeyedLock, Progress, run_sync
-from mcp_server.core.errors import ModelLoadError
 from mcp_server.core.models import Chunk, SearchHit
 from mcp_server.core.settings import Settings
 from mcp_server.embedding.registry import ModelRegistry
-from mcp_server.embedding.runner import ModelRunner, ThreadProgress
+from mcp_server.embedding.runner import ModelRunner
 from mcp_server.encoders.embedders import Embedder
+from mcp_server.indexes.builds import IndexBuilder, PendingBuild, manifest_check, profile
 from mcp_server.indexes.cache_layers import register_embedders
 from mcp_server.indexes.partial import partial_view
 from mcp_server.indexes.shared import SharedIndexStore
@@ -60,9 +59,6 @@ log = logging.getLogger(__name__)
 
 # The chunks, or a coroutine function producing them (called only when the index must be built).
 ChunkSource = Sequence[Chunk] | Callable[[], Awaitable[Sequence[Chunk]]]
-# (done, total, message); may be sync or async (e.g. ``ctx.report_progress``-style).
-
-PROGRESS_TIMEOUT = 5.0  # a progress notification that cannot be sent by then is dropped, with the rest
 
 
 def make_index_key(content_sha256: str, model_id: str, chunker_version: str, config_key: str) -> str:
@@ -87,23 +83,6 @@ class IndexView:
         return 1.0 if self.complete else round(self.index.coverage, 4)
 
 
-class _Stopped(Exception):
-    """Raised inside a background build's thread when the server shuts down."""
-
-
-@dataclass(kw_only=True)
-class _Pending:
-    """A document answered from partial indexes while its complete one builds."""
-
-    key: str
-    base: DocumentIndex  # BM25 over every chunk, no vectors: each query adds its own
-    embedder: Embedder
-    done: anyio.Event = field(default_factory=anyio.Event)
-    progress: Progress | None = None  # the starting call's, while it is connected
-    embedded: tuple[int, int] = (0, 0)
-    reserved: int = 0  # bytes of the memory budget held until the complete build ends
-
-
 class IndexManager:
     def __init__(
         self, settings: Settings, models: ModelRegistry, store: IndexStore | None = None, *,
@@ -126,10 +105,11 @@ class IndexManager:
         self.budget = settings.progressive_budget
         self.candidates = settings.progressive_candidates
         self._key_locks = KeyedLock()
-        self._pending: dict[str, _Pending] = {}
-        self._tasks: TaskGroup | None = None
         self.counters = {"memory_hits": 0, "disk_hits": 0, "misses": 0, "builds": 0, "partial_answers": 0,
                          "background_builds": 0}
+        self.builder = IndexBuilder(models, self.tiers, self.runner, self.counters, keep=self._remember,
+                                    release=self._release)
+        self._pending = self.builder.pending
 
     # --- keys -----------------------------------------------------------------------------
     def index_key(self, content_sha256: str, chunker_version: str, config_key: str) -> str:
@@ -140,15 +120,8 @@ class IndexManager:
     async def running(self) -> AsyncIterator[IndexManager]:
         """Owns the background builds: they outlive the call that started them and stop here.
         Without it, every document is built completely in the call that needs it."""
-        self.runner.start()
-        async with anyio.create_task_group() as tasks:
-            self._tasks = tasks
-            try:
-                yield self
-            finally:
-                self._tasks = None
-                self.runner.stop()  # running embeddings stop at their next batch
-                tasks.cancel_scope.cancel()
+        async with self.builder.running():
+            yield self
 
     def pending(self, content_sha256: str, chunker_version: str, config_key: str) -> anyio.Event | None:
         """Set when the background build of this document ends; None when none is running."""
@@ -190,7 +163,7 @@ class IndexManager:
                 return IndexView(key=key, index=index, complete=True, cached=True)
             pending = self._pending.get(key) if query is not None else None
             if pending is None:
-                loaded, found = await self.tiers.find(key, self._check(chunker_version))
+                loaded, found = await self.tiers.find(key, manifest_check(self.models, chunker_version))
                 if loaded is not None:
                     self.counters["disk_hits"] += 1  # the shared store's too: they land in the folder
                     metrics.index_lookup(found)
@@ -199,13 +172,13 @@ class IndexManager:
                 self.counters["misses"] += 1
                 metrics.index_lookup("miss")
                 chunk_list = list(await chunks() if callable(chunks) else chunks)
-                embedder = self.models.embedder_for(*_profile(chunk_list))
+                embedder = self.models.embedder_for(*profile(chunk_list))
                 need = BUILD_BYTES_PER_CHAR * sum(len(chunk.text) for chunk in chunk_list)
                 if self.memory is not None:  # several big first calls at once queue here, or SERVER_BUSY
                     await self.memory.reserve(need, progress=progress)
                 if query is None or self._build_now(chunk_list, embedder):
                     try:
-                        fresh, built = await self._build_here(key, chunker_version, chunk_list, progress)
+                        fresh, built = await self.builder.build_here(key, chunker_version, chunk_list, progress)
                     finally:
                         self._release(need)
                     await self._remember(key, fresh)
@@ -216,15 +189,13 @@ class IndexManager:
                     base = await run_sync(_partial_base, chunk_list, embedder)
                     base.key = key  # passage ids of partial answers name the key the complete index will have
                     lexical = round((time.perf_counter() - started) * 1000, 2)
-                    pending = _Pending(key=key, base=base, embedder=embedder, progress=progress, reserved=need)
+                    pending = PendingBuild(key=key, base=base, embedder=embedder, progress=progress, reserved=need)
                     view = await self._answer_partial(pending, query, progress)
                 except BaseException:
                     self._release(need)
                     raise
                 view.timings_ms["bm25_index"] = lexical
-                self._pending[key] = pending
-                assert self._tasks is not None
-                self._tasks.start_soon(self._build_in_background, key, chunker_version, chunk_list, pending)
+                self.builder.start(key, chunker_version, chunk_list, pending)
                 return view
         return await self._answer_partial(pending, query or "", progress)
 
@@ -232,11 +203,11 @@ class IndexManager:
         """Build completely in the call when there is no background runner or the build is
         estimated within the budget. (A partial answer embeds a few sentences per candidate, so
         it is the cheaper first answer for any document that misses the budget.)"""
-        if self._tasks is None or not chunks:
+        if not self.builder.background or not chunks:
             return True
         return embedder.estimate_seconds(sum(len(chunk.text) for chunk in chunks)) <= self.budget
 
-    async def _answer_partial(self, pending: _Pending, query: str, progress: Progress | None) -> IndexView:
+    async def _answer_partial(self, pending: PendingBuild, query: str, progress: Progress | None) -> IndexView:
         self.counters["partial_answers"] += 1
         report = self.runner.progress(progress)
         started = time.perf_counter()
@@ -248,86 +219,6 @@ class IndexManager:
         return IndexView(key=pending.key, index=view, complete=False, cached=False,
                          timings_ms={"partial_embed": round((time.perf_counter() - started) * 1000, 2)})
 
-    async def _build_here(
-        self, key: str, chunker_version: str, chunks: list[Chunk], progress: Progress | None,
-    ) -> tuple[DocumentIndex, bool]:
-        report = self.runner.progress(progress)
-        return await self._claim_and_build(key, chunker_version, chunks, report, background=False)
-
-    async def _build_in_background(
-        self, key: str, chunker_version: str, chunks: list[Chunk], pending: _Pending,
-    ) -> None:
-        """The complete index of a partially answered document: waits for a slot (and for
-        another worker's or host's build of the same key), builds, persists, swaps in."""
-        forward = self.runner.progress(self._live(pending))
-        stopping = self.runner.stopping
-
-        def report(done: int, total: int, message: str) -> None:
-            if stopping.is_set():
-                raise _Stopped
-            pending.embedded = (done, total)
-            if forward is not None:
-                forward(done, total, message)
-
-        try:
-            index, built = await self._claim_and_build(key, chunker_version, chunks, report, background=True)
-            if built:
-                self.counters["background_builds"] += 1
-            await self._remember(key, index)
-        except _Stopped:
-            log.info("index.background_stopped", extra={"key": key})
-        except Exception:  # the partial index keeps answering; the next cold call retries
-            metrics.index_build("failed")
-            log.exception("index.background_failed", extra={"key": key})
-        finally:
-            if self._pending.get(key) is pending:
-                del self._pending[key]
-            self._release(pending.reserved)
-            pending.done.set()
-
-    async def _claim_and_build(
-        self, key: str, chunker_version: str, chunks: list[Chunk],
-        progress: ThreadProgress | None, *, background: bool,
-    ) -> tuple[DocumentIndex, bool]:
-        """(index, built). The claim first (another worker or host building this document: then
-        its index is loaded, not built again), then a model slot only for the embedding (a
-        background build also one of the background slots). Every wait is an awaited one, so a
-        shutdown leaves no thread waiting."""
-        async with self.tiers.claim(key, self._check(chunker_version)) as (existing, _):
-            if existing is not None:
-                metrics.index_build("coalesced")  # another worker or host built it meanwhile
-                return existing, False
-            embedder = self.models.embedder_for(*_profile(chunks))
-            metrics.index_build("started")
-            started = time.perf_counter()
-            def build() -> DocumentIndex:
-                built = DocumentIndex.embed(chunks, embedder, progress=progress)
-                release_memory()  # the batches' activations and token arrays are freed: give them back
-                return built
-
-            index = await self.runner.build(build, background=background)
-            await self.tiers.save(key, index, chunker_version)
-            self._built(key, index, embedder, started)
-            return index, True
-
-    @staticmethod
-    def _live(pending: _Pending) -> Progress | None:
-        """The starting call's progress, dropped at its first failure (the call has ended)."""
-        if pending.progress is None:
-            return None
-
-        async def forward(done: float, total: float | None, message: str) -> None:
-            callback = pending.progress
-            if callback is None:
-                return
-            try:
-                with anyio.fail_after(PROGRESS_TIMEOUT):
-                    await callback(done, total, f"background: {message}")
-            except Exception:  # noqa: BLE001 - the client went away: stop telling it
-                pending.progress = None
-
-        return forward
-
     async def find(self, key: str) -> DocumentIndex | None:
         """The index stored under ``key``, from memory, else from disk or the shared store (then
         kept in memory); None when it is nowhere. Never builds: a passage id leads here without a download."""
@@ -338,7 +229,7 @@ class IndexManager:
         if pending is not None:  # being built: the partial base holds every chunk already
             return pending.base
         def check(manifest: Manifest) -> str | None:  # the key names the chunker version: accept the manifest's
-            return self._check(str(manifest.get("chunker_version")))(manifest)
+            return manifest_check(self.models, str(manifest.get("chunker_version")))(manifest)
 
         index, _ = await self.tiers.find(key, check)
         if index is not None:
@@ -354,50 +245,13 @@ class IndexManager:
         with anyio.CancelScope(shield=True):
             await run_sync(self._memory.put, key, index)
 
-    def _check(self, chunker_version: str) -> Callable[[Manifest], str | None]:
-        def check(manifest: Manifest) -> str | None:
-            if manifest.get("chunker_version") != chunker_version:
-                return f"chunker version {manifest.get('chunker_version')} != {chunker_version}"
-            # the key names every model and rule; this guards the vectors: they must be a loaded model's
-            try:
-                embedder = self.models.embedder_by_id(str(manifest.get("model_id")))
-            except ModelLoadError:
-                return f"model {manifest.get('model_id')} is not loaded"
-            if manifest.get("dimension") != embedder.dimension:
-                return f"dimension {manifest.get('dimension')} != {embedder.dimension}"
-            return None
-
-        return check
-
-    def _built(self, key: str, index: DocumentIndex, embedder: Embedder, started: float) -> None:
-        index.key = key
-        self.counters["builds"] += 1
-        metrics.index_embedded(len(index), time.perf_counter() - started)
-        metrics.observe_stage("index_build", time.perf_counter() - started)
-        log.info("index.built", extra={"key": key, "chunks": len(index), "sentences": index.faiss.ntotal,
-                                       "model": embedder.model_id,
-                                       "seconds": round(time.perf_counter() - started, 2)})
-
     # --- search ---------------------------------------------------------------------------
     async def search(
         self, index: DocumentIndex, query: str, top_k: int = 5, *, neighbors: int = 0,
         rerank: bool = True,
     ) -> tuple[list[SearchHit], dict[str, float]]:
         """Hits in relevance order and timings in milliseconds (embed, search)."""
-        return await self.runner.run(self._search, index, query, top_k, neighbors, rerank)
-
-    def _search(
-        self, index: DocumentIndex, query: str, top_k: int, neighbors: int, rerank: bool,
-    ) -> tuple[list[SearchHit], dict[str, float]]:
-        t0 = time.perf_counter()
-        # the words that name the document count half on the dense side (naming.py)
-        query_vec = index.query_vector(query, self.models.embedder_by_id(index.model_id).embed_query)
-        t1 = time.perf_counter()
-        reranker = self.models.reranker if rerank else None
-        hits = index.search(query_vec, query, top_k, reranker=reranker, neighbors=neighbors)
-        t2 = time.perf_counter()
-        metrics.search_timed(t1 - t0, t2 - t1)
-        return hits, {"embed_ms": round((t1 - t0) * 1000, 2), "search_ms": round((t2 - t1) * 1000, 2)}
+        return await self.runner.run(_search, self.models, index, query, top_k, neighbors, rerank)
 
     # --- housekeeping ---------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
@@ -438,6 +292,15 @@ def _partial_base(chunks: list[Chunk], embedder: Embedder) -> DocumentIndex:
     return base
 
 
-def _profile(chunks: Sequence[Chunk]) -> tuple[int, list[str], list[int]]:
-    """What the embedder choice reads of a document: its chunk count, languages and lengths."""
-    return len(chunks), [c.language for c in chunks], [len(c.text) for c in chunks]
+def _search(
+    models: ModelRegistry, index: DocumentIndex, query: str, top_k: int, neighbors: int, rerank: bool,
+) -> tuple[list[SearchHit], dict[str, float]]:
+    t0 = time.perf_counter()
+    # the words that name the document count half on the dense side (naming.py)
+    query_vec = index.query_vector(query, models.embedder_by_id(index.model_id).embed_query)
+    t1 = time.perf_counter()
+    reranker = models.reranker if rerank else None
+    hits = index.search(query_vec, query, top_k, reranker=reranker, neighbors=neighbors)
+    t2 = time.perf_counter()
+    metrics.search_timed(t1 - t0, t2 - t1)
+    return hits, {"embed_ms": round((t1 - t0) * 1000, 2), "search_ms": round((t2 - t1) * 1000, 2)}

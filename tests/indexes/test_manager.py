@@ -17,6 +17,7 @@ from mcp_server.core.settings import Settings
 from mcp_server.embedding import ModelRegistry
 from mcp_server.encoders import FakeEmbedder
 from mcp_server.indexes import IndexManager, IndexStore
+from mcp_server.indexes.builds import manifest_check
 from mcp_server.indexes.store import (
     CHUNKS_FILE,
     FORMAT_VERSION,
@@ -638,7 +639,7 @@ async def test_a_stored_index_of_a_model_that_is_not_loaded_is_not_used(settings
     key = built.index_key(SHA, "1", "params")
     # a registry without that model finds the folder under the same key but must not trust its vectors
     other = manager(settings, ModelRegistry.fake())
-    found, _ = await other.tiers.find(key, other._check("1"))
+    found, _ = await other.tiers.find(key, manifest_check(other.models, "1"))
     assert found is None
 
 

@@ -38,7 +38,7 @@ import anyio.from_thread
 
 from mcp_server.core import metrics
 from mcp_server.core.budget import BUILD_BYTES_PER_CHAR, MemoryBudget, measure
-from mcp_server.core.cache import MemoryLayer
+from mcp_server.core.cache import MemoryLayer, cache_put
 from mcp_server.core.concurrency import KeyedLock, Progress, run_sync
 from mcp_server.core.models import Chunk, SearchHit
 from mcp_server.core.settings import Settings
@@ -243,7 +243,7 @@ class IndexManager:
     async def _remember(self, key: str, index: DocumentIndex) -> None:
         """Into the memory layer; measuring and any evictions it causes run off the loop."""
         with anyio.CancelScope(shield=True):
-            await run_sync(self._memory.put, key, index)
+            await cache_put(self._memory, key, index)
 
     # --- search ---------------------------------------------------------------------------
     async def search(

@@ -260,22 +260,7 @@ class ModelRegistry:
                 status["accurate"] = RoleStatus(configured=spec, model_id=fast_id, weights="fast",
                                                 loaded=False, fallback=exc.message)
 
-        reranker: Reranker | None = None
-        spec = settings.reranker.strip()
-        if not spec:
-            status["reranker"] = RoleStatus(configured="", model_id=None, weights=None, loaded=False,
-                                            fallback=None)  # disabled on purpose
-        else:
-            try:
-                reranker, rr_id, weights = loader.load(spec, CrossEncoderReranker.load)
-                status["reranker"] = RoleStatus(configured=spec, model_id=rr_id, weights=weights,
-                                                loaded=True, fallback=None)
-                log.info("models.loaded", extra={"role": "reranker", "model": rr_id, "weights": weights})
-            except ModelLoadError as exc:
-                log.warning("models.fallback", extra={"role": "reranker", "configured": spec, "instead": None,
-                                                      "reason": exc.message})
-                status["reranker"] = RoleStatus(configured=spec, model_id=None, weights=None, loaded=False,
-                                                fallback=exc.message)
+        reranker = _load_reranker(settings, loader, status)
         multilingual = _load_multilingual(settings, loader, embedder, status)
         registry = cls(fast=fast, accurate=accurate, reranker=reranker,
                        accurate_min_chunks=settings.accurate_min_chunks, device=device, status=status,
@@ -410,6 +395,26 @@ class ModelRegistry:
             "embedding_runtime": {embedder.model_id: getattr(embedder, "runtime", "") for embedder in self.embedders
                                   if isinstance(getattr(embedder, "runtime", None), str)},
         }
+
+
+def _load_reranker(settings: Settings, loader: _Loader, status: dict[str, RoleStatus]) -> Reranker | None:
+    """The reranker role: the configured cross-encoder, or None (disabled, or with the reason in ``status``)."""
+    spec = settings.reranker.strip()
+    if not spec:
+        status["reranker"] = RoleStatus(configured="", model_id=None, weights=None, loaded=False,
+                                        fallback=None)  # disabled on purpose
+        return None
+    try:
+        reranker, rr_id, weights = loader.load(spec, CrossEncoderReranker.load)
+    except ModelLoadError as exc:
+        log.warning("models.fallback", extra={"role": "reranker", "configured": spec, "instead": None,
+                                              "reason": exc.message})
+        status["reranker"] = RoleStatus(configured=spec, model_id=None, weights=None, loaded=False,
+                                        fallback=exc.message)
+        return None
+    status["reranker"] = RoleStatus(configured=spec, model_id=rr_id, weights=weights, loaded=True, fallback=None)
+    log.info("models.loaded", extra={"role": "reranker", "model": rr_id, "weights": weights})
+    return reranker
 
 
 class _WindowCounter:

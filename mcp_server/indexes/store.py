@@ -38,7 +38,7 @@ from filelock import FileLock, Timeout
 from mcp_server.core.models import Chunk, ChunkLocation
 from mcp_server.retrieval.index import DocumentIndex
 
-__all__ = ["FILES", "FORMAT_VERSION", "IndexStore", "Manifest", "stored_file", "verify_files"]
+__all__ = ["FILES", "FORMAT_VERSION", "IndexStore", "Manifest", "stored_file", "try_acquire", "verify_files"]
 
 log = logging.getLogger(__name__)
 
@@ -172,14 +172,6 @@ class IndexStore:
         locks.mkdir(parents=True, exist_ok=True)
         return FileLock(str(locks / f"{self.path(key).name}.lock"), timeout=timeout, thread_local=False)
 
-    @staticmethod
-    def try_acquire(lock: FileLock) -> bool:
-        try:
-            lock.acquire(blocking=False)
-        except Timeout:
-            return False
-        return True
-
     # --- write (under lock(key)) -------------------------------------------------------------
     def save(self, key: str, index: DocumentIndex, *, chunker_version: str) -> Manifest:
         """Persist a complete index as a new version of ``key``; returns its manifest."""
@@ -253,7 +245,7 @@ class IndexStore:
                 self.quarantine(key, f"{type(exc).__name__}: {exc}")
                 return None
             index.key = key
-            self._used(folder)
+            _mark_used(folder)
             return index
         # versions kept switching under this reader: the caller looks again under the lock
         log.info("index.read_raced", extra={"key": key})
@@ -286,32 +278,14 @@ class IndexStore:
             if current != raw:
                 raise _Switched from None  # a writer replaced the version we were reading, or it went
             raise
-        return self._decode(manifest, index, files)
+        return _decode(manifest, index, files)
 
     @staticmethod
-    def _decode(manifest: Manifest, index: Any, files: Mapping[str, bytes]) -> DocumentIndex:
-        chunks = [_chunk_from_json(c) for c in json.loads(files[CHUNKS_FILE])]
-        owners = json.loads(files[SENTENCES_FILE])
-        if not isinstance(owners, list) or not all(type(o) is int for o in owners):
-            raise ValueError("sentence map is not a list of integers")
-        if index.ntotal != manifest["vector_count"] or len(owners) != index.ntotal:
-            raise ValueError("vector count mismatch")
-        if len(chunks) != manifest["chunk_count"]:
-            raise ValueError("chunk count mismatch")
-        if index.d != manifest["dimension"]:
-            raise ValueError("dimension mismatch")
-        # the constructor rejects a map that runs out of order; only complete indexes are stored
-        loaded = DocumentIndex(chunks, index, model_id=manifest["model_id"], owners=np.asarray(owners, dtype=np.int64))
-        if loaded.coverage < 1.0:
-            raise ValueError("sentence map misses a chunk")
-        return loaded
-
-    @classmethod
-    def decode_blobs(cls, manifest: Manifest, blobs: Mapping[str, bytes]) -> DocumentIndex:
+    def decode_blobs(manifest: Manifest, blobs: Mapping[str, bytes]) -> DocumentIndex:
         """An index from exported files (checked with ``verify_files`` first), without the folder."""
         verify_files(manifest, blobs)
         index = faiss.deserialize_index(np.frombuffer(blobs[INDEX_FILE], dtype=np.uint8))
-        return cls._decode(manifest, index, blobs)
+        return _decode(manifest, index, blobs)
 
     def export(self, key: str) -> tuple[Manifest, dict[str, bytes]] | None:
         """The current version's manifest (without local file names) and files by logical name,
@@ -338,34 +312,12 @@ class IndexStore:
         return target
 
     # --- size bound ---------------------------------------------------------------------
-    @staticmethod
-    def _used(folder: Path) -> None:
-        """Mark the index as used now (its manifest's mtime is its place in the eviction order)."""
-        with contextlib.suppress(OSError):
-            os.utime(folder / MANIFEST_FILE)
-
-    def _entries(self) -> list[tuple[float, int, Path]]:
-        """(last use, bytes, folder) of every index folder; quarantined ones count as never used."""
-        out: list[tuple[float, int, Path]] = []
-        if not self.root.is_dir():
-            return out
-        for entry in self.root.iterdir():
-            if entry.name.startswith("."):
-                continue
-            try:
-                files = [f.stat() for f in entry.iterdir()]
-                used = 0.0 if ".corrupt-" in entry.name else (entry / MANIFEST_FILE).stat().st_mtime
-            except OSError:  # no manifest: a first save is under way (or was cut short): not ours to delete
-                continue
-            out.append((used, sum(f.st_size for f in files), entry))
-        return out
-
     def make_room(self, max_bytes: int | None, *, keep: str) -> tuple[int, int]:
         """Delete the least recently used indexes whole until the folder holds at most ``max_bytes``,
         never ``keep`` (just saved) nor an index whose lock another writer holds; (bytes now, evicted)."""
         for leftover in self.root.glob(".evicted-*"):  # a deleter killed midway
             shutil.rmtree(leftover, ignore_errors=True)
-        entries = sorted(self._entries(), key=lambda entry: entry[0])
+        entries = sorted(_entries(self.root), key=lambda entry: entry[0])
         total = sum(size for _, size, _ in entries)
         evicted = 0
         for _, size, folder in entries:
@@ -383,7 +335,7 @@ class IndexStore:
         half of it), then delete it. False when a writer holds the lock or it is already gone."""
         corrupt = ".corrupt-" in folder.name
         lock = None if corrupt else self.file_lock(folder.name)
-        if lock is not None and not self.try_acquire(lock):
+        if lock is not None and not try_acquire(lock):
             return False
         try:
             gone = self.root / f".evicted-{folder.name}-{os.getpid()}-{time.time_ns():x}"
@@ -400,17 +352,7 @@ class IndexStore:
 
     # --- housekeeping ---------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
-        count = size = corrupt = 0
-        if self.root.is_dir():
-            for entry in self.root.iterdir():
-                if entry.name.startswith(".") or not entry.is_dir():
-                    continue
-                if ".corrupt-" in entry.name:
-                    corrupt += 1
-                    continue
-                if (entry / MANIFEST_FILE).is_file():
-                    count += 1
-                    size += sum(f.stat().st_size for f in entry.iterdir() if f.is_file())
+        count, size, corrupt = _census(self.root)
         return {"count": count, "bytes": size, "quarantined": corrupt, "evicted": self.evicted, "path": str(self.root)}
 
     def clear(self) -> int:
@@ -422,3 +364,68 @@ class IndexStore:
                     shutil.rmtree(entry, ignore_errors=True)
                     removed += 1
         return removed
+
+
+def try_acquire(lock: FileLock) -> bool:
+    try:
+        lock.acquire(blocking=False)
+    except Timeout:
+        return False
+    return True
+
+
+def _decode(manifest: Manifest, index: Any, files: Mapping[str, bytes]) -> DocumentIndex:
+    chunks = [_chunk_from_json(c) for c in json.loads(files[CHUNKS_FILE])]
+    owners = json.loads(files[SENTENCES_FILE])
+    if not isinstance(owners, list) or not all(type(o) is int for o in owners):
+        raise ValueError("sentence map is not a list of integers")
+    if index.ntotal != manifest["vector_count"] or len(owners) != index.ntotal:
+        raise ValueError("vector count mismatch")
+    if len(chunks) != manifest["chunk_count"]:
+        raise ValueError("chunk count mismatch")
+    if index.d != manifest["dimension"]:
+        raise ValueError("dimension mismatch")
+    # the constructor rejects a map that runs out of order; only complete indexes are stored
+    loaded = DocumentIndex(chunks, index, model_id=manifest["model_id"], owners=np.asarray(owners, dtype=np.int64))
+    if loaded.coverage < 1.0:
+        raise ValueError("sentence map misses a chunk")
+    return loaded
+
+
+def _mark_used(folder: Path) -> None:
+    """Mark the index as used now (its manifest's mtime is its place in the eviction order)."""
+    with contextlib.suppress(OSError):
+        os.utime(folder / MANIFEST_FILE)
+
+
+def _entries(root: Path) -> list[tuple[float, int, Path]]:
+    """(last use, bytes, folder) of every index folder; quarantined ones count as never used."""
+    out: list[tuple[float, int, Path]] = []
+    if not root.is_dir():
+        return out
+    for entry in root.iterdir():
+        if entry.name.startswith("."):
+            continue
+        try:
+            files = [f.stat() for f in entry.iterdir()]
+            used = 0.0 if ".corrupt-" in entry.name else (entry / MANIFEST_FILE).stat().st_mtime
+        except OSError:  # no manifest: a first save is under way (or was cut short): not ours to delete
+            continue
+        out.append((used, sum(f.st_size for f in files), entry))
+    return out
+
+
+def _census(root: Path) -> tuple[int, int, int]:
+    """(stored indexes, their bytes, quarantined folders) under ``root``."""
+    count = size = corrupt = 0
+    if root.is_dir():
+        for entry in root.iterdir():
+            if entry.name.startswith(".") or not entry.is_dir():
+                continue
+            if ".corrupt-" in entry.name:
+                corrupt += 1
+                continue
+            if (entry / MANIFEST_FILE).is_file():
+                count += 1
+                size += sum(f.stat().st_size for f in entry.iterdir() if f.is_file())
+    return count, size, corrupt

@@ -25,7 +25,7 @@ import anyio
 from mcp_server.core import metrics
 from mcp_server.core.concurrency import run_sync
 from mcp_server.indexes.shared import SharedIndexStore, new_token
-from mcp_server.indexes.store import IndexStore, Manifest, ManifestCheck, verify_files
+from mcp_server.indexes.store import IndexStore, Manifest, ManifestCheck, try_acquire, verify_files
 from mcp_server.retrieval.index import DocumentIndex
 
 __all__ = ["Found", "IndexTiers"]
@@ -71,7 +71,7 @@ class IndexTiers:
         lock = self.local.file_lock(key)
         while True:
             with anyio.CancelScope(shield=True):  # a try that succeeds is never lost
-                taken = await run_sync(self.local.try_acquire, lock)
+                taken = await run_sync(try_acquire, lock)
             if taken:
                 break
             await anyio.sleep(self.poll)

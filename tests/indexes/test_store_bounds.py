@@ -16,7 +16,7 @@ from mcp_server.embedding import ModelRegistry
 from mcp_server.encoders import FakeEmbedder
 from mcp_server.indexes import IndexManager, IndexStore
 from mcp_server.indexes import store as store_module
-from mcp_server.indexes.store import MANIFEST_FILE
+from mcp_server.indexes.store import MANIFEST_FILE, try_acquire
 from mcp_server.retrieval import DocumentIndex
 from tests.retrieval._chunks import make_chunks
 
@@ -195,7 +195,7 @@ async def test_a_worker_killed_mid_build_leaves_nothing_in_the_way_and_the_next_
                           stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[2]) as worker:
         try:
             assert worker.stdout is not None and worker.stdout.readline().strip() == "building"
-            assert not IndexStore.try_acquire(IndexStore(tmp_path).file_lock(key))  # it holds the key's lock
+            assert not try_acquire(IndexStore(tmp_path).file_lock(key))  # it holds the key's lock
             worker.send_signal(signal.SIGKILL)
             worker.wait(timeout=30)
         finally:

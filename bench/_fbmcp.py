@@ -101,7 +101,7 @@ async def mcp_results(
                         for q in questions:
                             result = await client.call_tool(
                                 "retrieve_chunks", {"document_url": url, "query": q["question"], "top_k": deep})
-                            out["deep"][q["id"]] = [] if result.isError else _results(payload(result))
+                            out["deep"][q["id"]] = [] if result.is_error else _results(payload(result))
                     if settled and name not in out["errors"]:
                         waited = await _settle(client, url, questions[0]["question"], k)
                         log(f"  {name}: index complete after {waited:.0f}s more")

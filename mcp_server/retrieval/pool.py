@@ -165,7 +165,8 @@ def _rank_one(
 def named_sources(sources: Sequence[PoolSource], query: str) -> set[int]:
     """The sources the query names (``naming.py``): each naming word, and each code the query and
     a first page write alike ("10-Q"), weighs by how few of the sources' identities hold it (one
-    every identity holds names none), and the sources scoring at least half the best come first."""
+    every identity holds names none), and the sources scoring at least NAMED_SHARE of the best come
+    first; when some of those write a code of the query, only they."""
     words = {s: src.index.identity.naming_tokens(query) | {f"code:{c}" for c in src.index.identity.naming_codes(query)}
              for s, src in enumerate(sources) if src.index.identity is not None}
     holders: dict[str, int] = {}
@@ -175,7 +176,11 @@ def named_sources(sources: Sequence[PoolSource], query: str) -> set[int]:
     n = len(sources)
     scores = {s: sum(math.log(1 + n / holders[t]) for t in tokens if holders[t] < n) for s, tokens in words.items()}
     best = max(scores.values(), default=0.0)
-    return {s for s, score in scores.items() if score > 0 and score >= NAMED_SHARE * best}
+    named = {s for s, score in scores.items() if score > 0 and score >= NAMED_SHARE * best}
+    # a code is the most precise naming there is: among the named sources, those whose first page
+    # writes a code of the query ("10-Q") are the ones meant (one company's 10-Q beside its 10-K)
+    coded = {s for s in named if any(t.startswith("code:") for t in words[s])}
+    return coded or named
 
 
 def _places_in_own_order(entries: list[_Entry]) -> None:

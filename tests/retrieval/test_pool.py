@@ -139,3 +139,30 @@ def test_the_document_a_question_names_comes_first_and_ranks_its_own_passages() 
     own = indexes[1].search(indexes[1].query_vector(query, embedder.embed_query), query, 5)
     assert [h.hit.chunk.text for h in hits] == [h.chunk.text for h in own]
     assert hits[0].hit.chunk.text == BODY[1]
+
+
+def test_a_code_the_question_writes_picks_one_companys_10q_over_its_10k() -> None:
+    import dataclasses
+
+    from mcp_server.retrieval import FakeEmbedder
+    from mcp_server.retrieval.pool import named_sources
+    from tests.retrieval._filing import filing_chunks
+
+    def filing(name: str, form: str) -> list:  # type: ignore[type-arg]
+        return [dataclasses.replace(c, text=c.text.replace("Northwind Traders", name)
+                                    .replace("NORTHWIND TRADERS", name.upper()).replace("10-K", form))
+                for c in filing_chunks()]
+
+    embedder = FakeEmbedder()
+    sources = []
+    northwind = "Northwind Traders Pacific Coast Holdings"  # a long name: many words both its filings hold
+    for name, form in ((northwind, "10-K"), (northwind, "10-Q"), ("Contoso Foods", "10-Q"), ("Fabrikam Mills", "10-K")):
+        chunks = filing(name, form)
+        index = DocumentIndex.build(chunks, embedder.embed([c.text for c in chunks]), model_id=embedder.model_id)
+        index.key = (name + form).replace(" ", "")[:32].ljust(32, "x")
+        sources.append(PoolSource(index=index))
+    # the company's name alone names both its filings; the form code the question writes tells them apart
+    assert named_sources(sources, f"In {northwind}' 2022 Form 10-Q: what was the gross margin?") == {1}
+    assert named_sources(sources, f"In {northwind}' 2022 Form 10-K: what was the gross margin?") == {0}
+    assert named_sources(sources, f"In {northwind}' 2022 filing: what was the gross margin?") == {0, 1}
+    assert named_sources(sources, "In Contoso Foods' 2022 Form 10-Q: what was the gross margin?") == {2}

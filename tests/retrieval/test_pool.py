@@ -144,7 +144,7 @@ def test_the_document_a_question_names_comes_first_and_ranks_its_own_passages() 
 def test_a_code_the_question_writes_picks_one_companys_10q_over_its_10k() -> None:
     import dataclasses
 
-    from mcp_server.retrieval import FakeEmbedder
+    from mcp_server.encoders import FakeEmbedder
     from mcp_server.retrieval.pool import named_sources
     from tests.retrieval._filing import filing_chunks
 

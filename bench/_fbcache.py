@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from mcp_server.retrieval.embedders import Embedder
+from mcp_server.encoders.embedders import Embedder
 
 __all__ = ["CachedEmbedder", "EmbeddingStore", "PickleCache", "chunking_fingerprint", "processing_fingerprint"]
 

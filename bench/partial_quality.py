@@ -53,10 +53,10 @@ from bench.multilingual import DiskCache  # noqa: E402
 from mcp_server.chunking import chunk_document, chunk_params_for  # noqa: E402
 from mcp_server.core.models import Chunk, FetchedDocument, ProcessedDocument  # noqa: E402
 from mcp_server.core.settings import Settings  # noqa: E402
+from mcp_server.embedding.registry import ModelRegistry  # noqa: E402
+from mcp_server.indexes.partial import PARTIAL_SECONDS, SENTENCES_PER_CANDIDATE, partial_view  # noqa: E402
 from mcp_server.processors import ProcessOptions, document_input, process_document  # noqa: E402
 from mcp_server.retrieval.index import DocumentIndex  # noqa: E402
-from mcp_server.retrieval.models import ModelRegistry  # noqa: E402
-from mcp_server.retrieval.partial import PARTIAL_SECONDS, SENTENCES_PER_CANDIDATE, partial_view  # noqa: E402
 
 # candidates, sentences per candidate (0 = all), embedding budget in seconds (partial.PARTIAL_SECONDS);
 # (0, 0, 0) the complete index, (-1, 0, 0) its BM25
@@ -130,7 +130,7 @@ def xquad_rows(models: ModelRegistry, configs: list[Config], k: int, langs: list
                cross: str | None = None) -> list[Row]:
     """Each language's document with its own questions; with ``cross``, that language's questions
     (the same ones, translated) over every other document instead."""
-    from mcp_server.processors.language import detect_language
+    from mcp_server.text.language import detect_language
 
     rows = []
     for lang in langs:

@@ -31,9 +31,9 @@ from bench.data import SQUAD_REFERENCES, Retrieved, qa_set, squad_questions, squ
 from mcp_server.chunking import chunk_document, chunk_params_for  # noqa: E402
 from mcp_server.core.models import Chunk, ChunkLocation, ProcessedDocument  # noqa: E402
 from mcp_server.core.settings import Settings  # noqa: E402
+from mcp_server.embedding.registry import ModelRegistry  # noqa: E402
 from mcp_server.retrieval import ranking  # noqa: E402
 from mcp_server.retrieval.index import DocumentIndex  # noqa: E402
-from mcp_server.retrieval.models import ModelRegistry  # noqa: E402
 
 
 def paragraph_chunks(text: str) -> list[Chunk]:

@@ -6,9 +6,13 @@ every import, function-local and ``TYPE_CHECKING`` ones too):
 
     core        settings, errors, data models, metrics, in-memory caches, logging
     fetch       downloads: http(s) with the address policy, local files
+    text        language detection, each language's BM25 analyzer, the sentence units vectors embed
     processors  one parser per format, the sniffing registry, the sandboxed parser pool
     chunking    a processed document cut into chunks that cite their source
-    retrieval   embedders, reranker, hybrid indexes, ranking, passages, quotes
+    encoders    the model runtimes: embedders, rerankers (each with a fake), ONNX, the e5 engine
+    embedding   the model roles: which model embeds which document, loaded with fallbacks
+    retrieval   one document's hybrid index and its search, every ranking rule, pools, passage ids, quotes
+    indexes     indexes built, stored, shared and cached: the manager, the folder store, the shared store
     pipeline    one document through the stages (service), many documents (research), reading
     middleware  what every tool call passes through: guard, rate limiter, HTTP caller identity
     tools       the MCP tools, the context they read (AppContext), health reports

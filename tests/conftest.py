@@ -10,9 +10,15 @@ import shutil
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from mcp_server.core.settings import Settings
+
+if TYPE_CHECKING:
+    from mcp_server.embedding import ModelRegistry
 
 ROOT = Path(__file__).resolve().parent.parent
 # The documents the tests read are carried in the repository (tests/corpus/README.md says where each
@@ -117,3 +123,18 @@ def corpus_server(corpus_dir: Path) -> Iterator[FileServer]:
 @pytest.fixture(scope="session")
 def anyio_backend() -> str:
     return "asyncio"
+
+
+# --- models and indexes (tests/encoders, embedding, retrieval, indexes) ---------------------------
+@pytest.fixture(scope="session")
+def minilm_registry() -> ModelRegistry:
+    """The bundled MiniLM as fast (and accurate) embedder, no reranker: loaded once."""
+    from mcp_server import embedding  # the models are imported by the tests that load them only
+
+    return embedding.ModelRegistry.load(Settings(embedding_accurate="", reranker="", device="cpu", _env_file=None))
+
+
+@pytest.fixture(name="settings")
+def index_settings(tmp_path: Path) -> Settings:
+    """Settings with a temporary index folder."""
+    return Settings(index_dir=tmp_path / "faiss_indexes", _env_file=None)

@@ -31,7 +31,7 @@ from mcp.types import CallToolResult
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 
 from mcp_server.core.settings import Settings
-from mcp_server.retrieval.models import MINILM_ID
+from mcp_server.embedding.registry import MINILM_ID
 from mcp_server.server.app import create_app
 from mcp_server.server.build import RagMCP, create_server
 from mcp_server.tools.common import tool

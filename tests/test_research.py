@@ -7,8 +7,8 @@ import pytest
 from mcp_server.chunking import TokenCounter
 from mcp_server.core.errors import ValidationError
 from mcp_server.core.models import Chunk, ChunkLocation
+from mcp_server.embedding import ModelRegistry
 from mcp_server.pipeline.research import PageRanges, pack_texts
-from mcp_server.retrieval import ModelRegistry
 
 
 @pytest.fixture(scope="module")

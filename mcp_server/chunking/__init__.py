@@ -10,7 +10,6 @@ pages, slide, sheet, rows and heading path it comes from.
 """
 
 from mcp_server.chunking._chunker import chunk_document
-from mcp_server.chunking._layout import title_line
 from mcp_server.chunking._locations import infer_locations
 from mcp_server.chunking._params import CHUNK_WINDOWS, CHUNKER_VERSION, ChunkParams, chunk_params_for
 from mcp_server.chunking._scoring import content_type, importance_score
@@ -28,5 +27,4 @@ __all__ = [
     "importance_score",
     "infer_locations",
     "special_tokens",
-    "title_line",
 ]

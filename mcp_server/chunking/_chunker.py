@@ -11,7 +11,7 @@ from mcp_server.chunking._scoring import content_type, importance_score
 from mcp_server.chunking._splitter import Span, Splitter
 from mcp_server.chunking._tokens import TokenCounter
 from mcp_server.core.models import Chunk, ProcessedDocument
-from mcp_server.processors.language import dominant_script, passage_languages
+from mcp_server.text.language import dominant_script, passage_languages
 
 __all__ = ["chunk_document"]
 

@@ -19,8 +19,9 @@ import numpy.typing as npt
 from mcp_server.chunking._locations import HEADING_LINE, MARKER_LINE
 from mcp_server.chunking._params import ChunkParams
 from mcp_server.chunking._tokens import TokenCounter, special_tokens
+from mcp_server.core.markup import title_line
 
-__all__ = ["Layout", "Table", "build_layout", "title_line"]
+__all__ = ["Layout", "Table", "build_layout"]
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -31,11 +32,9 @@ _WHITESPACE = np.array([c for c in range(0x3001) if chr(c).isspace() and not 0x1
                        dtype=np.uint32)
 _TABLE_ROW = re.compile(r"^[ \t]*\|[^\n]*$", re.MULTILINE)
 _TABLE_DELIMITER = re.compile(r"^[ \t]*\|?(?:[ \t]*:?-+:?[ \t]*\|)+[ \t]*(?::?-+:?[ \t]*)?\r?$")
-# A table's title: at most this many lines right above its header, each at most this long (a
-# longer line is prose that merely precedes the table).
+# A table's title: at most this many lines right above its header (``core.markup.title_line`` says
+# which lines may belong to it).
 TITLE_LINES = 6
-TITLE_LINE_CHARS = 150
-SENTENCE_WORDS = 5  # a line ending in . ! ? : with this many words is a sentence ("Ulta Beauty, Inc." is not)
 
 
 @dataclass(frozen=True, slots=True)
@@ -283,18 +282,6 @@ def _table_index(starts: IntArray, tables: tuple[Table, ...]) -> IntArray:
         first, stop = _atom_range(starts, table.body_start, table.end)
         table_of[first:stop] = index
     return table_of
-
-
-def title_line(line: str) -> bool:
-    """Whether ``line`` may belong to the title above a table: short, not a table row or marker,
-    and not running text. A line that continues a sentence (lower-case start), is cut by
-    hyphenation, or ends a sentence of several words ("... as shown below.") is prose."""
-    stripped = line.strip()
-    if not stripped or len(stripped) > TITLE_LINE_CHARS or stripped.startswith("|") or MARKER_LINE.fullmatch(line):
-        return False
-    if stripped[0].islower() or (stripped.endswith("-") and stripped[-2:-1].isalpha()):
-        return False
-    return not (stripped[-1] in ".!?:" and len(stripped.split()) >= SENTENCE_WORDS)
 
 
 def _past_page_markers(content: str, starts: IntArray) -> IntArray:

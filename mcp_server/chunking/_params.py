@@ -30,7 +30,7 @@ SMALL_DOCUMENT = 5_000  # characters; smaller documents get smaller chunks
 # overlap's share of a token-bounded chunk the type's declared share, never to bound a chunk.
 CHARS_PER_TOKEN = 4
 # A chunk holds at most this many model windows of tokens. The dense index embeds a chunk's
-# sentences (and table row groups), never the whole chunk (retrieval/sentences.py), so a chunk
+# sentences (and table row groups), never the whole chunk (text/sentences.py), so a chunk
 # need not fit one window; its characters are bounded by the type's declared sizes.
 CHUNK_WINDOWS = 2
 MIN_SIZE_OVERRIDE = 50

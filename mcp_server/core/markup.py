@@ -3,8 +3,9 @@
 Processors write structure into ``ProcessedDocument.content`` as lines of their own:
 ``--- Page N ---`` (PDF), ``--- Slide N ---`` (PPTX), ``=== Sheet: NAME ===`` (XLSX, CSV) and
 ATX Markdown headings (``## Title``: DOCX, HTML, Markdown text). Chunking reads the same lines
-back to find locations, break points and lines it must not cut. Both sides use this module, so
-a marker written is always a marker read.
+back to find locations, break points and lines it must not cut, and ``title_line`` tells both
+chunking and the dense units (``text/sentences.py``) which lines may title a table. Both sides use
+this module, so a marker written is always a marker read.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ __all__ = [
     "page_marker",
     "sheet_marker",
     "slide_marker",
+    "title_line",
 ]
 
 _PAGE, _SLIDE, _SHEET = "--- Page ", "--- Slide ", "=== Sheet: "
@@ -86,3 +88,20 @@ SLIDES = Breaks(separators=("\n" + _SLIDE.rstrip(),), hard=("\n" + _SLIDE.rstrip
 SHEETS = Breaks(separators=("\n" + _SHEET.split(":")[0],), hard=("\n" + _SHEET.split(":")[0],))
 HEADINGS = Breaks(separators=_HEADING_BREAKS, hard=_HEADING_BREAKS)
 PLAIN = Breaks()
+
+
+# A line of a table's title is at most this long (a longer line is prose that merely precedes the table).
+TITLE_LINE_CHARS = 150
+SENTENCE_WORDS = 5  # a line ending in . ! ? : with this many words is a sentence ("Ulta Beauty, Inc." is not)
+
+
+def title_line(line: str) -> bool:
+    """Whether ``line`` may belong to the title above a table: short, not a table row or marker,
+    and not running text. A line that continues a sentence (lower-case start), is cut by
+    hyphenation, or ends a sentence of several words ("... as shown below.") is prose."""
+    stripped = line.strip()
+    if not stripped or len(stripped) > TITLE_LINE_CHARS or stripped.startswith("|") or MARKER_LINE.fullmatch(line):
+        return False
+    if stripped[0].islower() or (stripped.endswith("-") and stripped[-2:-1].isalpha()):
+        return False
+    return not (stripped[-1] in ".!?:" and len(stripped.split()) >= SENTENCE_WORDS)

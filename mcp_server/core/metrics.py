@@ -430,9 +430,11 @@ def _in_flight(state: str, delta: int) -> None:
         m.index_builds_in_flight.labels(state).inc(delta)
 
 
-def build_slot(limiter: AbstractAsyncContextManager[Any]) -> AbstractAsyncContextManager[None]:
+def build_slot(limiter: AbstractAsyncContextManager[Any], *, count_failed: bool = True,
+               ) -> AbstractAsyncContextManager[None]:
     """``async with build_slot(limiter)`` instead of ``async with limiter`` around a build: the
-    build counts as waiting, then running; leaving with an exception counts it failed."""
+    build counts as waiting, then running; leaving with an exception counts it failed (unless
+    ``count_failed`` is False: the caller counts its failures itself)."""
 
     @asynccontextmanager
     async def slot() -> AsyncIterator[None]:
@@ -445,7 +447,8 @@ def build_slot(limiter: AbstractAsyncContextManager[Any]) -> AbstractAsyncContex
         try:
             yield
         except Exception:
-            index_build("failed")
+            if count_failed:
+                index_build("failed")
             raise
         finally:
             _in_flight("running", -1)

@@ -150,7 +150,7 @@ class Chunk:
     content_type: str  # table | list | heading | text
     doc_type: str
     location: ChunkLocation
-    language: str = ""  # ISO 639-1 (processors.language): the document's, or the passage's own in a mixed one
+    language: str = ""  # ISO 639-1 (text.language): the document's, or the passage's own in a mixed one
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

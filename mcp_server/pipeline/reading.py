@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from mcp_server.chunking import CHUNKER_VERSION
 from mcp_server.chunking._locations import LocationIndex
-from mcp_server.core.cache import MemoryLayer
+from mcp_server.core.cache import MemoryLayer, cache_get, cache_put
 from mcp_server.core.concurrency import KeyedLock, run_sync
 from mcp_server.core.errors import ValidationError
 from mcp_server.core.models import Chunk, ChunkLocation, Location, ProcessedDocument
@@ -192,14 +192,14 @@ class Reading:
 
     async def _quote_index(self, processed: Processed) -> QuoteIndex:
         key = processed.content_key
-        index = await run_sync(self.quote_indexes.get, key)
+        index = await cache_get(self.quote_indexes, key)
         if index is not None:
             return index
         async with self._builds.hold(key):  # ten first quotes on one document build its index once
-            index = await run_sync(self.quote_indexes.get, key)
+            index = await cache_get(self.quote_indexes, key)
             if index is None:
                 index = await run_sync(QuoteIndex.build, processed.document.content)
-                await run_sync(self.quote_indexes.put, key, index)
+                await cache_put(self.quote_indexes, key, index)
         return index
 
     async def _passage_at(self, url: str, processed: Processed, quote: str, start: int, end: int,
@@ -234,7 +234,7 @@ class Reading:
         content_key = self.service.content_key(fetched)
         passage_text = await self._passage_text(pid, content_key, page) if pid is not None else None
         cache_key = f"{content_key}|{page}|{dpi}|{text_checksum(passage_text) if passage_text else '-'}"
-        rendered = await run_sync(self.images.get, cache_key)
+        rendered = await cache_get(self.images, cache_key)
         cached = rendered is not None
         if rendered is None:
             pages = inp
@@ -243,16 +243,16 @@ class Reading:
             rendered = await self.service.parsers.run(render_page, pages, page, dpi, passage_text,
                                                       PAGE_IMAGE_MAX_PIXELS, PAGE_IMAGE_MAX_BYTES,
                                                       self.service.settings.max_image_pixels)
-            await run_sync(self.images.put, cache_key, rendered)
+            await cache_put(self.images, cache_key, rendered)
         return PageImage(rendered=rendered, doc_type=inp.doc_type, page=page, passage_id=pid, cached=cached)
 
     async def _pdf_of(self, content_key: str, inp: DocumentInput) -> bytes:
         """The office document as PDF: exported once (LibreOffice, in a parser worker), then cached."""
         async with self._builds.hold(f"pdf|{content_key}"):
-            pdf = await run_sync(self.pdfs.get, content_key)
+            pdf = await cache_get(self.pdfs, content_key)
             if pdf is None:
                 pdf = await self.service.parsers.run(office_pdf, inp, self.service.options)
-                await run_sync(self.pdfs.put, content_key, pdf)
+                await cache_put(self.pdfs, content_key, pdf)
         return pdf
 
     async def _passage_text(self, pid: str, content_key: str, page: int) -> str:

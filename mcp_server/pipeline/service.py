@@ -25,28 +25,28 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from cachetools import LRUCache
 
 from mcp_server.chunking import CHUNKER_VERSION, ChunkParams, chunk_document, chunk_params_for
 from mcp_server.core import metrics
 from mcp_server.core.budget import MemoryBudget
-from mcp_server.core.cache import CacheLayer, MemoryLayer
+from mcp_server.core.cache import CacheLayer, MemoryLayer, cache_clear, cache_delete, cache_get, cache_put
 from mcp_server.core.concurrency import KeyedLock, Progress, run_sync
 from mcp_server.core.errors import ProcessingError, ValidationError
 from mcp_server.core.failures import FailedParse
 from mcp_server.core.models import Chunk, FetchedDocument, ProcessedDocument, SearchHit
 from mcp_server.core.settings import Settings
+from mcp_server.embedding.registry import ModelRegistry
 from mcp_server.fetch import Fetcher, is_immutable, is_remote
+from mcp_server.indexes.manager import IndexManager, IndexView
 from mcp_server.processors import DocumentInput, ProcessOptions, View, document_input, process_document
 from mcp_server.processors.sandbox import ParserPool
 from mcp_server.processors.sheet_search import search_spreadsheet
-from mcp_server.retrieval.analysis import warm_analyzers
 from mcp_server.retrieval.index import DocumentIndex
-from mcp_server.retrieval.manager import IndexManager, IndexView
-from mcp_server.retrieval.models import ModelRegistry
 from mcp_server.retrieval.passages import passage_id
+from mcp_server.text.analysis import warm_analyzers
 
 __all__ = ["DocumentService", "Indexed", "Processed", "Retrieval", "Source", "View"]
 
@@ -129,20 +129,6 @@ def _ms(since: float) -> float:
     return round((time.perf_counter() - since) * 1000, 2)
 
 
-V = TypeVar("V")
-
-
-async def _get(layer: CacheLayer[V], key: str) -> V | None:
-    """A lookup in this process's memory takes microseconds: it runs on the loop, without the
-    thread hop (~0.1 ms idle, several ms on busy cores) that a remote layer (Redis) needs."""
-    if isinstance(layer, MemoryLayer):
-        return layer.get(key)
-    return await run_sync(layer.get, key)
-
-
-async def _put(layer: CacheLayer[V], key: str, value: V) -> None:
-    """Off the loop: a remote layer's call, or measuring a big document and the evictions it causes."""
-    await run_sync(layer.put, key, value)
 
 
 class DocumentService:
@@ -189,12 +175,12 @@ class DocumentService:
 
     async def fetch(self, url: str) -> FetchedDocument:
         # Cache layers may be remote (Redis): their calls run in a worker thread, off the loop.
-        cached = await _get(self.downloads, url)
+        cached = await cache_get(self.downloads, url)
         if cached is not None and self._fresh(url, cached):
             return cached
         async with self._fetch_locks.hold(url):
             # another call may have fetched or confirmed it meanwhile: one download, not ten
-            cached = await _get(self.downloads, url)
+            cached = await cache_get(self.downloads, url)
             if cached is not None and self._fresh(url, cached):
                 return cached
             # a stale copy of an http(s) document is revalidated (a conditional GET when it has
@@ -202,7 +188,7 @@ class DocumentService:
             fetched = await self.fetcher.fetch(url, cached=cached if is_remote(url) else None)
             if cached is not None:
                 self._revalidated(cached, fetched)
-            await _put(self.downloads, url, fetched)
+            await cache_put(self.downloads, url, fetched)
             return fetched
 
     @staticmethod
@@ -219,11 +205,11 @@ class DocumentService:
     async def drop(self, url: str) -> dict[str, int]:
         """Forget one URL's download (the next call downloads it again) and a remembered failed
         parse of its bytes; indexes stay, keyed by content: the same bytes find theirs again."""
-        cached = await _get(self.downloads, url)
-        removed = {"download": int(await run_sync(self.downloads.delete, url)), "failure": 0}
+        cached = await cache_get(self.downloads, url)
+        removed = {"download": int(await cache_delete(self.downloads, url)), "failure": 0}
         if cached is not None:  # under either view's key (a web page's main content has its own)
             for key in {self._content_key(cached), self._content_key(cached, "html", "main")}:
-                removed["failure"] += int(await run_sync(self.failures.delete, key))
+                removed["failure"] += int(await cache_delete(self.failures, key))
         return removed
 
     def content_key(self, fetched: FetchedDocument) -> str:
@@ -289,11 +275,11 @@ class DocumentService:
                          content_key=located.content_key, source=located.source)
 
     async def _parse(self, key: str, inp: DocumentInput, options: ProcessOptions) -> tuple[ProcessedDocument, bool]:
-        document = await _get(self.documents, key)
+        document = await cache_get(self.documents, key)
         if document is not None:
             return document, True
         async with self._parse_locks.hold(key):  # ten identical requests parse once
-            document = await _get(self.documents, key)
+            document = await cache_get(self.documents, key)
             if document is not None:
                 return document, True
             await self._raise_if_failed(key)
@@ -304,13 +290,13 @@ class DocumentService:
             except ProcessingError as exc:
                 await self._remember_failure(key, exc)
                 raise
-            await _put(self.documents, key, document)
+            await cache_put(self.documents, key, document)
             return document, False
 
     async def _raise_if_failed(self, key: str) -> None:
         if self.settings.failure_ttl <= 0:
             return
-        failed = await _get(self.failures, key)
+        failed = await cache_get(self.failures, key)
         if failed is not None and failed.retry_at > time.time():
             raise failed.error()
 
@@ -318,7 +304,7 @@ class DocumentService:
         """The same bytes fail the same way: a timeout or crash is not re-run on every call."""
         if self.settings.failure_ttl <= 0 or error.message.startswith(_POOL_ERRORS):
             return
-        await _put(self.failures, key, FailedParse.of(error, self.settings.failure_ttl))
+        await cache_put(self.failures, key, FailedParse.of(error, self.settings.failure_ttl))
         logger.info("parse.failure_cached", extra={"content_key": key[:16], "error": error.message,
                                                    "ttl": self.settings.failure_ttl})
 
@@ -425,9 +411,9 @@ class DocumentService:
 
     async def clear(self) -> dict[str, Any]:
         return {
-            "download": await run_sync(self.downloads.clear),
-            "document": await run_sync(self.documents.clear),
+            "download": await cache_clear(self.downloads),
+            "document": await cache_clear(self.documents),
             "retriever": await self.indexes.clear(),
-            "failure": await run_sync(self.failures.clear),
-            **{layer.name: await run_sync(layer.clear) for layer in self.extra_layers},
+            "failure": await cache_clear(self.failures),
+            **{layer.name: await cache_clear(layer) for layer in self.extra_layers},
         }

@@ -39,7 +39,6 @@ from mcp_server.processors.formats import Format
 from mcp_server.processors.html import HtmlProcessor
 from mcp_server.processors.image import ImageProcessor
 from mcp_server.processors.json import JsonProcessor
-from mcp_server.processors.language import detect_language
 from mcp_server.processors.msg import MsgProcessor
 from mcp_server.processors.odf import OdpProcessor, OdsProcessor, OdtProcessor
 from mcp_server.processors.ooxml import OleProcessor
@@ -56,6 +55,7 @@ from mcp_server.processors.xls import XlsProcessor
 from mcp_server.processors.xlsx import XlsxProcessor
 from mcp_server.processors.xml import XmlProcessor
 from mcp_server.processors.yaml import YamlProcessor
+from mcp_server.text.language import detect_language
 
 __all__ = [
     "DocumentInput",

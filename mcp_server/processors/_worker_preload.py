@@ -18,6 +18,6 @@ from mcp_server.processors import _pdf_read  # noqa: F401  (imports PyMuPDF)
 with contextlib.suppress(ImportError):  # language detection is optional: it answers "en" without
     import langdetect  # noqa: F401
 
-    from mcp_server.processors.language import load_profiles
+    from mcp_server.text.language import load_profiles
 
     load_profiles()

@@ -1,4 +1,4 @@
-"""``SharedIndexStore`` in Redis: the deployment's shared index store (see ``retrieval.shared``).
+"""``SharedIndexStore`` in Redis: the deployment's shared index store (see ``indexes.shared``).
 
 An entry is one hash ``rag:<ns>:index:v1:e:<key>`` (fields ``manifest`` and the logical file names)
 with an expiry refreshed on every read; the lease is ``rag:<ns>:index:v1:lease:<key>``.
@@ -14,9 +14,9 @@ from typing import Any
 
 import redis
 
+from mcp_server.indexes.shared import MANIFEST_FIELD, SharedEntry, decoded
+from mcp_server.indexes.store import Manifest
 from mcp_server.redis.store import REDIS_ERRORS, Outage
-from mcp_server.retrieval.shared import MANIFEST_FIELD, SharedEntry, decoded
-from mcp_server.retrieval.store import Manifest
 
 __all__ = ["RedisIndexStore"]
 

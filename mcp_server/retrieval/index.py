@@ -32,8 +32,8 @@ import numpy as np
 from mcp_server.core.bounds import clamp
 from mcp_server.core.concurrency import Once
 from mcp_server.core.models import Chunk, ChunkLocation, SearchHit
-from mcp_server.retrieval.analysis import analyzer_for, base_language, query_tokens
-from mcp_server.retrieval.embedders import Embedder, ProgressFn
+from mcp_server.encoders.embedders import Embedder, ProgressFn
+from mcp_server.encoders.rerankers import Reranker
 from mcp_server.retrieval.naming import Identity, identity_of, naming_factors
 from mcp_server.retrieval.ranking import (
     BM25_WEIGHT,
@@ -50,9 +50,9 @@ from mcp_server.retrieval.ranking import (
     rerank_head,
     score_ranking,
 )
-from mcp_server.retrieval.rerankers import Reranker
-from mcp_server.retrieval.sentences import sentence_units
 from mcp_server.retrieval.templates import template_mask
+from mcp_server.text.analysis import analyzer_for, base_language, query_tokens
+from mcp_server.text.sentences import sentence_units
 
 __all__ = [
     "MAX_NEIGHBORS", "MAX_TOP_K", "RRF_K", "DocumentIndex", "SearchMode", "UnitSelect", "lexical_weight",

@@ -32,7 +32,7 @@ import re
 from collections.abc import Sequence
 
 from mcp_server.core.models import Chunk
-from mcp_server.retrieval.analysis import analyzer_for
+from mcp_server.text.analysis import analyzer_for
 
 __all__ = ["COMMON_SHARE", "IDENTITY_CHARS", "Identity", "identity_of", "naming_factors"]
 

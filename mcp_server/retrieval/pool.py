@@ -45,7 +45,7 @@ import numpy as np
 
 from mcp_server.core.bounds import clamp
 from mcp_server.core.models import Chunk, SearchHit
-from mcp_server.retrieval.analysis import query_tokens
+from mcp_server.encoders.rerankers import Reranker
 from mcp_server.retrieval.index import DocumentIndex, analyse_chunks
 from mcp_server.retrieval.passages import passage_id
 from mcp_server.retrieval.ranking import (
@@ -61,7 +61,7 @@ from mcp_server.retrieval.ranking import (
     score_ranking,
     take_per_document,
 )
-from mcp_server.retrieval.rerankers import Reranker
+from mcp_server.text.analysis import query_tokens
 
 __all__ = ["MAX_POOL_TOP_K", "NAMED_SHARE", "PoolHit", "PoolSource", "named_sources", "search_pool"]
 

@@ -29,9 +29,9 @@ from typing import Protocol, TypeVar
 import numpy as np
 
 from mcp_server.core.models import Chunk, ChunkLocation
-from mcp_server.processors.language import language_probabilities
-from mcp_server.retrieval.analysis import base_language
-from mcp_server.retrieval.rerankers import Reranker
+from mcp_server.encoders.rerankers import Reranker
+from mcp_server.text.analysis import base_language
+from mcp_server.text.language import language_probabilities
 
 __all__ = [
     "BM25_WEIGHT", "CANDIDATES_PER_RESULT", "DENSE_WEIGHT", "DUPLICATE_OVERLAP", "LEXICAL_COVERAGE_HIGH",

@@ -19,16 +19,16 @@ import anyio
 from mcp_server.core.budget import MemoryBudget, limit_arenas, release_memory
 from mcp_server.core.concurrency import run_sync
 from mcp_server.core.settings import Settings
+from mcp_server.embedding.registry import ModelRegistry
 from mcp_server.fetch import DiskUploads, Fetcher, UploadStore
+from mcp_server.indexes.manager import IndexManager
 from mcp_server.middleware.guard import ToolGuard
 from mcp_server.middleware.ratelimit import InProcessRateLimiter, RateLimiter
 from mcp_server.pipeline.reading import Reading
 from mcp_server.pipeline.service import DocumentService
-from mcp_server.processors.language import language_probabilities
 from mcp_server.processors.sandbox import ParserPool
 from mcp_server.redis.backends import open_redis_backends
-from mcp_server.retrieval.manager import IndexManager
-from mcp_server.retrieval.models import ModelRegistry
+from mcp_server.text.language import language_probabilities
 from mcp_server.tools.context import AppContext
 
 __all__ = ["open_app_context"]

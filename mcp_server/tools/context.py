@@ -10,11 +10,11 @@ import time
 from dataclasses import dataclass, field
 
 from mcp_server.core.settings import Settings
+from mcp_server.embedding.registry import ModelRegistry
 from mcp_server.middleware.guard import ToolGuard
 from mcp_server.middleware.ratelimit import RateLimiter
 from mcp_server.pipeline.reading import Reading
 from mcp_server.pipeline.service import DocumentService
-from mcp_server.retrieval.models import ModelRegistry
 
 __all__ = ["AppContext"]
 

@@ -11,8 +11,8 @@ import psutil
 
 from mcp_server import SERVER_NAME, __version__
 from mcp_server.processors import converter_available, supported_formats
-from mcp_server.processors.language import language_detection_available
 from mcp_server.processors.ocr import ocr_available
+from mcp_server.text.language import language_detection_available
 from mcp_server.tools.context import AppContext
 
 __all__ = ["readiness", "shared_store", "system_health"]

@@ -8,7 +8,7 @@ from mcp.server.mcpserver import Context
 from pydantic import Field
 
 from mcp_server.fetch import validate_url
-from mcp_server.processors.language import language_name
+from mcp_server.text.language import language_name
 from mcp_server.tools.common import (
     DocumentUrl,
     MaxTokens,

@@ -10,8 +10,8 @@ from pydantic import BaseModel, Field
 from mcp_server.core.concurrency import run_sync
 from mcp_server.core.errors import ValidationError
 from mcp_server.fetch import validate_url
-from mcp_server.processors.language import detect_language as _detect
-from mcp_server.processors.language import language_name
+from mcp_server.text.language import detect_language as _detect
+from mcp_server.text.language import language_name
 from mcp_server.tools.common import app_of, require_text, tool
 from mcp_server.tools.health import system_health
 

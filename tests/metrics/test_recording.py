@@ -15,8 +15,9 @@ from mcp_server.core import metrics
 from mcp_server.core.cache import MemoryLayer
 from mcp_server.core.errors import RateLimitError
 from mcp_server.core.settings import Settings
+from mcp_server.embedding import ModelRegistry
+from mcp_server.indexes import IndexManager
 from mcp_server.middleware.ratelimit import InProcessRateLimiter
-from mcp_server.retrieval import IndexManager, ModelRegistry
 from tests.mcp_harness import make_settings
 from tests.metrics._helpers import Series, delta, parse, value
 from tests.retrieval._chunks import make_chunks

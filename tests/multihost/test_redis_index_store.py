@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import time
 
+from mcp_server.encoders import FakeEmbedder
+from mcp_server.indexes import IndexStore
+from mcp_server.indexes.store import INDEX_FILE
 from mcp_server.redis.index_store import RedisIndexStore
 from mcp_server.redis.store import Outage, sync_client
-from mcp_server.retrieval import DocumentIndex, FakeEmbedder, IndexStore
-from mcp_server.retrieval.store import INDEX_FILE
+from mcp_server.retrieval import DocumentIndex
 from tests.mcp_harness import free_port, make_settings
 from tests.multiworker.conftest import RedisServer
 from tests.retrieval._chunks import make_chunks

@@ -9,9 +9,10 @@ import pytest
 
 from mcp_server.core.errors import ProcessingError
 from mcp_server.core.models import FetchedDocument
+from mcp_server.embedding import ModelRegistry
+from mcp_server.indexes import IndexManager
 from mcp_server.pipeline.service import DocumentService
 from mcp_server.redis.backends import open_redis_backends
-from mcp_server.retrieval import IndexManager, ModelRegistry
 from tests.mcp_harness import make_settings
 from tests.multiworker.conftest import RedisServer
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from mcp_server.retrieval import DocumentIndex, ModelRegistry
+from mcp_server.embedding import ModelRegistry
+from mcp_server.retrieval import DocumentIndex
 from mcp_server.retrieval.index import analyse_chunks
 from mcp_server.retrieval.naming import identity_of, naming_factors
 from tests.retrieval._filing import BODY, CERTIFICATIONS, SIGNATURES, filing_chunks
@@ -74,7 +75,7 @@ def test_a_person_named_in_the_body_is_still_found_by_name(minilm_registry: Mode
 
 def test_a_document_of_one_or_two_pages_has_no_identity_to_discount() -> None:
     chunks = filing_chunks()[:2]
-    from mcp_server.retrieval import FakeEmbedder
+    from mcp_server.encoders import FakeEmbedder
 
     embedder = FakeEmbedder()
     index = DocumentIndex.build(chunks, embedder.embed([c.text for c in chunks]), model_id=embedder.model_id)

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from mcp_server.retrieval import DocumentIndex, FakeReranker
+from mcp_server.encoders import FakeReranker
+from mcp_server.retrieval import DocumentIndex
 from mcp_server.retrieval.passages import passage_id
 from mcp_server.retrieval.pool import PoolSource, search_pool
 from tests.retrieval._chunks import make_chunks
@@ -113,7 +114,7 @@ def test_each_documents_passages_keep_its_own_ranking_order() -> None:
 def test_the_document_a_question_names_comes_first_and_ranks_its_own_passages() -> None:
     import dataclasses
 
-    from mcp_server.retrieval import FakeEmbedder
+    from mcp_server.encoders import FakeEmbedder
     from mcp_server.retrieval.pool import named_sources
     from tests.retrieval._filing import BODY, filing_chunks
 
@@ -143,7 +144,7 @@ def test_the_document_a_question_names_comes_first_and_ranks_its_own_passages() 
 def test_a_code_the_question_writes_picks_one_companys_10q_over_its_10k() -> None:
     import dataclasses
 
-    from mcp_server.retrieval import FakeEmbedder
+    from mcp_server.encoders import FakeEmbedder
     from mcp_server.retrieval.pool import named_sources
     from tests.retrieval._filing import filing_chunks
 

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from mcp_server.core.models import Chunk, ChunkLocation
+from mcp_server.encoders.rerankers import Reranker
 from mcp_server.retrieval import ranking
 from mcp_server.retrieval.ranking import RRF_K, drop_duplicates, fuse, rerank_head, score_ranking, take_per_document
-from mcp_server.retrieval.rerankers import Reranker
 
 
 class TableReranker(Reranker):

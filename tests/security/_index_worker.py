@@ -20,10 +20,10 @@ import anyio
 
 from mcp_server.core.models import Chunk, ChunkLocation
 from mcp_server.core.settings import Settings
+from mcp_server.embedding.registry import ModelRegistry
+from mcp_server.indexes.manager import IndexManager
+from mcp_server.indexes.store import IndexStore
 from mcp_server.retrieval.index import DocumentIndex
-from mcp_server.retrieval.manager import IndexManager
-from mcp_server.retrieval.models import ModelRegistry
-from mcp_server.retrieval.store import IndexStore
 
 CHUNKER = "durability-test"
 MODELS = ModelRegistry.fake()

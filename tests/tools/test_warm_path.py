@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+import mcp_server.core.cache as cache
 import mcp_server.pipeline.service as service
 import mcp_server.processors as processors
 from tests.conftest import FileServer, serve_copies
@@ -43,6 +44,7 @@ async def test_a_warm_call_neither_sniffs_again_nor_hops_to_a_thread_in_the_serv
         return await real_run_sync(fn, *args, **kwargs)
 
     monkeypatch.setattr(service, "run_sync", run_sync)
+    monkeypatch.setattr(cache, "run_sync", run_sync)  # the cache layers' calls from the service
     url = files.url("multi_page.pdf")
     async with memory_client(index_dir=tmp_path, progressive_budget=1e6) as client:
         cold = await client.call_tool("retrieve_chunks", {"document_url": url, "query": "first page"})

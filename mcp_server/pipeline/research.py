@@ -29,7 +29,8 @@ from mcp_server.core.logging import request_id_var
 from mcp_server.core.models import Chunk, ChunkLocation, SearchHit
 from mcp_server.fetch import validate_url
 from mcp_server.pipeline.service import DocumentService, Source, View
-from mcp_server.retrieval.index import DocumentIndex, merge_texts
+from mcp_server.retrieval.index import DocumentIndex
+from mcp_server.retrieval.neighbours import merge_texts
 from mcp_server.retrieval.passages import parse_passage_id, passage_id, text_checksum
 from mcp_server.retrieval.pool import PoolSource, search_pool
 

@@ -34,7 +34,7 @@ from mcp_server.pipeline.read_windows import (
 )
 from mcp_server.pipeline.research import PageRanges
 from mcp_server.pipeline.service import DocumentService, Processed, View
-from mcp_server.processors import DocumentInput, document_input
+from mcp_server.processors import DocumentInput
 from mcp_server.processors.page_image import OFFICE_PAGED, RenderedPage, office_pdf, render_page
 from mcp_server.retrieval.passages import passage_id, text_checksum
 from mcp_server.retrieval.quotes import QuoteIndex, QuoteMatch
@@ -217,7 +217,7 @@ class Reading:
 
     async def page_image(self, url: str, page: int, *, pid: str | None, dpi: int) -> PageImage:
         fetched = await self.service.fetch(url)
-        inp = await run_sync(document_input, fetched)
+        inp = await self.service.sniff(fetched)
         if inp.doc_type in SHEET_TYPES:
             raise ValidationError(
                 f"argument 'document_url': a {inp.doc_type.upper()} spreadsheet has sheets, not pages, and no page "

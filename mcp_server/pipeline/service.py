@@ -192,7 +192,7 @@ class DocumentService:
                 removed["failure"] += int(await cache_delete(self.failures, key))
         return removed
 
-    async def _sniff(self, fetched: FetchedDocument) -> DocumentInput:
+    async def sniff(self, fetched: FetchedDocument) -> DocumentInput:
         """The download wrapped with its sniffed type; the same bytes and headers are sniffed once
         (sniffing reads bytes: off the loop)."""
         key = (fetched.sha256, fetched.content_type, fetched.filename, fetched.final_url)
@@ -216,7 +216,7 @@ class DocumentService:
         started = time.perf_counter()
         fetched = await self.fetch(url)
         timings = {"download": _ms(started)}
-        inp = await self._sniff(fetched)
+        inp = await self.sniff(fetched)
         if expect and inp.doc_type not in expect:
             raise _wrong_type(url, inp.doc_type, expect, tool)
         if progress is not None:
@@ -330,7 +330,7 @@ class DocumentService:
                        complete=opened.complete, dense_coverage=opened.dense_coverage, source=located.source)
 
     async def query_spreadsheet(self, url: str, search_value: str, column: str | None) -> dict[str, Any]:
-        inp = await self._sniff(await self.fetch(url))
+        inp = await self.sniff(await self.fetch(url))
         return await self.parsers.run(search_spreadsheet, inp, self.options, search_value, column)
 
     # --- housekeeping -------------------------------------------------------------------

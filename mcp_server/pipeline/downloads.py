@@ -23,10 +23,10 @@ logger = logging.getLogger(__name__)
 
 
 class Downloads:
-    """Downloads through ``layer`` (cache layers may be remote: their calls run off the loop)."""
+    """Downloads through ``layer`` (cache layers may be remote: their calls run off the loop); the
+    fetcher is the caller's (``DocumentService.fetcher``, which tests may replace)."""
 
-    def __init__(self, fetcher: Fetcher, layer: CacheLayer[FetchedDocument], revalidate_after_s: float) -> None:
-        self.fetcher = fetcher
+    def __init__(self, layer: CacheLayer[FetchedDocument], revalidate_after_s: float) -> None:
         self.layer = layer
         self.revalidate_after_s = revalidate_after_s
         self._locks = KeyedLock()  # concurrent calls for one stale URL revalidate it once
@@ -34,7 +34,7 @@ class Downloads:
     def _fresh(self, url: str, cached: FetchedDocument) -> bool:
         return is_immutable(url) or time.time() - cached.validated_at < self.revalidate_after_s
 
-    async def fetch(self, url: str) -> FetchedDocument:
+    async def fetch(self, fetcher: Fetcher, url: str) -> FetchedDocument:
         cached = await cache_get(self.layer, url)
         if cached is not None and self._fresh(url, cached):
             return cached
@@ -45,7 +45,7 @@ class Downloads:
                 return cached
             # a stale copy of an http(s) document is revalidated (a conditional GET when it has
             # validators); a local file is read again (its bytes decide the content key anyway)
-            fetched = await self.fetcher.fetch(url, cached=cached if is_remote(url) else None)
+            fetched = await fetcher.fetch(url, cached=cached if is_remote(url) else None)
             if cached is not None:
                 _revalidated(cached, fetched)
             await cache_put(self.layer, url, fetched)

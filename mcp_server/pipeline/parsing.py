@@ -25,16 +25,19 @@ _POOL_ERRORS = ("the parser pool",)
 
 
 class Parsing:
-    def __init__(self, parsers: ParserPool, documents: CacheLayer[ProcessedDocument],
-                 failures: CacheLayer[FailedParse], failure_ttl: float) -> None:
-        self.parsers = parsers
+    """Parses in the caller's parser pool (``DocumentService.parsers``, which tests may replace)."""
+
+    def __init__(self, documents: CacheLayer[ProcessedDocument], failures: CacheLayer[FailedParse],
+                 failure_ttl: float) -> None:
         self.documents = documents
         self.failures = failures
         self.failure_ttl = failure_ttl
         self._locks = KeyedLock()
         self.runs = 0  # documents actually parsed (tests use it to prove coalescing)
 
-    async def parse(self, key: str, inp: DocumentInput, options: ProcessOptions) -> tuple[ProcessedDocument, bool]:
+    async def parse(
+        self, parsers: ParserPool, key: str, inp: DocumentInput, options: ProcessOptions,
+    ) -> tuple[ProcessedDocument, bool]:
         """(the document, whether it came from the cache)."""
         document = await cache_get(self.documents, key)
         if document is not None:
@@ -46,7 +49,7 @@ class Parsing:
             await self._raise_if_failed(key)
             self.runs += 1
             try:
-                document = await self.parsers.run(process_document, inp, options)
+                document = await parsers.run(process_document, inp, options)
                 metrics.document_parsed(inp.doc_type)
             except ProcessingError as exc:
                 await self._remember_failure(key, exc)

@@ -168,8 +168,8 @@ class DocumentService:
             "failure", max_entries=FAILURE_ENTRIES, ttl=max(settings.failure_ttl, 1e-3),
         )
         self._sniffed: LRUCache[tuple[str, str, str, str], str] = LRUCache(maxsize=SNIFFED_ENTRIES)
-        self._downloads = Downloads(fetcher, self.downloads, settings.revalidate_after_s)
-        self._parsing = Parsing(parsers, self.documents, self.failures, settings.failure_ttl)
+        self._downloads = Downloads(self.downloads, settings.revalidate_after_s)
+        self._parsing = Parsing(self.documents, self.failures, settings.failure_ttl)
         # layers of the tools built on this service (reading.py), reported and cleared with these
         self.extra_layers: list[CacheLayer[Any]] = []
 
@@ -180,7 +180,7 @@ class DocumentService:
 
     # --- stages -----------------------------------------------------------------------
     async def fetch(self, url: str) -> FetchedDocument:
-        return await self._downloads.fetch(url)
+        return await self._downloads.fetch(self.fetcher, url)
 
     async def drop(self, url: str) -> dict[str, int]:
         """Forget one URL's download (the next call downloads it again) and a remembered failed
@@ -234,7 +234,8 @@ class DocumentService:
         """Download and (unless cached) parse in a worker process; ``expect`` limits the types;
         ``view``: a web page's main content or the whole page (default: the setting)."""
         located = await self._locate(url, expect=expect, tool=tool, progress=progress, view=view)
-        document, cached = await self._parsing.parse(located.content_key, located.input, located.options)
+        document, cached = await self._parsing.parse(self.parsers, located.content_key, located.input,
+                                                     located.options)
         if progress is not None:
             await progress(2, None, f"processed {len(document.content)} characters")
         return Processed(doc_type=located.input.doc_type, document=document, cached=cached,
@@ -293,7 +294,7 @@ class DocumentService:
 
         async def make_chunks() -> Sequence[Chunk]:
             started = time.perf_counter()
-            document, _ = await self._parsing.parse(located.content_key, located.input, located.options)
+            document, _ = await self._parsing.parse(self.parsers, located.content_key, located.input, located.options)
             timings["process"] = _ms(started)
             # the analyzers BM25 will need load while the document is chunked
             threading.Thread(target=warm_analyzers, args=(document.content,), name="analyzers-warm-up",

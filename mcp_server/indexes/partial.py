@@ -16,7 +16,8 @@ import bm25s
 import numpy as np
 
 from mcp_server.encoders.embedders import Embedder
-from mcp_server.retrieval.index import DocumentIndex, UnitSelect
+from mcp_server.retrieval.index import DocumentIndex
+from mcp_server.retrieval.vectors import UnitSelect
 from mcp_server.text.analysis import query_tokens
 
 __all__ = ["PARTIAL_SECONDS", "SENTENCES_PER_CANDIDATE", "best_sentences", "partial_candidates", "partial_view"]

@@ -14,12 +14,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from mcp_server.chunking import CHUNKER_VERSION
 from mcp_server.chunking._locations import LocationIndex
 from mcp_server.core.cache import MemoryLayer, cache_get, cache_put
 from mcp_server.core.concurrency import KeyedLock, run_sync
 from mcp_server.core.errors import ValidationError
 from mcp_server.core.models import Chunk, ChunkLocation, Location, ProcessedDocument
+from mcp_server.pipeline.passages import find_passage
 from mcp_server.pipeline.read_windows import (
     CHAPTER_TYPES,
     CHARS_PER_TOKEN_CAP,
@@ -34,9 +34,9 @@ from mcp_server.pipeline.read_windows import (
 )
 from mcp_server.pipeline.research import PageRanges
 from mcp_server.pipeline.service import DocumentService, Processed, View
-from mcp_server.processors import DocumentInput, document_input
+from mcp_server.processors import DocumentInput
 from mcp_server.processors.page_image import OFFICE_PAGED, RenderedPage, office_pdf, render_page
-from mcp_server.retrieval.passages import parse_passage_id, passage_id, text_checksum
+from mcp_server.retrieval.passages import passage_id, text_checksum
 from mcp_server.retrieval.quotes import QuoteIndex, QuoteMatch
 
 __all__ = [
@@ -207,9 +207,8 @@ class Reading:
         """The passage id retrieve_chunks gives the chunk holding the span. The index is looked up
         (memory, then disk) and only built when it is nowhere, as retrieve_chunks would build it for
         this quote (a big document: a partial index now, the complete one in the background)."""
-        indexes = self.service.indexes
-        key = indexes.index_key(processed.content_key, CHUNKER_VERSION, self.service.index_config())
-        index = await indexes.find(key)
+        key = self.service.index_key(processed.content_key)
+        index = await self.service.indexes.find(key)
         if index is None:
             indexed = await self.service.index(url, query=quote, view=view)
             index, key = indexed.index, indexed.key
@@ -218,7 +217,7 @@ class Reading:
 
     async def page_image(self, url: str, page: int, *, pid: str | None, dpi: int) -> PageImage:
         fetched = await self.service.fetch(url)
-        inp = await run_sync(document_input, fetched)
+        inp = await self.service.sniff(fetched)
         if inp.doc_type in SHEET_TYPES:
             raise ValidationError(
                 f"argument 'document_url': a {inp.doc_type.upper()} spreadsheet has sheets, not pages, and no page "
@@ -256,20 +255,7 @@ class Reading:
         return pdf
 
     async def _passage_text(self, pid: str, content_key: str, page: int) -> str:
-        try:
-            ref = parse_passage_id(pid)
-        except ValueError as exc:
-            raise ValidationError(f"argument 'passage_id': {exc}", argument="passage_id") from None
-        indexes = self.service.indexes
-        own = indexes.index_key(content_key, CHUNKER_VERSION, self.service.index_config())
-        if ref.key != own:
-            raise ValidationError("argument 'passage_id' names a passage of another document (or of other bytes "
-                                  "at this URL)", argument="passage_id")
-        index = await indexes.find(ref.key)
-        if index is None or ref.position >= len(index.chunks) or \
-                text_checksum(index.chunks[ref.position].text) != ref.checksum:
-            raise ValidationError("argument 'passage_id': unknown, expired or stale passage id; search the "
-                                  "document again for a fresh id", argument="passage_id")
+        ref, index = await find_passage(self.service.indexes, pid, own_key=self.service.index_key(content_key))
         chunk = index.chunks[ref.position]
         if chunk.location.slide is not None and page != chunk.location.slide:
             raise ValidationError(f"argument 'page': the passage is on slide {chunk.location.slide}, not {page}",

@@ -5,7 +5,7 @@ pipeline as ``retrieve_chunks`` (``DocumentService.index``: download cache, pars
 coalesced index builds under GPU_CONCURRENCY), all documents at once; a document that fails is
 reported with its error while the others answer. The pooled candidates are then ranked once
 with global scores (``retrieval/pool.py``). A passage id leads back to its index in memory or
-on disk (``IndexManager.find``), never to a download.
+on disk (``passages.py``), never to a download.
 """
 
 from __future__ import annotations
@@ -28,9 +28,11 @@ from mcp_server.core.errors import MCPServerError, ToolTimeoutError, ValidationE
 from mcp_server.core.logging import request_id_var
 from mcp_server.core.models import Chunk, ChunkLocation, SearchHit
 from mcp_server.fetch import validate_url
+from mcp_server.pipeline.passages import find_passage, window_location
 from mcp_server.pipeline.service import DocumentService, Source, View
-from mcp_server.retrieval.index import DocumentIndex, merge_texts
-from mcp_server.retrieval.passages import parse_passage_id, passage_id, text_checksum
+from mcp_server.retrieval.index import DocumentIndex
+from mcp_server.retrieval.neighbours import merge_texts
+from mcp_server.retrieval.passages import passage_id
 from mcp_server.retrieval.pool import PoolSource, search_pool
 
 __all__ = [
@@ -228,31 +230,11 @@ class Research:
 
     async def passage(self, pid: str, *, before: int = 0, after: int = 0) -> PassageWindow:
         """The chunk a passage id names and up to MAX_PASSAGE_NEIGHBORS neighbours each way."""
-        try:
-            ref = parse_passage_id(pid)
-        except ValueError as exc:
-            raise ValidationError(f"argument 'passage_id': {exc}", argument="passage_id") from None
-        index = await self.service.indexes.find(ref.key)
-        if index is None:
-            raise ValidationError(
-                "argument 'passage_id': unknown or expired passage id: its document's index is neither in "
-                "memory nor on disk (evicted, cleared, or made by another configuration); search the "
-                "document again for a fresh id", argument="passage_id")
-        if ref.position >= len(index.chunks) or text_checksum(index.chunks[ref.position].text) != ref.checksum:
-            raise ValidationError(
-                "argument 'passage_id': stale passage id: its index no longer holds that passage; "
-                "search the document again for a fresh id", argument="passage_id")
+        ref, index = await find_passage(self.service.indexes, pid)
         before, after = clamp(before, 0, MAX_PASSAGE_NEIGHBORS), clamp(after, 0, MAX_PASSAGE_NEIGHBORS)
         lo, hi = max(0, ref.position - before), min(len(index.chunks) - 1, ref.position + after)
         window = index.chunks[lo : hi + 1]
-        locations = [c.location for c in window]
-        pages = tuple(sorted({p for loc in locations for p in loc.pages}))
-        anchor = index.chunks[ref.position].location
-        span = ChunkLocation(
-            start_char=min(loc.start_char for loc in locations), end_char=max(loc.end_char for loc in locations),
-            pages=pages, slide=anchor.slide, sheet=anchor.sheet, row_start=window[0].location.row_start,
-            row_end=window[-1].location.row_end, heading_path=anchor.heading_path,
-        )
+        span = window_location(index.chunks[ref.position], window)
         return PassageWindow(
             target=ref.position - lo, chunks=[(passage_id(index.key, lo + i, c.text), c) for i, c in enumerate(window)],
             text=merge_texts(window), location=span, total_chunks=len(index.chunks),

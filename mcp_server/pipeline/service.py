@@ -10,17 +10,15 @@ fourth, small layer remembers failed parses per content key for ``failure_ttl`` 
 ``retrieve`` goes bytes -> content key -> index: a document with an index in memory or on disk
 is never parsed (nor its processed form decoded) again; only a missing index parses and chunks.
 
-Freshness: a cached download older than ``revalidate_after_s`` (by its ``validated_at``, wall-clock
-time, so every worker and host sharing the Redis layer agrees on its age) is checked with a
-conditional GET before use: a 304 keeps the bytes, hence the content key and the index; new bytes
-are a new content key, parsed and indexed anew. Uploads are content-addressed: never revalidated.
+Freshness: a stale cached download is revalidated before use (``downloads.py``): a 304 keeps the
+bytes, hence the content key and the index; new bytes are a new content key, parsed and indexed
+anew. Parsing and the memory of failed parses are ``parsing.py``'s.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
-import logging
 import threading
 import time
 from collections.abc import Sequence
@@ -32,16 +30,18 @@ from cachetools import LRUCache
 from mcp_server.chunking import CHUNKER_VERSION, ChunkParams, chunk_document, chunk_params_for
 from mcp_server.core import metrics
 from mcp_server.core.budget import MemoryBudget
-from mcp_server.core.cache import CacheLayer, MemoryLayer, cache_clear, cache_delete, cache_get, cache_put
-from mcp_server.core.concurrency import KeyedLock, Progress, run_sync
-from mcp_server.core.errors import ProcessingError, ValidationError
+from mcp_server.core.cache import CacheLayer, MemoryLayer, cache_clear, cache_delete, cache_get
+from mcp_server.core.concurrency import Progress, run_sync
+from mcp_server.core.errors import ValidationError
 from mcp_server.core.failures import FailedParse
 from mcp_server.core.models import Chunk, FetchedDocument, ProcessedDocument, SearchHit
 from mcp_server.core.settings import Settings
 from mcp_server.embedding.registry import ModelRegistry
-from mcp_server.fetch import Fetcher, is_immutable, is_remote
+from mcp_server.fetch import Fetcher
 from mcp_server.indexes.manager import IndexManager, IndexView
-from mcp_server.processors import DocumentInput, ProcessOptions, View, document_input, process_document
+from mcp_server.pipeline.downloads import Downloads
+from mcp_server.pipeline.parsing import Parsing
+from mcp_server.processors import DocumentInput, ProcessOptions, View, document_input
 from mcp_server.processors.sandbox import ParserPool
 from mcp_server.processors.sheet_search import search_spreadsheet
 from mcp_server.retrieval.index import DocumentIndex
@@ -49,8 +49,6 @@ from mcp_server.retrieval.passages import passage_id
 from mcp_server.text.analysis import warm_analyzers
 
 __all__ = ["DocumentService", "Indexed", "Processed", "Retrieval", "Source", "View"]
-
-logger = logging.getLogger(__name__)
 
 # Bump when processor output changes in a way cached documents and indexes must not survive.
 PROCESSING_VERSION = "1"
@@ -121,14 +119,21 @@ class Retrieval:
 FAILURE_ENTRIES = 1000
 # Sniffed types remembered per content and transport headers: a warm call does not sniff again.
 SNIFFED_ENTRIES = 4096
-# Errors about the pool itself (shutdown), not about the document: never cached.
-_POOL_ERRORS = ("the parser pool",)
 
 
 def _ms(since: float) -> float:
     return round((time.perf_counter() - since) * 1000, 2)
 
 
+def _wrong_type(url: str, doc_type: str, expect: Sequence[str], tool: str) -> ValidationError:
+    # "ole" is let through for the processors' own message (encrypted); it is no format to ask for
+    named = [t.upper() for t in expect if t != "ole"] or [t.upper() for t in expect]
+    wanted = named[0] if len(named) == 1 else f"{', '.join(named[:-1])} or {named[-1]}"
+    return ValidationError(
+        f"{tool or 'this tool'} needs a {wanted} document, but {url} is "
+        f"{doc_type.upper() if doc_type != 'unknown' else 'of an unknown type'}; process_document handles every format",
+        argument="document_url", document_type=doc_type,
+    )
 
 
 class DocumentService:
@@ -163,44 +168,19 @@ class DocumentService:
             "failure", max_entries=FAILURE_ENTRIES, ttl=max(settings.failure_ttl, 1e-3),
         )
         self._sniffed: LRUCache[tuple[str, str, str, str], str] = LRUCache(maxsize=SNIFFED_ENTRIES)
-        self._parse_locks = KeyedLock()
-        self._fetch_locks = KeyedLock()  # concurrent calls for one stale URL revalidate it once
+        self._downloads = Downloads(self.downloads, settings.revalidate_after_s)
+        self._parsing = Parsing(self.documents, self.failures, settings.failure_ttl)
         # layers of the tools built on this service (reading.py), reported and cleared with these
         self.extra_layers: list[CacheLayer[Any]] = []
-        self.process_runs = 0  # documents actually parsed (tests use it to prove coalescing)
+
+    @property
+    def process_runs(self) -> int:
+        """Documents actually parsed (tests use it to prove coalescing)."""
+        return self._parsing.runs
 
     # --- stages -----------------------------------------------------------------------
-    def _fresh(self, url: str, cached: FetchedDocument) -> bool:
-        return is_immutable(url) or time.time() - cached.validated_at < self.settings.revalidate_after_s
-
     async def fetch(self, url: str) -> FetchedDocument:
-        # Cache layers may be remote (Redis): their calls run in a worker thread, off the loop.
-        cached = await cache_get(self.downloads, url)
-        if cached is not None and self._fresh(url, cached):
-            return cached
-        async with self._fetch_locks.hold(url):
-            # another call may have fetched or confirmed it meanwhile: one download, not ten
-            cached = await cache_get(self.downloads, url)
-            if cached is not None and self._fresh(url, cached):
-                return cached
-            # a stale copy of an http(s) document is revalidated (a conditional GET when it has
-            # validators); a local file is read again (its bytes decide the content key anyway)
-            fetched = await self.fetcher.fetch(url, cached=cached if is_remote(url) else None)
-            if cached is not None:
-                self._revalidated(cached, fetched)
-            await cache_put(self.downloads, url, fetched)
-            return fetched
-
-    @staticmethod
-    def _revalidated(cached: FetchedDocument, fetched: FetchedDocument) -> None:
-        if fetched.sha256 != cached.sha256:
-            metrics.download_revalidated("changed")
-            logger.info("fetch.changed", extra={"url": fetched.final_url, "old": cached.sha256[:16],
-                                                "new": fetched.sha256[:16]})
-        elif fetched.fetched_at == cached.fetched_at:  # a 304 keeps the copy's download time
-            metrics.download_revalidated("not_modified")
-        else:
-            metrics.download_revalidated("unchanged")  # downloaded again (no validators, or ignored)
+        return await self._downloads.fetch(self.fetcher, url)
 
     async def drop(self, url: str) -> dict[str, int]:
         """Forget one URL's download (the next call downloads it again) and a remembered failed
@@ -208,14 +188,11 @@ class DocumentService:
         cached = await cache_get(self.downloads, url)
         removed = {"download": int(await cache_delete(self.downloads, url)), "failure": 0}
         if cached is not None:  # under either view's key (a web page's main content has its own)
-            for key in {self._content_key(cached), self._content_key(cached, "html", "main")}:
+            for key in {self.content_key(cached), self.content_key(cached, "html", "main")}:
                 removed["failure"] += int(await cache_delete(self.failures, key))
         return removed
 
-    def content_key(self, fetched: FetchedDocument) -> str:
-        return self._content_key(fetched)
-
-    async def _sniff(self, fetched: FetchedDocument) -> DocumentInput:
+    async def sniff(self, fetched: FetchedDocument) -> DocumentInput:
         """The download wrapped with its sniffed type; the same bytes and headers are sniffed once
         (sniffing reads bytes: off the loop)."""
         key = (fetched.sha256, fetched.content_type, fetched.filename, fetched.final_url)
@@ -226,15 +203,12 @@ class DocumentService:
         self._sniffed[key] = inp.doc_type
         return inp
 
-    def _content_key(self, fetched: FetchedDocument, doc_type: str = "", view: View = "full") -> str:
+    def content_key(self, fetched: FetchedDocument, doc_type: str = "", view: View = "full") -> str:
+        """The document and index cache key of the bytes (and of a web page's view)."""
         parts = [PROCESSING_VERSION, fetched.sha256, self.options.ocr_languages]
         if doc_type == "html" and view == "main":  # the whole page keeps the key it always had
             parts.append(f"html-main/{MAIN_CONTENT_VERSION}")
         return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
-
-    def view(self, view: View | None) -> View:
-        """The view asked for, else the server's default (``html_view``)."""
-        return view or self.options.html_view
 
     async def _locate(self, url: str, *, expect: Sequence[str] = (), tool: str = "",
                       progress: Progress | None = None, view: View | None = None) -> _Located:
@@ -242,23 +216,15 @@ class DocumentService:
         started = time.perf_counter()
         fetched = await self.fetch(url)
         timings = {"download": _ms(started)}
-        inp = await self._sniff(fetched)
+        inp = await self.sniff(fetched)
         if expect and inp.doc_type not in expect:
-            # "ole" is let through for the processors' own message (encrypted); it is no format to ask for
-            named = [t.upper() for t in expect if t != "ole"] or [t.upper() for t in expect]
-            wanted = named[0] if len(named) == 1 else f"{', '.join(named[:-1])} or {named[-1]}"
-            raise ValidationError(
-                f"{tool or 'this tool'} needs a {wanted} document, but {url} is "
-                f"{inp.doc_type.upper() if inp.doc_type != 'unknown' else 'of an unknown type'}; "
-                "process_document handles every format",
-                argument="document_url", document_type=inp.doc_type,
-            )
+            raise _wrong_type(url, inp.doc_type, expect, tool)
         if progress is not None:
             await progress(1, None, f"downloaded {len(fetched.data)} bytes")
-        chosen = self.view(view)
+        chosen = view or self.options.html_view  # the server's default (``html_view``) unless asked
         options = self.options if chosen == self.options.html_view else dataclasses.replace(
             self.options, html_view=chosen)
-        return _Located(input=inp, content_key=self._content_key(fetched, inp.doc_type, chosen), timings_ms=timings,
+        return _Located(input=inp, content_key=self.content_key(fetched, inp.doc_type, chosen), timings_ms=timings,
                         source=Source.of(fetched), options=options)
 
     async def process(
@@ -268,51 +234,22 @@ class DocumentService:
         """Download and (unless cached) parse in a worker process; ``expect`` limits the types;
         ``view``: a web page's main content or the whole page (default: the setting)."""
         located = await self._locate(url, expect=expect, tool=tool, progress=progress, view=view)
-        document, cached = await self._parse(located.content_key, located.input, located.options)
+        document, cached = await self._parsing.parse(self.parsers, located.content_key, located.input,
+                                                     located.options)
         if progress is not None:
             await progress(2, None, f"processed {len(document.content)} characters")
         return Processed(doc_type=located.input.doc_type, document=document, cached=cached,
                          content_key=located.content_key, source=located.source)
 
-    async def _parse(self, key: str, inp: DocumentInput, options: ProcessOptions) -> tuple[ProcessedDocument, bool]:
-        document = await cache_get(self.documents, key)
-        if document is not None:
-            return document, True
-        async with self._parse_locks.hold(key):  # ten identical requests parse once
-            document = await cache_get(self.documents, key)
-            if document is not None:
-                return document, True
-            await self._raise_if_failed(key)
-            self.process_runs += 1
-            try:
-                document = await self.parsers.run(process_document, inp, options)
-                metrics.document_parsed(inp.doc_type)
-            except ProcessingError as exc:
-                await self._remember_failure(key, exc)
-                raise
-            await cache_put(self.documents, key, document)
-            return document, False
-
-    async def _raise_if_failed(self, key: str) -> None:
-        if self.settings.failure_ttl <= 0:
-            return
-        failed = await cache_get(self.failures, key)
-        if failed is not None and failed.retry_at > time.time():
-            raise failed.error()
-
-    async def _remember_failure(self, key: str, error: ProcessingError) -> None:
-        """The same bytes fail the same way: a timeout or crash is not re-run on every call."""
-        if self.settings.failure_ttl <= 0 or error.message.startswith(_POOL_ERRORS):
-            return
-        await cache_put(self.failures, key, FailedParse.of(error, self.settings.failure_ttl))
-        logger.info("parse.failure_cached", extra={"content_key": key[:16], "error": error.message,
-                                                   "ttl": self.settings.failure_ttl})
-
     def chunk_params(self, document: ProcessedDocument) -> ChunkParams:
         window = self.models.max_tokens_for(document.detected_language)
         return chunk_params_for(document.doc_type, len(document.content), window)
 
-    def index_config(self) -> str:
+    def index_key(self, content_key: str) -> str:
+        """The key of the index of that content: passage ids name it."""
+        return self.indexes.index_key(content_key, CHUNKER_VERSION, self._index_config())
+
+    def _index_config(self) -> str:
         """Everything besides the content key and the models that decides the chunks, and that
         is known before parsing: the chunk parameters are a function of the processed content
         (a function of the content key: its language too) and of the model windows, so the
@@ -357,7 +294,7 @@ class DocumentService:
 
         async def make_chunks() -> Sequence[Chunk]:
             started = time.perf_counter()
-            document, _ = await self._parse(located.content_key, located.input, located.options)
+            document, _ = await self._parsing.parse(self.parsers, located.content_key, located.input, located.options)
             timings["process"] = _ms(started)
             # the analyzers BM25 will need load while the document is chunked
             threading.Thread(target=warm_analyzers, args=(document.content,), name="analyzers-warm-up",
@@ -381,7 +318,7 @@ class DocumentService:
         started = time.perf_counter()
         try:
             opened: IndexView = await self.indexes.open(
-                located.content_key, CHUNKER_VERSION, self.index_config(), make_chunks, query=query,
+                located.content_key, CHUNKER_VERSION, self._index_config(), make_chunks, query=query,
                 progress=embed_progress,
             )
         finally:
@@ -394,7 +331,7 @@ class DocumentService:
                        complete=opened.complete, dense_coverage=opened.dense_coverage, source=located.source)
 
     async def query_spreadsheet(self, url: str, search_value: str, column: str | None) -> dict[str, Any]:
-        inp = await self._sniff(await self.fetch(url))
+        inp = await self.sniff(await self.fetch(url))
         return await self.parsers.run(search_spreadsheet, inp, self.options, search_value, column)
 
     # --- housekeeping -------------------------------------------------------------------

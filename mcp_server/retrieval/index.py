@@ -2,9 +2,9 @@
 
 Dense scoring is sentence-MaxSim: FAISS holds one vector per *unit* of each chunk (a sentence,
 or a few table rows under their table's title and header; see ``sentences.py``) with a unit ->
-chunk map, and a chunk's dense score is the best cosine of its units. A chunk-level vector
-averages a specific sentence away among its neighbours; the max keeps it (measured by
-bench/squad.py).
+chunk map, and a chunk's dense score is the best cosine of its units (``vectors.py``). A
+chunk-level vector averages a specific sentence away among its neighbours; the max keeps it
+(measured by bench/squad.py). BM25 is ``bm25.py``'s.
 
 Search pipeline (all synchronous; the manager runs it in a worker thread):
 
@@ -13,28 +13,27 @@ Search pipeline (all synchronous; the manager runs it in a worker thread):
     BM25 top-N   ┘
 
 The fusion, the rerank, the diversity pass and their constants are ``ranking.py``'s (N = max(5 x
-top_k, 50); dense weighs 1.5x). BM25 reads the text through ``lexical.py`` (no page markers,
-numbers without thousands separators).
+top_k, 50); dense weighs 1.5x); the neighbours are ``neighbours.py``'s. BM25 reads the text
+through ``lexical.py`` (no page markers, numbers without thousands separators).
 """
 
 from __future__ import annotations
 
 import copy
-import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-import bm25s
 import faiss
 import numpy as np
 
 from mcp_server.core.bounds import clamp
 from mcp_server.core.concurrency import Once
-from mcp_server.core.models import Chunk, ChunkLocation, SearchHit
+from mcp_server.core.models import Chunk, SearchHit
 from mcp_server.encoders.embedders import Embedder, ProgressFn
 from mcp_server.encoders.rerankers import Reranker
-from mcp_server.retrieval.naming import Identity, identity_of, naming_factors
+from mcp_server.retrieval.bm25 import ChunkBM25
+from mcp_server.retrieval.neighbours import expand_hits
 from mcp_server.retrieval.ranking import (
     BM25_WEIGHT,
     CANDIDATES_PER_RESULT,
@@ -44,19 +43,15 @@ from mcp_server.retrieval.ranking import (
     candidate_count,
     drop_duplicates,
     fuse,
-    known_share,
     lexical_weight,
-    overlap_share,
     rerank_head,
     score_ranking,
 )
 from mcp_server.retrieval.templates import template_mask
-from mcp_server.text.analysis import analyzer_for, base_language, query_tokens
-from mcp_server.text.sentences import sentence_units
+from mcp_server.retrieval.vectors import SentenceVectors, UnitSelect, embed_into
 
 __all__ = [
-    "MAX_NEIGHBORS", "MAX_TOP_K", "RRF_K", "DocumentIndex", "SearchMode", "UnitSelect", "lexical_weight",
-    "merge_texts", "overlap_share",
+    "MAX_NEIGHBORS", "MAX_TOP_K", "RRF_K", "DocumentIndex", "SearchMode", "lexical_weight",
 ]
 
 # hybrid fuses both rankings; dense / bm25 use one (for benchmarks and ablations)
@@ -64,12 +59,6 @@ SearchMode = Literal["hybrid", "dense", "bm25"]
 
 MAX_TOP_K = 20
 MAX_NEIGHBORS = 2
-SENTENCE_FANOUT = 4  # sentences fetched per dense chunk candidate; several may share a chunk
-MIN_IDENTITY_PAGES = 3  # a document with fewer pages has no cover page: its first page is content
-EMBED_SLICE = 4096  # sentences embedded and added to FAISS at a time (bounds the vectors held twice)
-
-# (unit texts, the document position of each one's chunk) -> mask of the units to embed (``DocumentIndex.extended``)
-UnitSelect = Callable[[list[str], np.ndarray], np.ndarray]
 
 
 @dataclass(slots=True)
@@ -100,21 +89,11 @@ class DocumentIndex:
         self.chunks = list(chunks)
         self.model_id = model_id
         self._set_vectors(faiss_index, owners)
-        self._bm25: bm25s.BM25 | None = None
-        # each chunk is read by its own language's analyzer; a query by each language present
-        self.languages = _languages(self.chunks)
-        corpus = analyse_chunks(self.chunks)
-        self._df: dict[str, int] = {}
-        for tokens in corpus:
-            for token in set(tokens):
-                self._df[token] = self._df.get(token, 0) + 1
-        self.identity = _identity(self.chunks, corpus, self.languages[0])
-        # found at the first search (or warm()); the partial indexes of a document, copies, share it
+        self._lexical = ChunkBM25(self.chunks)  # the partial indexes of a document, copies, share it
+        self.languages, self.identity = self._lexical.languages, self._lexical.identity
+        # found at the first search (or warm()); shared by the copies as well
         texts = [c.text for c in self.chunks]
         self._templates = Once(lambda: template_mask(texts))
-        if any(corpus):  # bm25s cannot index a corpus without a single token
-            self._bm25 = bm25s.BM25()
-            self._bm25.index(corpus, show_progress=False)
 
     @classmethod
     def build(
@@ -139,7 +118,7 @@ class DocumentIndex:
         with ``only``, just the sentences of the chunks at those positions (a partial index)."""
         positions = np.arange(len(chunks), dtype=np.int64) if only is None else np.unique(np.asarray(only, np.int64))
         index = faiss.IndexFlatIP(embedder.dimension)
-        owners = _embed_into(index, chunks, positions, embedder, progress)
+        owners = embed_into(index, chunks, positions, embedder, progress)
         return cls(chunks, index, model_id=embedder.model_id, owners=owners)
 
     def extended(
@@ -151,11 +130,11 @@ class DocumentIndex:
         BM25 index is shared, not rebuilt. ``self`` is left unchanged."""
         wanted = np.unique(np.asarray(positions, dtype=np.int64))
         wanted = wanted[(wanted >= 0) & (wanted < len(self.chunks))]
-        new = wanted[~self._covered[wanted]]
+        new = wanted[~self._vectors.covered[wanted]]
         if not len(new):
             return self
         added = faiss.IndexFlatIP(self.dimension)
-        owners = np.concatenate([self.owners, _embed_into(added, self.chunks, new, embedder, progress, select)])
+        owners = np.concatenate([self.owners, embed_into(added, self.chunks, new, embedder, progress, select)])
         vectors = np.concatenate([self.faiss.reconstruct_n(0, self.faiss.ntotal), added.reconstruct_n(0, added.ntotal)])
         order = np.argsort(owners, kind="stable")  # owners must stay in chunk order
         index = faiss.IndexFlatIP(self.dimension)
@@ -167,21 +146,13 @@ class DocumentIndex:
     def _set_vectors(self, faiss_index: faiss.Index, owners: np.ndarray | None) -> None:
         n = len(self.chunks)
         owners = np.arange(n, dtype=np.int64) if owners is None else np.asarray(owners, dtype=np.int64)
-        if owners.ndim != 1 or len(owners) != faiss_index.ntotal:
-            raise ValueError(f"index holds {faiss_index.ntotal} vectors for {len(owners)} owner entries")
-        if len(owners) and (owners[0] < 0 or owners[-1] >= n or np.any(np.diff(owners) < 0)):
-            raise ValueError("owners must map vectors to chunks, in chunk order")
-        self.faiss = faiss_index
-        self.owners = owners
-        # vectors of chunk p are starts[p]:starts[p + 1]; a chunk without vectors has an empty range
-        self._starts = np.searchsorted(owners, np.arange(n + 1), side="left")
-        self._covered = np.diff(self._starts) > 0
-        self.dimension = int(faiss_index.d)
+        self._vectors = SentenceVectors(faiss_index, owners, n)
+        self.faiss, self.owners, self.dimension = faiss_index, owners, int(faiss_index.d)
 
     @property
     def coverage(self) -> float:
         """Share of the chunks that have vectors (1.0 for a complete index, and for no chunks)."""
-        return float(self._covered.mean()) if len(self.chunks) else 1.0
+        return float(self._vectors.covered.mean()) if len(self.chunks) else 1.0
 
     @property
     def templates(self) -> np.ndarray:
@@ -205,11 +176,7 @@ class DocumentIndex:
 
     def bm25_top(self, query: str, n: int) -> list[int]:
         """Positions of the ``n`` best BM25 chunks for ``query`` (those matching a query term)."""
-        scores, _ = self._bm25_scores(query)
-        if scores is None:
-            return []
-        order = np.argsort(-scores, kind="stable")[:n]
-        return [int(pos) for pos in order if scores[pos] > 0]
+        return self._lexical.top(query, n)
 
     def __len__(self) -> int:
         return len(self.chunks)
@@ -236,7 +203,7 @@ class DocumentIndex:
             )
             for c in chosen
         ]
-        return self._expand(hits, chosen, neighbors) if neighbors else hits
+        return expand_hits(self.chunks, hits, [c.pos for c in chosen], neighbors) if neighbors else hits
 
     def _fuse(
         self, query_vec: np.ndarray, query: str, n: int, mode: SearchMode, allowed: np.ndarray | None = None,
@@ -245,10 +212,10 @@ class DocumentIndex:
         positions when given."""
         candidates: dict[int, _Candidate] = {}
         vec = np.ascontiguousarray(np.asarray(query_vec, dtype=np.float32).reshape(1, -1))
-        dense = self._dense_ranking(vec, n, allowed)
+        dense = self._vectors.ranking(vec, n, allowed)
         for pos, sim in dense:
             candidates.setdefault(pos, _Candidate(pos)).dense = sim
-        bm25, coverage = self._bm25_scores(query)
+        bm25, coverage = self._lexical.scores(query)
         if bm25 is not None and allowed is not None:
             kept = np.zeros_like(bm25)
             kept[allowed] = bm25[allowed]
@@ -265,64 +232,16 @@ class DocumentIndex:
         if bm25 is not None:
             for cand in candidates.values():
                 cand.bm25 = float(bm25[cand.pos])
-        missing = [c for c in candidates.values() if c.dense is None and self._covered[c.pos]]
+        missing = [c for c in candidates.values() if c.dense is None and self._vectors.covered[c.pos]]
         if missing:  # BM25-only candidates still report their best sentence cosine
-            ids = np.concatenate([np.arange(self._starts[c.pos], self._starts[c.pos + 1]) for c in missing])
-            sims = self.faiss.reconstruct_batch(ids.astype(np.int64)) @ vec[0]
-            best = np.full(len(self.chunks), -np.inf, dtype=np.float32)
-            np.maximum.at(best, self.owners[ids], sims)
+            best = self._vectors.best(vec[0], [c.pos for c in missing])
             for cand in missing:
                 cand.dense = float(best[cand.pos])
         return candidates
 
-    def _dense_ranking(self, vec: np.ndarray, n: int, allowed: np.ndarray | None = None) -> list[tuple[int, float]]:
-        """Up to ``n`` (chunk position, best sentence cosine), best first; among ``allowed``
-        positions when given (exact cosines of their sentences, no FAISS cut-off)."""
-        if allowed is not None:
-            allowed = np.asarray(allowed, dtype=np.int64)
-            allowed = allowed[self._covered[allowed]]
-            if not len(allowed):
-                return []
-            best = self.dense_scores(vec[0], allowed)
-            order = np.argsort(-best, kind="stable")[:n]
-            return [(int(allowed[i]), float(best[i])) for i in order]
-        if not self.faiss.ntotal:  # a partial index may have no vectors yet
-            return []
-        sims, ids = self.faiss.search(vec, min(self.faiss.ntotal, n * SENTENCE_FANOUT))
-        ranking: list[tuple[int, float]] = []
-        seen: set[int] = set()
-        for sid, sim in zip(ids[0], sims[0], strict=True):
-            if sid < 0:
-                continue
-            pos = int(self.owners[sid])
-            if pos not in seen:  # sentences come best first: the first one of a chunk is its max
-                seen.add(pos)
-                ranking.append((pos, float(sim)))
-                if len(ranking) == n:
-                    break
-        return ranking
-
     def query_tokens(self, query: str) -> list[str]:
         """The query's BM25 tokens as this document's analyzers read them (known or not)."""
-        return query_tokens(query, self.languages)
-
-    def _bm25_scores(self, query: str) -> tuple[np.ndarray | None, float]:
-        """(each chunk's BM25 score, None when no query word is known; the share of the query's
-        distinct words that the document's vocabulary knows)."""
-        if self._bm25 is None:
-            return None, 0.0
-        asked = self.query_tokens(query)
-        tokens = [t for t in asked if t in self._bm25.vocab_dict]
-        if not tokens:
-            return None, 0.0
-        naming = self.identity.naming_tokens(query) & set(tokens) if self.identity is not None else set()
-        content = [t for t in tokens if t not in naming]
-        scores = np.asarray(self._bm25.get_scores(content), dtype=np.float32) if content else \
-            np.zeros(len(self.chunks), dtype=np.float32)
-        # the naming words weigh as a common word does (naming.py)
-        for token, factor in naming_factors(naming, self._df, len(self.chunks)).items():
-            scores += factor * np.asarray(self._bm25.get_scores([token] * asked.count(token)), dtype=np.float32)
-        return scores, known_share(asked, tokens)
+        return self._lexical.query_tokens(query)
 
     # --- cross-document search (retrieval/pool.py ranks the pooled candidates once more) ----
     def candidates(
@@ -338,157 +257,4 @@ class DocumentIndex:
 
     def dense_scores(self, query_vec: np.ndarray, positions: Sequence[int] | np.ndarray) -> np.ndarray:
         """Exact dense score (best sentence cosine) of each chunk in ``positions``, in that order."""
-        positions = np.asarray(positions, dtype=np.int64)
-        if not len(positions):
-            return np.zeros(0, dtype=np.float32)
-        counts = self._starts[positions + 1] - self._starts[positions]  # >= 1: every chunk has vectors
-        ids = np.concatenate([np.arange(self._starts[p], self._starts[p + 1]) for p in positions])
-        sims = self.faiss.reconstruct_batch(ids.astype(np.int64)) @ np.asarray(query_vec, dtype=np.float32).ravel()
-        return np.maximum.reduceat(sims, np.concatenate(([0], np.cumsum(counts)[:-1])))
-
-    # --- neighbours -------------------------------------------------------------------------
-    def _expand(self, hits: list[SearchHit], chosen: list[_Candidate], neighbors: int) -> list[SearchHit]:
-        """Each hit grows by ``neighbors`` chunks each side; blocks that touch or overlap merge
-        into the block of the better-ranked hit, which keeps that hit's place."""
-        last = len(self.chunks) - 1
-        blocks: list[list[int]] = []  # [lo, hi] per output hit, in rank order
-        owners: list[int] = []  # index into hits
-        for i, cand in enumerate(chosen):
-            lo, hi = max(0, cand.pos - neighbors), min(last, cand.pos + neighbors)
-            for block in blocks:
-                if lo <= block[1] + 1 and hi >= block[0] - 1:
-                    block[0], block[1] = min(block[0], lo), max(block[1], hi)
-                    break
-            else:
-                blocks.append([lo, hi])
-                owners.append(i)
-        merged = True
-        while merged:  # a grown block may now touch another one
-            merged = False
-            for a in range(len(blocks)):
-                for b in range(a + 1, len(blocks)):
-                    if blocks[b][0] <= blocks[a][1] + 1 and blocks[b][1] >= blocks[a][0] - 1:
-                        blocks[a] = [min(blocks[a][0], blocks[b][0]), max(blocks[a][1], blocks[b][1])]
-                        del blocks[b], owners[b]
-                        merged = True
-                        break
-                if merged:
-                    break
-        out = []
-        for (lo, hi), owner in zip(blocks, owners, strict=True):
-            hit = hits[owner]
-            span = self.chunks[lo : hi + 1]
-            location = _span_location(hit.chunk.location, [c.location for c in span])
-            out.append(dataclasses.replace(
-                hit, chunk=dataclasses.replace(hit.chunk, location=location), text=merge_texts(span)
-            ))
-        return out
-
-
-def _identity(chunks: Sequence[Chunk], corpus: list[list[str]], language: str) -> Identity | None:
-    """The document's identity (``naming.py``) when it has a first page to read it from: a paged
-    document of MIN_PAGES or more (a shorter one's first page is its content)."""
-    pages = {p for c in chunks for p in c.location.pages}
-    return identity_of(chunks, corpus, language) if len(pages) >= MIN_IDENTITY_PAGES else None
-
-
-def _languages(chunks: Sequence[Chunk]) -> list[str]:
-    """The languages of a document's chunks, the one with the most text first (["en"] when none is known)."""
-    chars: dict[str, int] = {}
-    for chunk in chunks:
-        language = base_language(chunk.language) or "en"
-        chars[language] = chars.get(language, 0) + len(chunk.text)
-    return sorted(chars, key=lambda language: -chars[language]) or ["en"]
-
-
-def analyse_chunks(chunks: Sequence[Chunk]) -> list[list[str]]:
-    """BM25 tokens of each chunk by its language's analyzer (one batch per language)."""
-    out: list[list[str]] = [[] for _ in chunks]
-    by_language: dict[str, list[int]] = {}
-    for i, chunk in enumerate(chunks):
-        by_language.setdefault(base_language(chunk.language) or "en", []).append(i)
-    for language, positions in by_language.items():
-        for i, tokens in zip(positions, analyzer_for(language).tokens([chunks[i].text for i in positions]),
-                             strict=True):
-            out[i] = tokens
-    return out
-
-
-def _embed_into(
-    index: faiss.Index, chunks: Sequence[Chunk], positions: np.ndarray, embedder: Embedder,
-    progress: ProgressFn | None, select: UnitSelect | None = None,
-) -> np.ndarray:
-    """Embed the sentences of the chunks at ``positions`` (sorted) into ``index``, a slice at a
-    time so that no second full-size copy of the vectors exists; returns each vector's chunk
-    position. ``select`` sees the units with their chunks' positions in the document."""
-    texts, owners = sentence_units([chunks[int(p)] for p in positions])
-    owners = positions[owners]  # the chunk positions in the document, which ``select`` ranks by
-    if select is not None:
-        keep = select(texts, owners)
-        texts, owners = [t for t, k in zip(texts, keep, strict=True) if k], owners[keep]
-    done = 0  # texts sent to the model in earlier slices
-    for start in range(0, len(texts), EMBED_SLICE):
-        part = texts[start : start + EMBED_SLICE]
-        later = len(texts) - start - len(part)  # not examined yet: the total shrinks as cache hits show
-        sliced = [0]
-
-        def report(n: int, total: int, message: str, before: int = done, later: int = later,
-                   sliced: list[int] = sliced) -> None:
-            sliced[0] = total
-            if progress is not None:
-                single = not before and not later
-                progress(before + n, before + total + later,
-                         message if single else f"embedded {before + n}/{before + total + later} sentences")
-
-        index.add(embedder.embed(part, progress=report, unit="sentences"))
-        done += sliced[0]
-    return owners
-
-
-def _span_location(anchor: ChunkLocation, parts: list[ChunkLocation]) -> ChunkLocation:
-    pages = tuple(sorted({p for loc in parts for p in loc.pages}))
-    return dataclasses.replace(
-        anchor, start_char=min(p.start_char for p in parts), end_char=max(p.end_char for p in parts),
-        pages=pages or anchor.pages,
-    )
-
-
-def merge_texts(chunks: Sequence[Chunk]) -> str:
-    """Adjacent chunks joined once: the characters two chunks share are kept only once.
-
-    Offsets decide when a chunk's text is exactly its span; otherwise the longest suffix of the
-    text so far that is a prefix of the next chunk is dropped.
-    """
-    if not chunks:
-        return ""
-    text = chunks[0].text
-    end = chunks[0].location.end_char
-    exact = all(len(c.text) == c.location.end_char - c.location.start_char for c in chunks)
-    for chunk in chunks[1:]:
-        loc = chunk.location
-        if exact:
-            if loc.start_char >= end:
-                text += ("\n" if loc.start_char > end else "") + chunk.text
-            elif loc.end_char > end:
-                text += chunk.text[end - loc.start_char :]
-        else:
-            shared = _suffix_prefix(text, chunk.text)
-            sep = "" if shared else "\n"
-            text += sep + chunk.text[shared:]
-        end = max(end, loc.end_char)
-    return text
-
-
-def _suffix_prefix(a: str, b: str) -> int:
-    """Length of the longest suffix of ``a`` that is a prefix of ``b`` (KMP failure function)."""
-    limit = min(len(a), len(b))
-    s = b[:limit] + "\0" + a[-limit:] if limit else ""
-    fail = [0] * len(s)
-    for i in range(1, len(s)):
-        k = fail[i - 1]
-        while k and s[i] != s[k]:
-            k = fail[k - 1]
-        if s[i] == s[k]:
-            k += 1
-        fail[i] = k
-    return fail[-1] if s else 0
+        return self._vectors.scores(query_vec, positions)

@@ -46,7 +46,8 @@ import numpy as np
 from mcp_server.core.bounds import clamp
 from mcp_server.core.models import Chunk, SearchHit
 from mcp_server.encoders.rerankers import Reranker
-from mcp_server.retrieval.index import DocumentIndex, analyse_chunks
+from mcp_server.retrieval.bm25 import analyse_chunks
+from mcp_server.retrieval.index import DocumentIndex
 from mcp_server.retrieval.passages import passage_id
 from mcp_server.retrieval.ranking import (
     BM25_WEIGHT,

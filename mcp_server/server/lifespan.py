@@ -44,7 +44,7 @@ def _warm_up(models: ModelRegistry) -> None:
         embedder.embed_batch(["warm-up"])
     # the multilingual engines start at their first call: most servers never see a foreign document;
     # langdetect's profiles (~1 s of JSON) load now, off the start-up path, for the first query whose
-    # language BM25 must weigh (retrieval/index.py, lexical_weight)
+    # language BM25 must weigh (retrieval/ranking.py, lexical_weight)
     threading.Thread(target=language_probabilities, args=("warm-up text",), name="langdetect-warm-up",
                      daemon=True).start()
 

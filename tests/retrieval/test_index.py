@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from mcp_server.encoders import FakeEmbedder, FakeReranker
 from mcp_server.retrieval import DocumentIndex
-from mcp_server.retrieval.index import merge_texts
+from mcp_server.retrieval.neighbours import merge_texts
 from tests.retrieval._chunks import make_chunks, overlapping_chunks
 
 TEXTS = [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from mcp_server.embedding import ModelRegistry
 from mcp_server.retrieval import DocumentIndex
-from mcp_server.retrieval.index import analyse_chunks
+from mcp_server.retrieval.bm25 import analyse_chunks
 from mcp_server.retrieval.naming import identity_of, naming_factors
 from tests.retrieval._filing import BODY, CERTIFICATIONS, SIGNATURES, filing_chunks
 

@@ -1,0 +1,98 @@
+"""The lexical side of one document's index: BM25 over its chunks, each read by its own
+language's analyzer (``text/analysis.py``), and the words of a query that name the document
+weighed down to a common word's weight (``naming.py``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import bm25s
+import numpy as np
+
+from mcp_server.core.models import Chunk
+from mcp_server.retrieval.naming import Identity, identity_of, naming_factors
+from mcp_server.retrieval.ranking import known_share
+from mcp_server.text.analysis import analyzer_for, base_language, query_tokens
+
+__all__ = ["MIN_IDENTITY_PAGES", "ChunkBM25", "analyse_chunks"]
+
+MIN_IDENTITY_PAGES = 3  # a document with fewer pages has no cover page: its first page is content
+
+
+class ChunkBM25:
+    """BM25 over every chunk of a document (rebuilt from the texts, never stored), the
+    document's ``languages`` (the one with the most text first) and its ``identity``."""
+
+    def __init__(self, chunks: Sequence[Chunk]) -> None:
+        self.size = len(chunks)
+        # each chunk is read by its own language's analyzer; a query by each language present
+        self.languages = _languages(chunks)
+        corpus = analyse_chunks(chunks)
+        self._df: dict[str, int] = {}
+        for tokens in corpus:
+            for token in set(tokens):
+                self._df[token] = self._df.get(token, 0) + 1
+        self.identity = _identity(chunks, corpus, self.languages[0])
+        self._bm25: bm25s.BM25 | None = None
+        if any(corpus):  # bm25s cannot index a corpus without a single token
+            self._bm25 = bm25s.BM25()
+            self._bm25.index(corpus, show_progress=False)
+
+    def query_tokens(self, query: str) -> list[str]:
+        """The query's BM25 tokens as this document's analyzers read them (known or not)."""
+        return query_tokens(query, self.languages)
+
+    def scores(self, query: str) -> tuple[np.ndarray | None, float]:
+        """(each chunk's BM25 score, None when no query word is known; the share of the query's
+        distinct words that the document's vocabulary knows)."""
+        if self._bm25 is None:
+            return None, 0.0
+        asked = self.query_tokens(query)
+        tokens = [t for t in asked if t in self._bm25.vocab_dict]
+        if not tokens:
+            return None, 0.0
+        naming = self.identity.naming_tokens(query) & set(tokens) if self.identity is not None else set()
+        content = [t for t in tokens if t not in naming]
+        scores = np.asarray(self._bm25.get_scores(content), dtype=np.float32) if content else \
+            np.zeros(self.size, dtype=np.float32)
+        # the naming words weigh as a common word does (naming.py)
+        for token, factor in naming_factors(naming, self._df, self.size).items():
+            scores += factor * np.asarray(self._bm25.get_scores([token] * asked.count(token)), dtype=np.float32)
+        return scores, known_share(asked, tokens)
+
+    def top(self, query: str, n: int) -> list[int]:
+        """Positions of the ``n`` best BM25 chunks for ``query`` (those matching a query term)."""
+        scores, _ = self.scores(query)
+        if scores is None:
+            return []
+        order = np.argsort(-scores, kind="stable")[:n]
+        return [int(pos) for pos in order if scores[pos] > 0]
+
+
+def _identity(chunks: Sequence[Chunk], corpus: list[list[str]], language: str) -> Identity | None:
+    """The document's identity (``naming.py``) when it has a first page to read it from: a paged
+    document of MIN_IDENTITY_PAGES or more (a shorter one's first page is its content)."""
+    pages = {p for c in chunks for p in c.location.pages}
+    return identity_of(chunks, corpus, language) if len(pages) >= MIN_IDENTITY_PAGES else None
+
+
+def _languages(chunks: Sequence[Chunk]) -> list[str]:
+    """The languages of a document's chunks, the one with the most text first (["en"] when none is known)."""
+    chars: dict[str, int] = {}
+    for chunk in chunks:
+        language = base_language(chunk.language) or "en"
+        chars[language] = chars.get(language, 0) + len(chunk.text)
+    return sorted(chars, key=lambda language: -chars[language]) or ["en"]
+
+
+def analyse_chunks(chunks: Sequence[Chunk]) -> list[list[str]]:
+    """BM25 tokens of each chunk by its language's analyzer (one batch per language)."""
+    out: list[list[str]] = [[] for _ in chunks]
+    by_language: dict[str, list[int]] = {}
+    for i, chunk in enumerate(chunks):
+        by_language.setdefault(base_language(chunk.language) or "en", []).append(i)
+    for language, positions in by_language.items():
+        for i, tokens in zip(positions, analyzer_for(language).tokens([chunks[i].text for i in positions]),
+                             strict=True):
+            out[i] = tokens
+    return out

@@ -136,6 +136,18 @@ async def http_client(url: str, headers: dict[str, str] | None = None, keepalive
         yield client
 
 
+async def call_raw(server: ThreadedServer, tool: str, **arguments: Any) -> CallToolResult:
+    """One tool call over a fresh streamable HTTP session to ``server``."""
+    async with http_client(server.mcp_url) as client:
+        return await client.call_tool(tool, arguments)
+
+
+async def call(server: ThreadedServer, tool: str, **arguments: Any) -> tuple[bool, dict[str, Any]]:
+    """One tool call over HTTP: (is it an error, its payload)."""
+    result = await call_raw(server, tool, **arguments)
+    return result.is_error, payload(result)
+
+
 @contextlib.asynccontextmanager
 async def stdio_session(env: dict[str, str] | None = None, mode: ConnectMode = "auto") -> AsyncIterator[Client]:
     params = StdioServerParameters(

@@ -12,7 +12,7 @@ import pytest
 
 from mcp_server.server.build import create_server
 from tests.conftest import FileServer, serve_copies
-from tests.mcp_harness import ThreadedServer, http_client, make_settings, payload
+from tests.mcp_harness import ThreadedServer, call, make_settings
 
 pytestmark = pytest.mark.anyio
 
@@ -25,12 +25,6 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FileServer]:
     with serve_copies(tmp_path_factory.mktemp("served"), "txt/norwich-city.txt", "pdf/redp5110_sampled.pdf",
                       "pptx/powerpoint_sample.pptx", "jpg/test.jpg") as server:
         yield server
-
-
-async def call(server: ThreadedServer, tool: str, **arguments: Any) -> tuple[bool, dict[str, Any]]:
-    async with http_client(server.mcp_url) as client:
-        result = await client.call_tool(tool, arguments)
-    return result.is_error, payload(result)
 
 
 async def test_a_big_document_answers_partially_first_and_completely_after_the_background_build(

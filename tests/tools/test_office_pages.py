@@ -11,14 +11,13 @@ import shutil
 import stat
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from mcp.types import CallToolResult, ImageContent
 from PIL import Image
 
 from tests.conftest import FileServer, serve_copies
-from tests.mcp_harness import ThreadedServer, http_client, make_settings, payload
+from tests.mcp_harness import ThreadedServer, call, call_raw, make_settings, payload
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("soffice") is None,
                                                     reason="LibreOffice is not installed (make system-deps)")]
@@ -41,16 +40,6 @@ def mcp() -> Iterator[ThreadedServer]:
         yield server
 
 
-async def raw(server: ThreadedServer, tool: str, **arguments: Any) -> CallToolResult:
-    async with http_client(server.mcp_url) as client:
-        return await client.call_tool(tool, arguments)
-
-
-async def call(server: ThreadedServer, tool: str, **arguments: Any) -> tuple[bool, dict[str, Any]]:
-    result = await raw(server, tool, **arguments)
-    return result.is_error, payload(result)
-
-
 def url(files: FileServer, name: str) -> str:
     return files.url(Path(name).name)  # served by base name
 
@@ -63,7 +52,7 @@ def png_of(result: CallToolResult) -> bytes:
 
 async def test_a_decks_slides_come_back_as_page_images_one_page_per_slide(files: FileServer,
                                                                          mcp: ThreadedServer) -> None:
-    result = await raw(mcp, "get_page_image", document_url=url(files, PPTX), page=2)
+    result = await call_raw(mcp, "get_page_image", document_url=url(files, PPTX), page=2)
     assert not result.is_error, result.content
     meta = payload(result)
     assert (meta["document_type"], meta["page"], meta["page_count"], meta["cached"]) == ("pptx", 2, 3, False)
@@ -76,7 +65,7 @@ async def test_a_decks_slides_come_back_as_page_images_one_page_per_slide(files:
 
 
 async def test_a_legacy_deck_renders_its_slides_too(files: FileServer, mcp: ThreadedServer) -> None:
-    meta = payload(await raw(mcp, "get_page_image", document_url=url(files, PPT), page=3))
+    meta = payload(await call_raw(mcp, "get_page_image", document_url=url(files, PPT), page=3))
     assert (meta["document_type"], meta["page_count"]) == ("ppt", 3) and meta["width"] > meta["height"]
 
 
@@ -84,14 +73,14 @@ async def test_a_word_document_is_exported_once_and_every_page_renders_from_the_
     files: FileServer, mcp: ThreadedServer,
 ) -> None:
     _, before = await call(mcp, "manage_cache", action="stats")
-    first = payload(await raw(mcp, "get_page_image", document_url=url(files, DOCX), page=1))
-    second = payload(await raw(mcp, "get_page_image", document_url=url(files, DOCX), page=2))
+    first = payload(await call_raw(mcp, "get_page_image", document_url=url(files, DOCX), page=1))
+    second = payload(await call_raw(mcp, "get_page_image", document_url=url(files, DOCX), page=2))
     assert (first["document_type"], first["page_count"], second["page"]) == ("docx", 2, 2)
     assert first["height"] > first["width"]  # a portrait page
     _, after = await call(mcp, "manage_cache", action="stats")
     layer, was = after["layers"]["page_pdf"], before["layers"]["page_pdf"]
     assert layer["hits"] - was["hits"] >= 1 and layer["entries"] >= 1
-    again = payload(await raw(mcp, "get_page_image", document_url=url(files, DOCX), page=1))
+    again = payload(await call_raw(mcp, "get_page_image", document_url=url(files, DOCX), page=1))
     assert again["cached"] and again["bytes"] == first["bytes"]
 
 
@@ -99,8 +88,8 @@ async def test_a_passage_of_a_word_document_crops_its_page(files: FileServer, mc
     _, found = await call(mcp, "verify_quote", document_url=url(files, ODT),
                           quote="This is a sample Microsoft Word Document.")
     assert found["found"], found
-    whole = payload(await raw(mcp, "get_page_image", document_url=url(files, ODT), page=1))
-    crop = payload(await raw(mcp, "get_page_image", document_url=url(files, ODT), page=1,
+    whole = payload(await call_raw(mcp, "get_page_image", document_url=url(files, ODT), page=1))
+    crop = payload(await call_raw(mcp, "get_page_image", document_url=url(files, ODT), page=1,
                              passage_id=found["passage_id"]))
     assert crop["document_type"] == "odt" and crop["cropped"] and crop["height"] < whole["height"]
 

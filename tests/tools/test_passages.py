@@ -12,7 +12,7 @@ import pytest
 from mcp_server.chunking import TokenCounter
 from mcp_server.server.build import RagMCP, create_server
 from tests.conftest import DOCS, FileServer, serve_copies
-from tests.mcp_harness import ThreadedServer, http_client, make_settings, payload
+from tests.mcp_harness import ThreadedServer, call, make_settings
 
 pytestmark = pytest.mark.anyio
 
@@ -48,12 +48,6 @@ def tokens(rag: RagMCP, mcp: ThreadedServer) -> TokenCounter:
     """The server's own counter: the embedder's tokenizer."""
     assert rag.shared_context is not None
     return rag.shared_context.models.token_counter
-
-
-async def call(server: ThreadedServer, tool: str, **arguments: Any) -> tuple[bool, dict[str, Any]]:
-    async with http_client(server.mcp_url) as client:
-        result = await client.call_tool(tool, arguments)
-    return result.is_error, payload(result)
 
 
 # --- passage ids ---------------------------------------------------------------------------------

@@ -10,12 +10,12 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from mcp.types import CallToolResult, ImageContent
+from mcp.types import ImageContent
 
 from mcp_server.pipeline.reading import PAGE_IMAGE_MAX_BYTES, PAGE_IMAGE_MAX_PIXELS
 from mcp_server.server.build import RagMCP, create_server
 from tests.conftest import FileServer, serve_copies
-from tests.mcp_harness import ThreadedServer, http_client, make_settings, payload
+from tests.mcp_harness import ThreadedServer, call, call_raw, make_settings, payload
 
 pytestmark = pytest.mark.anyio
 
@@ -44,16 +44,6 @@ def rag(tmp_path_factory: pytest.TempPathFactory) -> RagMCP:
 def mcp(rag: RagMCP) -> Iterator[ThreadedServer]:
     with ThreadedServer(rag.rag_settings, rag) as server:
         yield server
-
-
-async def raw(server: ThreadedServer, tool: str, **arguments: Any) -> CallToolResult:
-    async with http_client(server.mcp_url) as client:
-        return await client.call_tool(tool, arguments)
-
-
-async def call(server: ThreadedServer, tool: str, **arguments: Any) -> tuple[bool, dict[str, Any]]:
-    result = await raw(server, tool, **arguments)
-    return result.is_error, payload(result)
 
 
 async def content_of(server: ThreadedServer, url: str) -> str:
@@ -259,7 +249,7 @@ async def test_a_document_without_pages_reads_whole_and_refuses_a_pages_filter(f
 
 # --- get_page_image ----------------------------------------------------------------------------------
 async def test_page_2_comes_back_as_a_png_image_block(files: FileServer, mcp: ThreadedServer) -> None:
-    result = await raw(mcp, "get_page_image", document_url=files.url(PDF), page=2)
+    result = await call_raw(mcp, "get_page_image", document_url=files.url(PDF), page=2)
     assert not result.is_error, result.content
     images = [block for block in result.content if isinstance(block, ImageContent)]
     assert len(images) == 1 and images[0].mime_type == "image/png"
@@ -272,8 +262,8 @@ async def test_page_2_comes_back_as_a_png_image_block(files: FileServer, mcp: Th
 
 async def test_a_passage_id_crops_the_page_to_the_passage(files: FileServer, mcp: ThreadedServer) -> None:
     _, found = await call(mcp, "verify_quote", document_url=files.url(PDF), quote=PAGE4)
-    whole = payload(await raw(mcp, "get_page_image", document_url=files.url(PDF), page=4))
-    result = await raw(mcp, "get_page_image", document_url=files.url(PDF), page=4, passage_id=found["passage_id"])
+    whole = payload(await call_raw(mcp, "get_page_image", document_url=files.url(PDF), page=4))
+    result = await call_raw(mcp, "get_page_image", document_url=files.url(PDF), page=4, passage_id=found["passage_id"])
     crop = payload(result)
     assert not result.is_error and crop["cropped"] and crop["passage_id"] == found["passage_id"]
     assert crop["height"] < whole["height"]
@@ -283,7 +273,7 @@ async def test_a_passage_id_crops_the_page_to_the_passage(files: FileServer, mcp
 
 
 async def test_an_image_document_is_its_own_single_page(files: FileServer, mcp: ThreadedServer) -> None:
-    result = await raw(mcp, "get_page_image", document_url=files.url(JPG), page=1)
+    result = await call_raw(mcp, "get_page_image", document_url=files.url(JPG), page=1)
     assert not result.is_error, result.content
     image = next(block for block in result.content if isinstance(block, ImageContent))
     assert base64.b64decode(image.data).startswith(PNG_MAGIC) and payload(result)["document_type"] == "image"
@@ -292,7 +282,7 @@ async def test_an_image_document_is_its_own_single_page(files: FileServer, mcp: 
 
 
 async def test_a_huge_dpi_stays_within_the_caps(files: FileServer, mcp: ThreadedServer) -> None:
-    meta = payload(await raw(mcp, "get_page_image", document_url=files.url(PDF), page=1, dpi=300))
+    meta = payload(await call_raw(mcp, "get_page_image", document_url=files.url(PDF), page=1, dpi=300))
     assert meta["width"] * meta["height"] <= PAGE_IMAGE_MAX_PIXELS and meta["dpi"] < 300
 
 

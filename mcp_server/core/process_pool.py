@@ -31,6 +31,7 @@ import shutil
 import sys
 import tempfile
 import threading
+import weakref
 from collections.abc import Callable
 from multiprocessing.connection import Client, Connection, Listener
 from pathlib import Path
@@ -38,7 +39,7 @@ from typing import Any, TypeVar
 
 from pebble import ProcessExpired, ProcessPool
 
-from mcp_server.core.budget import release_memory
+from mcp_server.core.budget import limit_arenas, release_memory
 from mcp_server.core.errors import MCPServerError, ProcessingError
 from mcp_server.core.settings import Settings
 
@@ -247,6 +248,7 @@ class ParserService:
     back (the outcomes it passed on)."""
 
     def __init__(self, settings: Settings, *, preload: list[str] | None = None) -> None:
+        limit_arenas(settings.malloc_arenas)  # its threads pass big outcomes on: one arena each otherwise
         self._pebble = PebblePool(settings, preload)
         self._folder = Path(tempfile.mkdtemp(prefix="rag-parsers-"))  # 0700: this user only
         self.address = str(self._folder / "parsers.sock")
@@ -274,26 +276,29 @@ class ParserService:
                              daemon=True).start()
 
     def _serve(self, connection: Connection) -> None:
-        """One connection: jobs one after another; the outcome is sent by the job's done callback."""
-        running: concurrent.futures.Future[Any] | None = None
+        """One connection: jobs one after another; the outcome is sent by the job's done callback.
+        The job is held weakly: pebble holds it while it runs, and an answered job's bytes must not
+        stay alive until the connection's next job."""
+        running: Callable[[], concurrent.futures.Future[Any] | None] = lambda: None  # noqa: E731
         try:
             while True:
                 request = connection.recv()
                 if request[0] == "cancel":
-                    if running is not None:
-                        running.cancel()
+                    _cancel(running())
                     continue
                 _, limit, job = request
                 try:
-                    running = self._pebble.schedule(call_pickled, (job,), limit)
+                    future = self._pebble.schedule(call_pickled, (job,), limit)
                 except Exception as exc:  # noqa: BLE001 - a pool that cannot take work (stopping)
                     with contextlib.suppress(OSError, ValueError):
                         connection.send_bytes(pickle.dumps(("error", typed_error(exc, limit))))
                     continue
-                running.add_done_callback(functools.partial(_answer, connection, limit))
+                del job, request
+                running = weakref.ref(future)
+                future.add_done_callback(functools.partial(_answer, connection, limit))
+                del future
         except (EOFError, OSError):  # the worker left: its job is of no use to anyone now
-            if running is not None:
-                running.cancel()
+            _cancel(running())
         finally:
             connection.close()
 
@@ -316,6 +321,11 @@ class ParserService:
         self._listener.close()
         self._pebble.close()
         shutil.rmtree(self._folder, ignore_errors=True)
+
+
+def _cancel(future: concurrent.futures.Future[Any] | None) -> None:
+    if future is not None:
+        future.cancel()  # pebble stops the parser running it; a finished job stays as it is
 
 
 def _answer(connection: Connection, limit: float, future: concurrent.futures.Future[Any]) -> None:

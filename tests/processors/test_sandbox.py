@@ -166,7 +166,7 @@ def test_a_worker_left_holding_a_big_documents_memory_is_replaced_and_a_lean_one
             parser_pool.close()
 
 
-PARSER_ONLY = ("pandas", "pytesseract", "extract_msg")
+PARSER_ONLY = ("pandas", "pytesseract", "extract_msg", "docx", "pptx")
 
 
 def test_parser_libraries_are_preloaded_in_the_workers_and_never_loaded_by_the_server_process(pool: ParserPool) -> None:

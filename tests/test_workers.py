@@ -7,6 +7,7 @@ import tempfile
 from pathlib import Path
 
 import anyio
+import httpx
 import psutil
 import pytest
 
@@ -93,6 +94,8 @@ async def test_two_workers_parse_with_one_shared_parser_pool_and_get_what_a_pool
         assert len(workers) >= 2 and not any(_forkservers(w.children(recursive=True)) for w in workers)
         parsers = forkservers[0].children()
         assert 1 <= len(parsers) <= 2  # MCP_PARSE_WORKERS for the server, not per worker
+        scraped = httpx.get(f"{base}/metrics", timeout=30).text
+        assert "rag_parser_pool_workers 2.0" in scraped.splitlines()  # each worker reports its share
     assert len(pids) >= 2, "calls never reached a second worker"
     assert refused["pdf/password.pdf"]["code"] == "PROCESSING_ERROR"  # type: ignore[index]
     assert set(answers) == set(names)

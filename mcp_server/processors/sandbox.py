@@ -60,7 +60,8 @@ class ParserPool:
         self._own = None if socket else PebblePool(settings, preload)
         self._shared = _SharedPool(socket) if socket else None
         self._closed = False
-        metrics.parser_pool_size(settings.parse_workers)
+        # summed over the workers, the gauge counts the shared pool's processes once
+        metrics.parser_pool_size(settings.parse_workers / settings.workers if socket else settings.parse_workers)
 
     @property
     def shared(self) -> bool:

@@ -151,6 +151,7 @@ class _SharedPool:
         self._address = str(address)
         self._authkey = bytes(multiprocessing.current_process().authkey)
         self._idle: list[Connection] = []
+        self._jobs: set[_Job] = set()  # sent or being sent, not answered yet
         self._lock = threading.Lock()
         self._threads = concurrent.futures.ThreadPoolExecutor(_CLIENT_THREADS, thread_name_prefix="parser-client")
         self._closed = False
@@ -170,6 +171,13 @@ class _SharedPool:
 
     def _exchange(self, fn: Callable[..., Any], args: tuple[Any, ...], limit: float, job: _Job) -> tuple[str, Any]:
         """In a thread: send the job, wait for its outcome, ``("ok", result)`` or ``("error", typed error)``."""
+        try:
+            return self._send_and_wait(fn, args, limit, job)
+        finally:
+            with self._lock:
+                self._jobs.discard(job)
+
+    def _send_and_wait(self, fn: Callable[..., Any], args: tuple[Any, ...], limit: float, job: _Job) -> tuple[str, Any]:
         try:
             request = ("run", limit, pickle.dumps((fn, args), pickle.HIGHEST_PROTOCOL))
         except Exception as exc:  # noqa: BLE001 - e.g. arguments that do not pickle
@@ -205,6 +213,8 @@ class _SharedPool:
 
     async def run(self, fn: Callable[..., Any], args: tuple[Any, ...], limit: float) -> Any:
         job = _Job()
+        with self._lock:
+            self._jobs.add(job)
         future = self._threads.submit(self._exchange, fn, args, limit, job)
         try:
             kind, value = await asyncio.wrap_future(future)
@@ -218,9 +228,14 @@ class _SharedPool:
         return value
 
     def close(self) -> None:
+        """Leave the shared pool: idle connections closed, jobs under way cancelled there (their
+        threads end with the answer, so that the process's exit does not wait on a long parse)."""
         with self._lock:
             self._closed = True
             idle, self._idle = self._idle, []
+            jobs = list(self._jobs)
         for connection in idle:
             connection.close()
+        for job in jobs:
+            job.cancel()
         self._threads.shutdown(wait=False, cancel_futures=True)

@@ -245,6 +245,29 @@ def test_a_cancelled_call_stops_the_shared_parser_running_it(tmp_path: Path) -> 
             parser_pool.close()
 
 
+def test_a_worker_closing_its_side_of_the_shared_pool_stops_its_jobs_there(tmp_path: Path) -> None:
+    # a worker shutting down must not leave a parser busy for it (nor wait for it at exit)
+    settings = Settings(parse_workers=1, parse_timeout=600, _env_file=None)
+    mark = _fifo(tmp_path)
+    with shared_pool(settings) as worker_settings:
+        leaving, staying = ParserPool(worker_settings), ParserPool(worker_settings)
+        try:
+
+            async def scenario() -> tuple[int, BaseException | None, str]:
+                hanging = asyncio.ensure_future(leaving.run(hang_marked, str(mark)))
+                hung = await asyncio.to_thread(_marked_pid, mark)
+                leaving.close()
+                outcome = (await asyncio.gather(hanging, return_exceptions=True))[0]
+                return hung, outcome, await asyncio.wait_for(staying.run(echo, "next"), 120)
+
+            hung, outcome, answer = run(scenario())
+            assert isinstance(outcome, ProcessingError) and outcome.message == "the parser pool was stopped"
+            assert answer == "next"
+            assert not psutil.pid_exists(hung) or psutil.Process(hung).status() == psutil.STATUS_ZOMBIE
+        finally:
+            staying.close()
+
+
 def test_a_worker_that_leaves_mid_job_has_its_job_stopped(tmp_path: Path) -> None:
     # a worker killed mid-parse: its connection ends, the supervisor stops the job it was waiting for
     import pickle

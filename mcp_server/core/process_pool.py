@@ -28,12 +28,13 @@ import multiprocessing
 import os
 import pickle
 import shutil
+import socket
 import sys
 import tempfile
 import threading
 import weakref
 from collections.abc import Callable
-from multiprocessing.connection import Client, Connection, Listener
+from multiprocessing.connection import Connection, Listener
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -272,6 +273,9 @@ class ParserService:
                     return
                 log.warning("parser.service_refused", extra={"error": repr(exc)})
                 continue
+            if self._stopping.is_set():
+                connection.close()
+                return
             threading.Thread(target=self._serve, args=(connection,), name="parser-service-connection",
                              daemon=True).start()
 
@@ -316,8 +320,9 @@ class ParserService:
         if self._stopping.is_set():
             return
         self._stopping.set()
-        with contextlib.suppress(Exception):  # wake the accepting thread up
-            Client(self.address, family="AF_UNIX", authkey=self._authkey).close()
+        with contextlib.suppress(OSError), socket.socket(socket.AF_UNIX) as wake:  # the accepting thread's
+            wake.connect(self.address)  # handshake fails at once on this, and it sees the stop
+        self._threads[0].join(timeout=10)
         self._listener.close()
         self._pebble.close()
         shutil.rmtree(self._folder, ignore_errors=True)

@@ -56,3 +56,29 @@ def test_no_benchmark_imports_the_tests() -> None:
                                    if name.split(".")[0] in {"tests", "conftest", "mcp_harness"})
                  for path in sorted(BENCH.glob("*.py"))}
     assert {name: modules for name, modules in offenders.items() if modules} == {}
+
+
+def thread_hops(root: Path) -> list[str]:
+    """``path:line`` of every call of a function named ``run_sync`` (ours or anyio's) under ``root``."""
+    found: list[str] = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call):
+                name = getattr(node.func, "attr", None) or getattr(node.func, "id", None)
+                if name == "run_sync":
+                    found.append(f"{path.relative_to(root)}:{node.lineno}")
+    return found
+
+
+def test_the_thread_hop_is_written_only_at_the_blocking_objects_seams() -> None:
+    # each blocking object (model runner, index tiers, cache layers, fetcher, reports) exposes an
+    # async API that hops once per operation; callers do not hop themselves (core/concurrency.py)
+    hops = thread_hops(PACKAGE)
+    assert len(hops) <= 12, hops
+
+
+def test_the_hop_count_sees_both_spellings_of_the_call(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("async def f():\n    await run_sync(g)\n    await anyio.to_thread.run_sync(g)\n"
+                                   "def run_sync(fn): ...\n", encoding="utf-8")
+
+    assert thread_hops(tmp_path) == ["a.py:2", "a.py:3"]

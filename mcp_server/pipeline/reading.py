@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from mcp_server.chunking._locations import LocationIndex
 from mcp_server.core.cache import MemoryLayer, cache_get, cache_put
-from mcp_server.core.concurrency import KeyedLock, run_sync
+from mcp_server.core.concurrency import KeyedLock
 from mcp_server.core.errors import ValidationError
 from mcp_server.core.models import Chunk, ChunkLocation, Location, ProcessedDocument
 from mcp_server.pipeline.passages import find_passage
@@ -158,8 +158,8 @@ class Reading:
         if not spans:
             text, tokens, end, following = "", 0, 0, None
         else:
-            text, tokens, end, following = await run_sync(read_window, doc.content, spans, at, max_tokens, counter,
-                                                          max_chars)
+            text, tokens, end, following = await self.service.runner.in_thread(
+                read_window, doc.content, spans, at, max_tokens, counter, max_chars)
         location = LocationIndex(locations).locate(at, max(end, at))
         next_cursor = None
         if following is not None:
@@ -181,7 +181,7 @@ class Reading:
     async def verify(self, url: str, quote: str, *, view: View | None = None) -> Verified:
         processed = await self.service.process(url, view=view)
         index = await self._quote_index(processed)
-        found = await run_sync(index.find, quote)
+        found = await self.service.runner.in_thread(index.find, quote)
         if found.start is None or found.end is None:
             return Verified(found=found, passage_id=None, location=None, doc_type=processed.doc_type, units=())
         doc = processed.document
@@ -198,7 +198,7 @@ class Reading:
         async with self._builds.hold(key):  # ten first quotes on one document build its index once
             index = await cache_get(self.quote_indexes, key)
             if index is None:
-                index = await run_sync(QuoteIndex.build, processed.document.content)
+                index = await self.service.runner.in_thread(QuoteIndex.build, processed.document.content)
                 await cache_put(self.quote_indexes, key, index)
         return index
 

@@ -221,7 +221,7 @@ class Research:
             return models.embedder_by_id(model_id).embed_query(text)
 
         started = time.perf_counter()
-        hits = await self.service.indexes.runner.run(
+        hits = await self.service.runner.run(
             lambda: search_pool(sources, queries, embed, top_k=top_k, per_document=per_document,
                                 reranker=models.reranker))
         timings["search"] = round((time.perf_counter() - started) * 1000, 2)

@@ -31,12 +31,13 @@ from mcp_server.chunking import CHUNKER_VERSION, ChunkParams, chunk_document, ch
 from mcp_server.core import metrics
 from mcp_server.core.budget import MemoryBudget
 from mcp_server.core.cache import CacheLayer, MemoryLayer, cache_clear, cache_delete, cache_get
-from mcp_server.core.concurrency import Progress, run_sync
+from mcp_server.core.concurrency import Progress
 from mcp_server.core.errors import ValidationError
 from mcp_server.core.failures import FailedParse
 from mcp_server.core.models import Chunk, FetchedDocument, ProcessedDocument, SearchHit
 from mcp_server.core.settings import Settings
 from mcp_server.embedding.registry import ModelRegistry
+from mcp_server.embedding.runner import ModelRunner
 from mcp_server.fetch import Fetcher
 from mcp_server.indexes.manager import IndexManager, IndexView
 from mcp_server.pipeline.downloads import Downloads
@@ -174,6 +175,11 @@ class DocumentService:
         self.extra_layers: list[CacheLayer[Any]] = []
 
     @property
+    def runner(self) -> ModelRunner:
+        """Model work, and the text work around it (sniffing, chunking, windows): off the loop."""
+        return self.indexes.runner
+
+    @property
     def process_runs(self) -> int:
         """Documents actually parsed (tests use it to prove coalescing)."""
         return self._parsing.runs
@@ -199,7 +205,7 @@ class DocumentService:
         known = self._sniffed.get(key)
         if known is not None:
             return document_input(fetched, doc_type=known)
-        inp = await run_sync(document_input, fetched)
+        inp = await self.runner.in_thread(document_input, fetched)
         self._sniffed[key] = inp.doc_type
         return inp
 
@@ -262,10 +268,12 @@ class DocumentService:
         counter = self.models.token_counter_for(document.detected_language)
         return chunk_document(document, self.chunk_params(document), counter)
 
+    async def _chunked(self, document: ProcessedDocument) -> list[Chunk]:
+        return await self.runner.in_thread(metrics.timed("chunk")(self._chunk), document)
+
     async def chunks(self, url: str, *, view: View | None = None) -> tuple[Processed, list[Chunk]]:
         processed = await self.process(url, view=view)
-        chunks = await run_sync(metrics.timed("chunk")(self._chunk), processed.document)
-        return processed, chunks
+        return processed, await self._chunked(processed.document)
 
     async def retrieve(
         self, url: str, query: str, *, top_k: int, neighbors: int = 0, progress: Progress | None = None,
@@ -302,7 +310,7 @@ class DocumentService:
             if progress is not None:
                 await progress(2, None, f"processed {len(document.content)} characters")
             started = time.perf_counter()
-            made = await run_sync(metrics.timed("chunk")(self._chunk), document)
+            made = await self._chunked(document)
             timings["chunk"] = _ms(started)
             if progress is not None:
                 await progress(3, None, f"chunked into {len(made)} chunks")

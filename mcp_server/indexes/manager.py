@@ -70,7 +70,9 @@ def make_index_key(content_sha256: str, model_id: str, chunker_version: str, con
 @dataclass(frozen=True, kw_only=True, slots=True)
 class IndexView:
     """What one call searches: the complete index, or the partial one of a document whose
-    complete index is still building. ``cached``: nothing was embedded for this call."""
+    complete index is still building. ``cached``: nothing was embedded for this call. The one
+    index-status record: the pipeline wraps it (``Indexed``, ``Retrieval``) and the tool result
+    reads it (``tools/schemas.py``'s ``index_status``), never copying its fields."""
 
     index: DocumentIndex
     key: str  # what the index is stored under

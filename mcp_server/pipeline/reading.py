@@ -211,7 +211,7 @@ class Reading:
         index = await self.service.indexes.find(key)
         if index is None:
             indexed = await self.service.index(url, query=quote, view=view)
-            index, key = indexed.index, indexed.key
+            index, key = indexed.view.index, indexed.view.key
         chunk = _holder(index.chunks, start, end)
         return None if chunk is None else passage_id(key, chunk.chunk_index, chunk.text)
 

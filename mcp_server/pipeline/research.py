@@ -196,10 +196,10 @@ class Research:
                 outcomes[i] = DocumentOutcome(url=url, error=MCPServerError(
                     f"Internal error; quote request id {rid} when reporting it"))
                 return
-            indexes[i] = indexed.index
-            outcomes[i] = DocumentOutcome(url=url, doc_type=indexed.doc_type, chunks=len(indexed.index.chunks),
-                                          cached=indexed.cached, source=indexed.source)
-            await tracker.advance(i, 1.0, f"[{i + 1}/{len(urls)}] {url}: ready ({len(indexed.index.chunks)} chunks)")
+            index = indexes[i] = indexed.view.index
+            outcomes[i] = DocumentOutcome(url=url, doc_type=indexed.doc_type, chunks=len(index.chunks),
+                                          cached=indexed.view.cached, source=indexed.source)
+            await tracker.advance(i, 1.0, f"[{i + 1}/{len(urls)}] {url}: ready ({len(index.chunks)} chunks)")
 
         with anyio.move_on_after(deadline if deadline is not None else math.inf):
             async with anyio.create_task_group() as group:

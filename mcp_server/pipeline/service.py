@@ -45,7 +45,6 @@ from mcp_server.pipeline.parsing import Parsing
 from mcp_server.processors import DocumentInput, ProcessOptions, View, document_input
 from mcp_server.processors.sandbox import ParserPool
 from mcp_server.processors.sheet_search import search_spreadsheet
-from mcp_server.retrieval.index import DocumentIndex
 from mcp_server.retrieval.passages import passage_id
 from mcp_server.text.analysis import warm_analyzers
 
@@ -92,28 +91,20 @@ class Processed:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Indexed:
-    index: DocumentIndex
-    key: str  # the index key: passage ids name it
+    """The document's index as one call found it: the manager's ``IndexView`` (the index and its
+    status, carried as is to the tool result), the document's type and source, the stages' timings."""
+
+    view: IndexView
     doc_type: str
-    cached: bool  # True when nothing was embedded (memory or disk)
     timings_ms: dict[str, float]
-    complete: bool = True  # False: a partial index while the complete one builds
-    dense_coverage: float = 1.0
     source: Source = Source()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Retrieval:
     hits: list[SearchHit]
-    total_chunks: int
-    doc_type: str
-    cached: bool
-    timings_ms: dict[str, float]
-    complete: bool = True  # False: answered from a partial index while the complete one builds
-    dense_coverage: float = 1.0  # share of the chunks with vectors in the index searched
-    model_id: str = ""  # the embedding model of the index searched
-    languages: tuple[str, ...] = ()  # its passages' languages, most text first
-    source: Source = Source()
+    indexed: Indexed  # the index searched and its status
+    timings_ms: dict[str, float]  # the stages' and the search's
 
 
 # Failed parses kept when no shared layer is given (they are small; the TTL is what matters).
@@ -280,16 +271,13 @@ class DocumentService:
         view: View | None = None,
     ) -> Retrieval:
         indexed = await self.index(url, query=query, progress=progress, view=view)
-        index, timings = indexed.index, dict(indexed.timings_ms)
-        hits, search_timings = await self.indexes.search(index, query, top_k, neighbors=neighbors)
-        hits = [dataclasses.replace(h, passage_id=passage_id(indexed.key, h.chunk.chunk_index, h.chunk.text))
+        found, timings = indexed.view, dict(indexed.timings_ms)
+        hits, search_timings = await self.indexes.search(found.index, query, top_k, neighbors=neighbors)
+        hits = [dataclasses.replace(h, passage_id=passage_id(found.key, h.chunk.chunk_index, h.chunk.text))
                 for h in hits]
         timings.update({name.removesuffix("_ms"): value for name, value in search_timings.items()})
-        metrics.retrieval(indexed.doc_type, warm=indexed.cached)
-        return Retrieval(hits=hits, total_chunks=len(index.chunks), doc_type=indexed.doc_type,
-                         cached=indexed.cached, timings_ms=timings, complete=indexed.complete,
-                         dense_coverage=indexed.dense_coverage, model_id=index.model_id,
-                         languages=tuple(index.languages), source=indexed.source)
+        metrics.retrieval(indexed.doc_type, warm=found.cached)
+        return Retrieval(hits=hits, indexed=indexed, timings_ms=timings)
 
     async def index(self, url: str, *, query: str | None = None, progress: Progress | None = None,
                     view: View | None = None) -> Indexed:
@@ -335,8 +323,7 @@ class DocumentService:
         timings.update(opened.timings_ms)
         chunks = opened.index.chunks
         doc_type = chunks[0].doc_type if chunks else located.input.doc_type  # the processor's; else the sniffed
-        return Indexed(index=opened.index, key=opened.key, doc_type=doc_type, cached=opened.cached, timings_ms=timings,
-                       complete=opened.complete, dense_coverage=opened.dense_coverage, source=located.source)
+        return Indexed(view=opened, doc_type=doc_type, timings_ms=timings, source=located.source)
 
     async def query_spreadsheet(self, url: str, search_value: str, column: str | None) -> dict[str, Any]:
         inp = await self.sniff(await self.fetch(url))

@@ -2,15 +2,15 @@
 
 Embedding, the BM25 scoring beside it, FAISS search and reranking are CPU work (or a GPU's queue)
 that runs in worker threads. ``ModelRunner`` owns the limit of how many run at once (the
-``gpu_concurrency`` setting: named for GPUs, it limits model work on any device), the hop to a
-worker thread and the progress that a thread reports:
+``model_concurrency`` setting, on any device), the hop to a worker thread and the progress that a
+thread reports:
 
 * ``run(fn, *args)``: takes a model slot, runs ``fn`` in a worker thread, gives the slot back.
 * ``in_thread(fn, *args)``: runs ``fn`` in a worker thread without a slot: the text work around the
   models (sniffing, chunking and reading windows with their tokenizers, quote indexes, a partial
   index's BM25, language detection, packing results into a token budget).
 * ``build(fn, background=...)``: the same for an index build, counted in the builds gauge
-  (``metrics.build_slot``). A background build also takes one of ``gpu_concurrency - 1``
+  (``metrics.build_slot``). A background build also takes one of ``model_concurrency - 1``
   background slots, so searches keep one (with one slot, a background build holds it while it
   embeds, as an in-call build always did).
 * ``progress(callback)``: the async progress callback adapted for a worker thread; a failing

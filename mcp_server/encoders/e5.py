@@ -9,7 +9,7 @@ queries, token counts for chunking, and a first answer's sentences (``urgent``) 
 those waits behind another document's background build.
 
 Threads: each child runs an OpenMP team of ``threads`` (MCP_MULTILINGUAL_THREADS; by default the
-cores divided by GPU_CONCURRENCY, torch's share) that spins only briefly before it sleeps, so an
+cores divided by MCP_MODEL_CONCURRENCY, torch's share) that spins only briefly before it sleeps, so an
 idle team leaves the cores to the other child and torch. Batches keep that share: a
 team waits for its slowest thread, so two threads embedded batches 2x slower than one where
 another job held a core (bench/e5_threads.py). A single search query on an idle server is

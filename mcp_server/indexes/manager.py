@@ -103,7 +103,7 @@ class IndexManager:
         self.memory = budget
         if budget is not None:
             register_embedders(budget, models.embedders)
-        self.runner = ModelRunner(settings.gpu_concurrency)
+        self.runner = ModelRunner(settings.model_concurrency)
         self.budget = settings.progressive_budget
         self.candidates = settings.progressive_candidates
         self._key_locks = KeyedLock()

@@ -2,7 +2,7 @@
 
 ``Research`` sits on ``DocumentService``: every document of a search goes through the same
 pipeline as ``retrieve_chunks`` (``DocumentService.index``: download cache, parser pool,
-coalesced index builds under GPU_CONCURRENCY), all documents at once; a document that fails is
+coalesced index builds under MCP_MODEL_CONCURRENCY), all documents at once; a document that fails is
 reported with its error while the others answer. The pooled candidates are then ranked once
 with global scores (``retrieval/pool.py``). A passage id leads back to its index in memory or
 on disk (``passages.py``), never to a download.

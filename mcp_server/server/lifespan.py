@@ -84,6 +84,9 @@ async def _give_memory_back(models: ModelRegistry, idle: float, parsers: ParserP
 @asynccontextmanager
 async def open_app_context(settings: Settings) -> AsyncIterator[AppContext]:
     started = time.perf_counter()
+    for old, new in settings.deprecated:
+        logger.warning("settings.deprecated", extra={
+            "setting": f"MCP_{old.upper()}", "use": f"MCP_{new.upper()}", "action": f"read as {new}"})
     limit_arenas(settings.malloc_arenas)  # before the model threads start allocating
     limiter: RateLimiter = InProcessRateLimiter(settings)
     async with AsyncExitStack() as stack:

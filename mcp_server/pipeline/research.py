@@ -230,7 +230,7 @@ class Research:
 
     async def passage(self, pid: str, *, before: int = 0, after: int = 0) -> PassageWindow:
         """The chunk a passage id names and up to MAX_PASSAGE_NEIGHBORS neighbours each way."""
-        ref, index = await find_passage(self.service.indexes, pid)
+        ref, index = await find_passage(self.service, pid)
         before, after = clamp(before, 0, MAX_PASSAGE_NEIGHBORS), clamp(after, 0, MAX_PASSAGE_NEIGHBORS)
         lo, hi = max(0, ref.position - before), min(len(index.chunks) - 1, ref.position + after)
         window = index.chunks[lo : hi + 1]

@@ -142,11 +142,8 @@ class DocumentService:
         failures: CacheLayer[FailedParse] | None = None,
         budget: MemoryBudget | None = None,
     ) -> None:
-        self.settings = settings
-        self.fetcher = fetcher
-        self.parsers = parsers
-        self.models = models
-        self.indexes = indexes
+        self.settings, self.fetcher, self.parsers = settings, fetcher, parsers
+        self.models, self.indexes = models, indexes
         self.options = ProcessOptions.from_settings(settings)
         self.downloads: CacheLayer[FetchedDocument] = downloads or MemoryLayer(
             "download", max_entries=settings.cache_max_downloads, ttl=settings.cache_ttl,

@@ -21,7 +21,9 @@ from mcp_server.text.analysis import analyzer_for, base_language, query_tokens
 __all__ = ["MIN_COMPOUND_PART", "MIN_IDENTITY_PAGES", "ChunkBM25", "analyse_chunks", "compound_parts"]
 
 MIN_IDENTITY_PAGES = 3  # a document with fewer pages has no cover page: its first page is content
-MIN_COMPOUND_PART = 3  # letters of each part of a query word read as two words
+# letters of each part of a query word read as two words, as written and as analysed: shorter
+# stems are mostly affixes and clitics (Turkish "-lik", Greek "καθ-"), not words
+MIN_COMPOUND_PART = 4
 
 
 class ChunkBM25:
@@ -115,8 +117,8 @@ def analyse_chunks(chunks: Sequence[Chunk]) -> list[list[str]]:
 def compound_parts(tokens: Sequence[str], vocab: Container[str], language: str) -> dict[str, tuple[str, str]]:
     """Of the ``tokens`` (analysed words the document does not know), those that are two words it
     does know written together, each with the two: cut into parts of at least MIN_COMPOUND_PART
-    letters, the most even cut first, each part read by the analyzer as one known token. Letters
-    only: "q22023" or "10-k" are codes, not compounds."""
+    letters, the most even cut first, each part read by the analyzer as one known token of at least
+    as many. Letters only: "q22023" or "10-k" are codes, not compounds."""
     cuts = {t: sorted(range(MIN_COMPOUND_PART, len(t) - MIN_COMPOUND_PART + 1), key=lambda i: (abs(2 * i - len(t)), i))
             for t in tokens if t.isalpha() and len(t) >= 2 * MIN_COMPOUND_PART}
     halves = [half for t, at in cuts.items() for i in at for half in (t[:i], t[i:])]
@@ -127,6 +129,7 @@ def compound_parts(tokens: Sequence[str], vocab: Container[str], language: str) 
     for token, at in cuts.items():
         for _ in at:
             left, right = next(read), next(read)
-            if token not in found and len(left) == 1 and len(right) == 1 and left[0] in vocab and right[0] in vocab:
+            if token not in found and len(left) == 1 and len(right) == 1 and \
+                    min(len(left[0]), len(right[0])) >= MIN_COMPOUND_PART and left[0] in vocab and right[0] in vocab:
                 found[token] = (left[0], right[0])
     return found

@@ -6,8 +6,8 @@ header. bm25s cuts on non-word characters, so "30,583" became the two tokens "30
 (the second matching every other "583"). Here thousands separators go, and a year glued to a
 short prefix also stands alone ("FY2022"; "Q22023": a quarter and its year written together).
 Page marker lines ("--- Page 12 ---") are no content: "page" and its number would match every
-question that says "page". The same function tokenises chunks and
-queries, so both sides always agree.
+question that says "page". The same function tokenises chunks and queries, so both sides always
+agree.
 """
 
 from __future__ import annotations

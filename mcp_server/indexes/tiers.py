@@ -33,7 +33,7 @@ __all__ = ["Found", "IndexTiers"]
 log = logging.getLogger(__name__)
 
 Found = Literal["disk", "shared", "miss"]
-Turn = Literal["found", "build", "wait", "unshared"]
+Turn = Literal["done", "build", "wait", "unshared"]
 T = TypeVar("T")
 POLL = 0.25  # seconds between looks while another worker or host builds (builds take seconds to minutes)
 
@@ -122,12 +122,12 @@ class IndexTiers:
         return None, "shared"
 
     def _turn(self, key: str, check: ManifestCheck) -> tuple[str | None, DocumentIndex | None, Found, Turn]:
-        """One look under the key's file lock: stored by now ("found"); else the lease taken
-        ("build", with its token), held by another host ("wait"), or the shared store down
-        ("unshared": build here)."""
+        """One look under the key's file lock, then: "done" (stored by now, or no shared store
+        whose lease to wait for), "build" (the lease taken: its token), "wait" (another host holds
+        it), "unshared" (the shared store is down: build here)."""
         index, found = self._look(key, check)
         if index is not None or self.shared is None:
-            return None, index, found, "found"
+            return None, index, found, "done"
         token = new_token()
         taken = self.shared.acquire(key, token, self.lease_seconds)
         if taken is None:
@@ -139,7 +139,7 @@ class IndexTiers:
         if index is None:
             return token, None, "miss", "build"
         self.shared.release(key, token)
-        return None, index, found, "found"
+        return None, index, found, "done"
 
     def _renew(self, key: str, token: str, stop: threading.Event) -> None:
         assert self.shared is not None

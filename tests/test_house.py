@@ -56,3 +56,51 @@ def test_no_benchmark_imports_the_tests() -> None:
                                    if name.split(".")[0] in {"tests", "conftest", "mcp_harness"})
                  for path in sorted(BENCH.glob("*.py"))}
     assert {name: modules for name, modules in offenders.items() if modules} == {}
+
+
+def thread_hops(root: Path) -> list[str]:
+    """``path:line`` of every call of a function named ``run_sync`` (ours or anyio's) under ``root``."""
+    found: list[str] = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call):
+                name = getattr(node.func, "attr", None) or getattr(node.func, "id", None)
+                if name == "run_sync":
+                    found.append(f"{path.relative_to(root)}:{node.lineno}")
+    return found
+
+
+def test_the_thread_hop_is_written_only_at_the_blocking_objects_seams() -> None:
+    # each blocking object (model runner, index tiers, cache layers, fetcher, reports) exposes an
+    # async API that hops once per operation; callers do not hop themselves (core/concurrency.py)
+    hops = thread_hops(PACKAGE)
+    assert len(hops) <= 12, hops
+
+
+def test_the_hop_count_sees_both_spellings_of_the_call(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("async def f():\n    await run_sync(g)\n    await anyio.to_thread.run_sync(g)\n"
+                                   "def run_sync(fn): ...\n", encoding="utf-8")
+
+    assert thread_hops(tmp_path) == ["a.py:2", "a.py:3"]
+
+
+def class_lengths(root: Path) -> dict[str, int]:
+    """``path:Class`` -> lines, for every class under ``root``."""
+    found: dict[str, int] = {}
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and node.end_lineno is not None:
+                found[f"{path.relative_to(root)}:{node.name}"] = node.end_lineno - node.lineno + 1
+    return found
+
+
+def test_no_class_but_the_settings_is_longer_than_220_lines() -> None:
+    # a longer class holds several jobs: split it by job (the settings are one list of fields)
+    lengths = class_lengths(PACKAGE)
+    assert {name: n for name, n in lengths.items() if n > 220 and name != "core/settings.py:Settings"} == {}
+
+
+def test_a_class_is_measured_from_its_line_to_its_last(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("class A:\n    x = 1\n\n    def f(self) -> None:\n        pass\n", encoding="utf-8")
+
+    assert class_lengths(tmp_path) == {"a.py:A": 5}

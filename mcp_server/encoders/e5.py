@@ -9,7 +9,7 @@ queries, token counts for chunking, and a first answer's sentences (``urgent``) 
 those waits behind another document's background build.
 
 Threads: each child runs an OpenMP team of ``threads`` (MCP_MULTILINGUAL_THREADS; by default the
-cores divided by GPU_CONCURRENCY, torch's share) that spins only briefly before it sleeps, so an
+cores divided by MCP_MODEL_CONCURRENCY, torch's share) that spins only briefly before it sleeps, so an
 idle team leaves the cores to the other child and torch. Batches keep that share: a
 team waits for its slowest thread, so two threads embedded batches 2x slower than one where
 another job held a core (bench/e5_threads.py). A single search query on an idle server is
@@ -28,8 +28,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -37,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from mcp_server.core import processes
 from mcp_server.core.errors import ModelLoadError
 from mcp_server.encoders import _e5_worker
 from mcp_server.encoders.embedders import Embedder
@@ -67,7 +66,7 @@ class E5Process:
     def __init__(self, name: str, threads: int) -> None:
         self.name, self.threads = name, max(1, threads)
         self._lock = threading.Lock()
-        self._proc: subprocess.Popen[bytes] | None = None
+        self._proc: processes.Child | None = None
         self.restarts = 0
         self.dim = 0
 
@@ -76,17 +75,14 @@ class E5Process:
         """A call is under way (a build's batch, on the documents engine)."""
         return self._lock.locked()
 
-    def _start(self) -> subprocess.Popen[bytes]:
+    def _start(self) -> processes.Child:
         # A short spin (about a microsecond) between parallel regions, then sleep: a query runs ~100
         # regions in a row, and waking a sleeping thread for each (OMP_WAIT_POLICY=PASSIVE) cost what
         # the second thread saved; an idle team still sleeps at once instead of spinning on a core
         # torch or the other child needs.
         env = {**os.environ, "OMP_NUM_THREADS": str(self.threads), "GOMP_SPINCOUNT": "1000"}
         env.pop("OMP_WAIT_POLICY", None)
-        proc = subprocess.Popen(  # noqa: S603 - our own interpreter and our own script
-            [sys.executable, "-I", str(_WORKER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=None, env=env, close_fds=True,
-        )
+        proc = processes.start(processes.python_argv(_WORKER), env=env, pipes=True)
         self._proc = proc
         hello = self._exchange(proc, ["hello"])
         self.dim = int(hello["dim"])
@@ -104,7 +100,7 @@ class E5Process:
                 proc = self._start()
             return self._exchange(proc, list(request))
 
-    def _exchange(self, proc: subprocess.Popen[bytes], request: list[Any]) -> Any:
+    def _exchange(self, proc: processes.Child, request: list[Any]) -> Any:
         stdin, stdout = proc.stdin, proc.stdout
         assert stdin is not None and stdout is not None
         try:
@@ -121,16 +117,8 @@ class E5Process:
             raise ModelLoadError(f"the multilingual embedding engine failed: {reply['error']}", engine=self.name)
         return reply
 
-    def _stop(self, proc: subprocess.Popen[bytes]) -> None:
-        for stream in (proc.stdin, proc.stdout):
-            if stream is not None:
-                with contextlib.suppress(OSError):
-                    stream.close()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    def _stop(self, proc: processes.Child) -> None:
+        processes.stop(proc, grace=5)
         if self._proc is proc:
             self._proc = None
 

@@ -27,8 +27,6 @@ import json
 import logging
 import os
 import re
-import subprocess
-import sys
 import tempfile
 import threading
 from collections.abc import Sequence
@@ -40,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from mcp_server.core import processes
 from mcp_server.encoders._onnx_export import PROBES, encode_texts, input_names, tokenizer_of, unsupported
 
 # The exported graph must give PyTorch's vectors: cosine scores of the index are compared with
@@ -327,9 +326,9 @@ def _export(source: str, path: Path, *, local_files_only: bool, token: str | Non
         return f"no writable folder for the exported model ({exc})"
     env = {**os.environ, "TOKENIZERS_PARALLELISM": "false", **({"HF_TOKEN": token} if token else {})}
     flags = ["--local-files-only"] if local_files_only else []
-    args = [sys.executable, "-I", str(_EXPORTER), source, partial, *flags]
     try:
-        done = subprocess.run(args, capture_output=True, text=True, env=env, timeout=EXPORT_TIMEOUT, check=False)  # noqa: S603
+        done = processes.run(processes.python_argv(_EXPORTER, source, partial, *flags), env=env,
+                             timeout=EXPORT_TIMEOUT)
         lines = done.stdout.strip().splitlines()
         reply: dict[str, Any] = (json.loads(lines[-1]) if lines else
                                  {"error": (done.stderr.strip().splitlines() or ["no output"])[-1]})
@@ -341,7 +340,7 @@ def _export(source: str, path: Path, *, local_files_only: bool, token: str | Non
         else:
             log.info("models.onnx_sidecar", extra={"graph": str(path), "reason": reply.get("sidecar_error")})
         return None
-    except (OSError, subprocess.TimeoutExpired, json.JSONDecodeError) as exc:
+    except (OSError, processes.TimeoutExpired, json.JSONDecodeError) as exc:
         return f"{type(exc).__name__}: {str(exc)[:200]}"
     finally:
         with contextlib.suppress(OSError):

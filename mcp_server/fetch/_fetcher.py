@@ -12,8 +12,10 @@ import functools
 import logging
 import ssl
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
+from typing import Any, TypeVar
 
 import anyio
 import httpx
@@ -30,12 +32,13 @@ from ._document import build_document, too_large
 from ._local import read_local
 from ._resolver import Resolver, SystemResolver
 from ._retry import Retryable, parse_retry_after, with_retries
-from ._uploads import DiskUploads, UploadStore, is_upload, upload_key
+from ._uploads import DiskUploads, UploadStore, is_upload, store_upload, upload_key
 from ._validate import is_local, validate_url
 
 __all__ = ["Fetcher"]
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # Everything httpx (or a transport) may raise while sending or streaming one request.
 _LIBRARY_ERRORS = (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError, httpx.CookieConflict, OSError)
@@ -133,6 +136,10 @@ class Fetcher:
     async def aclose(self) -> None:
         await self._client.aclose()
 
+    async def store_upload(self, body: bytes, filename: str, content_type: str) -> FetchedDocument:
+        """The bytes stored as an upload (``POST /documents``), read back by ``fetch`` as ``upload://``."""
+        return await _off_loop(store_upload, self.uploads, body, filename, content_type)
+
     @metrics.timed("download")
     async def fetch(self, url: str, *, cached: FetchedDocument | None = None) -> FetchedDocument:
         """The document at ``url`` (http/https, file:, an absolute path under DOCUMENT_ROOTS, or an
@@ -148,7 +155,7 @@ class Fetcher:
                 if is_upload(url):
                     return await self._uploaded(url)
                 if is_local(url):
-                    return await read_local(url, self._settings)
+                    return await _off_loop(read_local, url, self._settings)
                 return await self._download(url, cached)
         except TimeoutError:
             raise DownloadError(
@@ -159,7 +166,7 @@ class Fetcher:
     async def _uploaded(self, url: str) -> FetchedDocument:
         key = upload_key(url)
         assert key is not None  # validate_url checked the form
-        document = await run_sync(self.uploads.get, key)
+        document = await _off_loop(self.uploads.get, key)
         if document is None:
             raise DownloadError(
                 f"{url} is not stored: uploads are kept for {self._settings.upload_ttl:g} s (upload_ttl); "
@@ -264,3 +271,8 @@ class Fetcher:
                 raise too_large(target.display, limit)
             chunks.append(chunk)
         return _Body(b"".join(chunks), response.headers)
+
+
+async def _off_loop(fn: Callable[..., T], *args: Any) -> T:
+    """The fetcher's one thread hop: reading a local file, storing or reading an upload."""
+    return await run_sync(fn, *args)

@@ -8,7 +8,6 @@ import stat
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from mcp_server.core.concurrency import run_sync
 from mcp_server.core.errors import DownloadError
 from mcp_server.core.models import FetchedDocument
 from mcp_server.core.settings import Settings
@@ -69,12 +68,12 @@ def _read(url: str, path: str, roots: list[str], limit: int) -> FetchedDocument:
     )
 
 
-async def read_local(url: str, settings: Settings) -> FetchedDocument:
-    """The bytes of a local document (DownloadError when refused, missing or too large)."""
+def read_local(url: str, settings: Settings) -> FetchedDocument:
+    """The bytes of a local document (DownloadError when refused, missing or too large); blocking."""
     if not settings.document_roots:
         raise DownloadError(
             f"refusing to read {url}: local files are disabled; set DOCUMENT_ROOTS "
             "(or MCP_DOCUMENT_ROOTS) to the folders that may be read"
         )
     path = _path_of(url)
-    return await run_sync(_read, url, path, list(settings.document_roots), settings.max_download_bytes)
+    return _read(url, path, list(settings.document_roots), settings.max_download_bytes)

@@ -11,6 +11,7 @@ path is built from them: a document URL can never name a file outside the folder
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
 import os
@@ -24,7 +25,7 @@ from typing import Protocol
 from mcp_server.core.models import FetchedDocument
 from mcp_server.core.settings import Settings
 
-__all__ = ["DiskUploads", "UploadStore", "is_upload", "upload_key", "upload_url"]
+__all__ = ["DiskUploads", "UploadStore", "is_upload", "store_upload", "upload_key", "upload_url"]
 
 logger = logging.getLogger(__name__)
 
@@ -59,6 +60,15 @@ class UploadStore(Protocol):
     def clear(self) -> int: ...
 
     def stats(self) -> dict[str, object]: ...
+
+
+def store_upload(store: UploadStore, body: bytes, filename: str, content_type: str) -> FetchedDocument:
+    """Hash (twice: the URL names the hash, the document hashes itself), then store (blocking)."""
+    url = upload_url(hashlib.sha256(body).hexdigest())
+    document = FetchedDocument(data=body, url=url, final_url=url, filename=filename, content_type=content_type,
+                               fetched_at=time.time())
+    store.put(document.sha256, document)
+    return document
 
 
 def encode(document: FetchedDocument) -> bytes:

@@ -39,7 +39,7 @@ import anyio.from_thread
 from mcp_server.core import metrics
 from mcp_server.core.budget import BUILD_BYTES_PER_CHAR, MemoryBudget, measure
 from mcp_server.core.cache import MemoryLayer, cache_put
-from mcp_server.core.concurrency import KeyedLock, Progress, run_sync
+from mcp_server.core.concurrency import KeyedLock, Progress
 from mcp_server.core.models import Chunk, SearchHit
 from mcp_server.core.settings import Settings
 from mcp_server.embedding.registry import ModelRegistry
@@ -70,7 +70,9 @@ def make_index_key(content_sha256: str, model_id: str, chunker_version: str, con
 @dataclass(frozen=True, kw_only=True, slots=True)
 class IndexView:
     """What one call searches: the complete index, or the partial one of a document whose
-    complete index is still building. ``cached``: nothing was embedded for this call."""
+    complete index is still building. ``cached``: nothing was embedded for this call. The one
+    index-status record: the pipeline wraps it (``Indexed``, ``Retrieval``) and the tool result
+    reads it (``tools/schemas.py``'s ``index_status``), never copying its fields."""
 
     index: DocumentIndex
     key: str  # what the index is stored under
@@ -101,7 +103,7 @@ class IndexManager:
         self.memory = budget
         if budget is not None:
             register_embedders(budget, models.embedders)
-        self.runner = ModelRunner(settings.gpu_concurrency)
+        self.runner = ModelRunner(settings.model_concurrency)
         self.budget = settings.progressive_budget
         self.candidates = settings.progressive_candidates
         self._key_locks = KeyedLock()
@@ -186,7 +188,7 @@ class IndexManager:
                 # BM25 over every chunk, no vectors yet: a second or so for a 3 MB book, off the loop
                 started = time.perf_counter()
                 try:
-                    base = await run_sync(_partial_base, chunk_list, embedder)
+                    base = await self.runner.in_thread(_partial_base, chunk_list, embedder)
                     base.key = key  # passage ids of partial answers name the key the complete index will have
                     lexical = round((time.perf_counter() - started) * 1000, 2)
                     pending = PendingBuild(key=key, base=base, embedder=embedder, progress=progress, reserved=need)
@@ -277,11 +279,7 @@ class IndexManager:
         entries = self._memory.clear()
         for embedder in self.models.embedders:
             embedder.clear_cache()
-        removed = await run_sync(self.store.clear)
-        cleared = {"memory": entries, "disk": removed}
-        if self.tiers.shared is not None:  # every host's copies: this is the deployment's cache
-            cleared["shared"] = await run_sync(self.tiers.clear)
-        return cleared
+        return {"memory": entries, **await self.tiers.clear()}
 
 
 def _partial_base(chunks: list[Chunk], embedder: Embedder) -> DocumentIndex:

@@ -100,7 +100,9 @@ def partial_view(
     """``base`` plus vectors for this query's candidates (``per_chunk`` 0: all their sentences).
     Built afresh per query from the vector-less base (repeated sentences come from the
     embedder's cache), so every query's dense ranking holds its own candidates only."""
-    chosen = partial_candidates(base, query, candidates)
+    # candidates by what the question asks: the words naming the document would fill them with
+    # its cover page, certifications and exhibit index (retrieval/naming.py)
+    chosen = partial_candidates(base, base.dense_query(query), candidates)
     select = None
     if per_chunk > 0:
         select = best_sentences(query, per_chunk, languages=base.languages,

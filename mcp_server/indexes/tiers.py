@@ -8,17 +8,17 @@ another host holds the lease it polls until that host's index appears (it is cop
 folder and loaded) or the lease lapses (that host died: take it and build). The holder renews the
 lease from a thread while it builds and releases it after ``save``. With the shared store down,
 ``claim`` lets this host build on its own (the file lock still keeps its workers to one build).
-Every blocking call runs in a worker thread; waits are polls on the loop, so a cancelled caller
-leaves no thread holding a lock.
+Every blocking call runs in a worker thread (``_off_loop``, one step per hop); waits are polls on
+the loop, so a cancelled caller leaves no thread holding a lock.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
 import anyio
 
@@ -33,6 +33,8 @@ __all__ = ["Found", "IndexTiers"]
 log = logging.getLogger(__name__)
 
 Found = Literal["disk", "shared", "miss"]
+Turn = Literal["done", "build", "wait", "unshared"]
+T = TypeVar("T")
 POLL = 0.25  # seconds between looks while another worker or host builds (builds take seconds to minutes)
 
 
@@ -56,24 +58,18 @@ class IndexTiers:
         return f"{self.shared.backend} (shared by hosts: one lease per key; disk cache per host)"
 
     async def find(self, key: str, check: ManifestCheck) -> tuple[DocumentIndex | None, Found]:
-        index = await run_sync(self.local.load, key, check)
-        if index is not None:
-            return index, "disk"
-        if self.shared is None or not await run_sync(self.shared.exists, key):
-            return None, "miss"
-        async with self.locked(key):
-            return await run_sync(self._look, key, check)
+        index, found = await self._off_loop(self._find_here, key, check)
+        if found != "shared":
+            return index, found
+        async with self.locked(key):  # the shared store has it: copy it in under the key's file lock
+            return await self._off_loop(self._look, key, check)
 
     @asynccontextmanager
     async def locked(self, key: str) -> AsyncIterator[None]:
         """This key's file lock, polled from the loop: a thread blocked on it could not be
         abandoned safely (it would take the lock after its caller had gone)."""
         lock = self.local.file_lock(key)
-        while True:
-            with anyio.CancelScope(shield=True):  # a try that succeeds is never lost
-                taken = await run_sync(try_acquire, lock)
-            if taken:
-                break
+        while not await self._off_loop(try_acquire, lock, shield=True):  # a try that succeeds is never lost
             await anyio.sleep(self.poll)
         try:
             yield
@@ -96,36 +92,54 @@ class IndexTiers:
             finally:
                 stop.set()
                 assert self.shared is not None
-                with anyio.CancelScope(shield=True):
-                    await run_sync(self.shared.release, key, token)
+                await self._off_loop(self.shared.release, key, token, shield=True)
 
     async def _wait_for_turn(self, key: str, check: ManifestCheck) -> tuple[str | None, DocumentIndex | None, Found]:
-        """(lease token or None, found index, where)."""
+        """(lease token or None, found index, where): one ``_turn`` in a worker thread per poll."""
         waited = False
         while True:
-            index, found = await run_sync(self._look, key, check)
-            if index is not None or self.shared is None:
-                return None, index, found
-            token = new_token()
-            taken = await run_sync(self.shared.acquire, key, token, self.lease_seconds)
-            if taken:
-                # another host may have published and released between the look and the lease
-                index, found = await run_sync(self._look, key, check)
-                if index is None:
-                    return token, None, "miss"
-                with anyio.CancelScope(shield=True):
-                    await run_sync(self.shared.release, key, token)
-                return None, index, found
-            if taken is None:
-                self.counters["unshared_builds"] += 1
-                # the shared store is down: this host builds on its own
-                log.warning("index.lease_unavailable", extra={"key": key, "action": "build here"})
-                return None, None, "miss"
+            token, index, found, turn = await self._off_loop(self._turn, key, check)
+            if turn != "wait":
+                if turn == "unshared":
+                    self.counters["unshared_builds"] += 1
+                    # the shared store is down: this host builds on its own
+                    log.warning("index.lease_unavailable", extra={"key": key, "action": "build here"})
+                return token, index, found
             if not waited:
                 waited = True
                 self.counters["lease_waits"] += 1
                 log.info("index.lease_wait", extra={"key": key})  # another host builds it
             await anyio.sleep(self.poll)
+
+    def _find_here(self, key: str, check: ManifestCheck) -> tuple[DocumentIndex | None, Found]:
+        """The local folder's index; else "shared" (without the index) when the shared store has
+        one, else "miss". No lock: a miss costs one local read and at most one EXISTS."""
+        index = self.local.load(key, check)
+        if index is not None:
+            return index, "disk"
+        if self.shared is None or not self.shared.exists(key):
+            return None, "miss"
+        return None, "shared"
+
+    def _turn(self, key: str, check: ManifestCheck) -> tuple[str | None, DocumentIndex | None, Found, Turn]:
+        """One look under the key's file lock, then: "done" (stored by now, or no shared store
+        whose lease to wait for), "build" (the lease taken: its token), "wait" (another host holds
+        it), "unshared" (the shared store is down: build here)."""
+        index, found = self._look(key, check)
+        if index is not None or self.shared is None:
+            return None, index, found, "done"
+        token = new_token()
+        taken = self.shared.acquire(key, token, self.lease_seconds)
+        if taken is None:
+            return None, None, "miss", "unshared"
+        if not taken:
+            return None, None, "miss", "wait"
+        # another host may have published and released between the look and the lease
+        index, found = self._look(key, check)
+        if index is None:
+            return token, None, "miss", "build"
+        self.shared.release(key, token)
+        return None, index, found, "done"
 
     def _renew(self, key: str, token: str, stop: threading.Event) -> None:
         assert self.shared is not None
@@ -165,8 +179,7 @@ class IndexTiers:
     async def save(self, key: str, index: DocumentIndex, chunker_version: str) -> None:
         """Into the local folder, then (if it fits) into the shared store; call inside ``claim``.
         A save that started completes (it is atomic anyway)."""
-        with anyio.CancelScope(shield=True):
-            await run_sync(self._save, key, index, chunker_version)
+        await self._off_loop(self._save, key, index, chunker_version, shield=True)
 
     def _save(self, key: str, index: DocumentIndex, chunker_version: str) -> None:
         try:
@@ -219,5 +232,20 @@ class IndexTiers:
         return {**self.counters, "backend": self.backend, "max_bytes": self.max_bytes if self.shared else None,
                 "local_max_bytes": self.local_max_bytes}
 
-    def clear(self) -> int:
-        return self.shared.clear() if self.shared is not None else 0
+    async def clear(self) -> dict[str, int]:
+        """Every index in the local folder and, with a shared store, every host's copies there."""
+        return await self._off_loop(self._clear)
+
+    def _clear(self) -> dict[str, int]:
+        cleared = {"disk": self.local.clear()}
+        if self.shared is not None:  # every host's copies: this is the deployment's cache
+            cleared["shared"] = self.shared.clear()
+        return cleared
+
+    @staticmethod
+    async def _off_loop(fn: Callable[..., T], *args: Any, shield: bool = False) -> T:
+        """The tiers' one thread hop: every folder, file-lock and shared-store call runs through it;
+        ``shield``: a step that started completes even if the caller is cancelled."""
+        with anyio.CancelScope(shield=shield):
+            done = await run_sync(fn, *args)
+        return done

@@ -9,7 +9,7 @@ import dataclasses
 
 from mcp_server.core.errors import ValidationError
 from mcp_server.core.models import Chunk, ChunkLocation
-from mcp_server.indexes.manager import IndexManager
+from mcp_server.pipeline.service import DocumentService
 from mcp_server.retrieval.index import DocumentIndex
 from mcp_server.retrieval.neighbours import span_location
 from mcp_server.retrieval.passages import PassageRef, parse_passage_id, text_checksum
@@ -18,9 +18,11 @@ __all__ = ["find_passage", "window_location"]
 
 
 async def find_passage(
-    indexes: IndexManager, pid: str, *, own_key: str | None = None,
+    service: DocumentService, pid: str, *, content_key: str | None = None,
 ) -> tuple[PassageRef, DocumentIndex]:
-    """The passage id parsed and the index holding its chunk; ``own_key``: the id must name that index."""
+    """The passage id parsed and the index holding its chunk; ``content_key``: the id must name
+    that content's index."""
+    own_key = service.index_key(content_key) if content_key is not None else None
     try:
         ref = parse_passage_id(pid)
     except ValueError as exc:
@@ -28,7 +30,7 @@ async def find_passage(
     if own_key is not None and ref.key != own_key:
         raise ValidationError("argument 'passage_id' names a passage of another document (or of other bytes "
                               "at this URL)", argument="passage_id")
-    index = await indexes.find(ref.key)
+    index = await service.indexes.find(ref.key)
     if index is None:
         raise ValidationError(
             "argument 'passage_id': unknown or expired passage id: its document's index is neither in "

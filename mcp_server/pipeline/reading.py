@@ -14,29 +14,26 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from mcp_server.chunking._locations import LocationIndex
 from mcp_server.core.cache import MemoryLayer, cache_get, cache_put
-from mcp_server.core.concurrency import KeyedLock, run_sync
+from mcp_server.core.concurrency import KeyedLock
 from mcp_server.core.errors import ValidationError
-from mcp_server.core.models import Chunk, ChunkLocation, Location, ProcessedDocument
+from mcp_server.core.models import ChunkLocation, Location, ProcessedDocument
+from mcp_server.pipeline.documents import DocumentHandle
 from mcp_server.pipeline.passages import find_passage
 from mcp_server.pipeline.read_windows import (
     CHAPTER_TYPES,
-    CHARS_PER_TOKEN_CAP,
     SHEET_TYPES,
     Cursor,
     canonical_pages,
-    locations_of,
-    read_window,
     selection,
     skip_space,
     unit_spans,
 )
 from mcp_server.pipeline.research import PageRanges
-from mcp_server.pipeline.service import DocumentService, Processed, View
+from mcp_server.pipeline.service import DocumentService, View
 from mcp_server.processors import DocumentInput
 from mcp_server.processors.page_image import OFFICE_PAGED, RenderedPage, office_pdf, render_page
-from mcp_server.retrieval.passages import passage_id, text_checksum
+from mcp_server.retrieval.passages import text_checksum
 from mcp_server.retrieval.quotes import QuoteIndex, QuoteMatch
 
 __all__ = [
@@ -97,20 +94,6 @@ def _units_of(location: ChunkLocation, doc_type: str) -> tuple[int, ...]:
     return ()
 
 
-def _holder(chunks: Sequence[Chunk], start: int, end: int) -> Chunk | None:
-    """The chunk holding the span: the first that holds all of it, else the one that holds most."""
-    best: Chunk | None = None
-    best_overlap = 0
-    for chunk in chunks:
-        loc = chunk.location
-        if loc.start_char <= start and end <= loc.end_char:
-            return chunk
-        overlap = min(end, loc.end_char) - max(start, loc.start_char)
-        if overlap > best_overlap:
-            best, best_overlap = chunk, overlap
-    return best
-
-
 # --- the service ----------------------------------------------------------------------------------
 class Reading:
     def __init__(self, service: DocumentService) -> None:
@@ -131,7 +114,8 @@ class Reading:
     async def read(self, url: str, *, pages: PageRanges | None, cursor: str | None, max_tokens: int,
                    view: View | None = None) -> ReadWindow:
         given = Cursor.decode(cursor) if cursor is not None else None  # a malformed one fails before any download
-        processed = await self.service.process(url, view=view)
+        handle = await DocumentHandle.open(self.service, url, view=view)
+        processed = handle.processed
         doc, key = processed.document, processed.content_key[:32]
         if given is not None:
             if given.key != key:
@@ -143,7 +127,7 @@ class Reading:
                 raise ValidationError("argument 'pages' must be left out with a cursor, or be the same as in the "
                                       "call that issued it", argument="pages")
             pages = PageRanges.parse(given.pages) if given.pages else None
-        locations = locations_of(doc)
+        locations = handle.locations
         spans = selection(doc, locations, pages)
         if given is not None:
             at = given.offset
@@ -153,14 +137,11 @@ class Reading:
         else:
             first = skip_space(doc.content, spans, 0)
             at = first if first is not None else (spans[0][0] if spans else 0)
-        counter = self.service.models.token_counter
-        max_chars = min(self.service.settings.max_content_chars, max_tokens * CHARS_PER_TOKEN_CAP + 64)
         if not spans:
             text, tokens, end, following = "", 0, 0, None
         else:
-            text, tokens, end, following = await run_sync(read_window, doc.content, spans, at, max_tokens, counter,
-                                                          max_chars)
-        location = LocationIndex(locations).locate(at, max(end, at))
+            text, tokens, end, following = await handle.window(spans, at, max_tokens)
+        location = handle.locate(at, max(end, at))
         next_cursor = None
         if following is not None:
             next_cursor = Cursor(key=key, offset=following, pages=canonical_pages(pages) if pages else "").encode()
@@ -179,41 +160,28 @@ class Reading:
         return tuple(sorted(u for u, spans in units.items() if any(s < end and start < e for s, e in spans)))
 
     async def verify(self, url: str, quote: str, *, view: View | None = None) -> Verified:
-        processed = await self.service.process(url, view=view)
-        index = await self._quote_index(processed)
-        found = await run_sync(index.find, quote)
+        handle = await DocumentHandle.open(self.service, url, view=view)
+        index = await self._quote_index(handle)
+        found = await handle.in_thread(index.find, quote)
+        doc_type = handle.processed.doc_type
         if found.start is None or found.end is None:
-            return Verified(found=found, passage_id=None, location=None, doc_type=processed.doc_type, units=())
-        doc = processed.document
-        location = LocationIndex(locations_of(doc)).locate(found.start, found.end)
-        pid = await self._passage_at(url, processed, quote, found.start, found.end, view)
-        return Verified(found=found, passage_id=pid, location=location, doc_type=processed.doc_type,
-                        units=_units_of(location, doc.doc_type))
+            return Verified(found=found, passage_id=None, location=None, doc_type=doc_type, units=())
+        location = handle.locate(found.start, found.end)
+        pid = await handle.passage_at(found.start, found.end, query=quote)
+        return Verified(found=found, passage_id=pid, location=location, doc_type=doc_type,
+                        units=_units_of(location, handle.document.doc_type))
 
-    async def _quote_index(self, processed: Processed) -> QuoteIndex:
-        key = processed.content_key
+    async def _quote_index(self, handle: DocumentHandle) -> QuoteIndex:
+        key = handle.processed.content_key
         index = await cache_get(self.quote_indexes, key)
         if index is not None:
             return index
         async with self._builds.hold(key):  # ten first quotes on one document build its index once
             index = await cache_get(self.quote_indexes, key)
             if index is None:
-                index = await run_sync(QuoteIndex.build, processed.document.content)
+                index = await handle.in_thread(QuoteIndex.build, handle.document.content)
                 await cache_put(self.quote_indexes, key, index)
         return index
-
-    async def _passage_at(self, url: str, processed: Processed, quote: str, start: int, end: int,
-                          view: View | None) -> str | None:
-        """The passage id retrieve_chunks gives the chunk holding the span. The index is looked up
-        (memory, then disk) and only built when it is nowhere, as retrieve_chunks would build it for
-        this quote (a big document: a partial index now, the complete one in the background)."""
-        key = self.service.index_key(processed.content_key)
-        index = await self.service.indexes.find(key)
-        if index is None:
-            indexed = await self.service.index(url, query=quote, view=view)
-            index, key = indexed.index, indexed.key
-        chunk = _holder(index.chunks, start, end)
-        return None if chunk is None else passage_id(key, chunk.chunk_index, chunk.text)
 
     async def page_image(self, url: str, page: int, *, pid: str | None, dpi: int) -> PageImage:
         fetched = await self.service.fetch(url)
@@ -255,7 +223,7 @@ class Reading:
         return pdf
 
     async def _passage_text(self, pid: str, content_key: str, page: int) -> str:
-        ref, index = await find_passage(self.service.indexes, pid, own_key=self.service.index_key(content_key))
+        ref, index = await find_passage(self.service, pid, content_key=content_key)
         chunk = index.chunks[ref.position]
         if chunk.location.slide is not None and page != chunk.location.slide:
             raise ValidationError(f"argument 'page': the passage is on slide {chunk.location.slide}, not {page}",

@@ -2,7 +2,7 @@
 
 ``Research`` sits on ``DocumentService``: every document of a search goes through the same
 pipeline as ``retrieve_chunks`` (``DocumentService.index``: download cache, parser pool,
-coalesced index builds under GPU_CONCURRENCY), all documents at once; a document that fails is
+coalesced index builds under MCP_MODEL_CONCURRENCY), all documents at once; a document that fails is
 reported with its error while the others answer. The pooled candidates are then ranked once
 with global scores (``retrieval/pool.py``). A passage id leads back to its index in memory or
 on disk (``passages.py``), never to a download.
@@ -196,10 +196,10 @@ class Research:
                 outcomes[i] = DocumentOutcome(url=url, error=MCPServerError(
                     f"Internal error; quote request id {rid} when reporting it"))
                 return
-            indexes[i] = indexed.index
-            outcomes[i] = DocumentOutcome(url=url, doc_type=indexed.doc_type, chunks=len(indexed.index.chunks),
-                                          cached=indexed.cached, source=indexed.source)
-            await tracker.advance(i, 1.0, f"[{i + 1}/{len(urls)}] {url}: ready ({len(indexed.index.chunks)} chunks)")
+            index = indexes[i] = indexed.view.index
+            outcomes[i] = DocumentOutcome(url=url, doc_type=indexed.doc_type, chunks=len(index.chunks),
+                                          cached=indexed.view.cached, source=indexed.source)
+            await tracker.advance(i, 1.0, f"[{i + 1}/{len(urls)}] {url}: ready ({len(index.chunks)} chunks)")
 
         with anyio.move_on_after(deadline if deadline is not None else math.inf):
             async with anyio.create_task_group() as group:
@@ -221,7 +221,7 @@ class Research:
             return models.embedder_by_id(model_id).embed_query(text)
 
         started = time.perf_counter()
-        hits = await self.service.indexes.runner.run(
+        hits = await self.service.runner.run(
             lambda: search_pool(sources, queries, embed, top_k=top_k, per_document=per_document,
                                 reranker=models.reranker))
         timings["search"] = round((time.perf_counter() - started) * 1000, 2)
@@ -230,7 +230,7 @@ class Research:
 
     async def passage(self, pid: str, *, before: int = 0, after: int = 0) -> PassageWindow:
         """The chunk a passage id names and up to MAX_PASSAGE_NEIGHBORS neighbours each way."""
-        ref, index = await find_passage(self.service.indexes, pid)
+        ref, index = await find_passage(self.service, pid)
         before, after = clamp(before, 0, MAX_PASSAGE_NEIGHBORS), clamp(after, 0, MAX_PASSAGE_NEIGHBORS)
         lo, hi = max(0, ref.position - before), min(len(index.chunks) - 1, ref.position + after)
         window = index.chunks[lo : hi + 1]

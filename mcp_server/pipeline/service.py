@@ -31,12 +31,13 @@ from mcp_server.chunking import CHUNKER_VERSION, ChunkParams, chunk_document, ch
 from mcp_server.core import metrics
 from mcp_server.core.budget import MemoryBudget
 from mcp_server.core.cache import CacheLayer, MemoryLayer, cache_clear, cache_delete, cache_get
-from mcp_server.core.concurrency import Progress, run_sync
+from mcp_server.core.concurrency import Progress
 from mcp_server.core.errors import ValidationError
 from mcp_server.core.failures import FailedParse
 from mcp_server.core.models import Chunk, FetchedDocument, ProcessedDocument, SearchHit
 from mcp_server.core.settings import Settings
 from mcp_server.embedding.registry import ModelRegistry
+from mcp_server.embedding.runner import ModelRunner
 from mcp_server.fetch import Fetcher
 from mcp_server.indexes.manager import IndexManager, IndexView
 from mcp_server.pipeline.downloads import Downloads
@@ -44,7 +45,6 @@ from mcp_server.pipeline.parsing import Parsing
 from mcp_server.processors import DocumentInput, ProcessOptions, View, document_input
 from mcp_server.processors.sandbox import ParserPool
 from mcp_server.processors.sheet_search import search_spreadsheet
-from mcp_server.retrieval.index import DocumentIndex
 from mcp_server.retrieval.passages import passage_id
 from mcp_server.text.analysis import warm_analyzers
 
@@ -91,28 +91,20 @@ class Processed:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Indexed:
-    index: DocumentIndex
-    key: str  # the index key: passage ids name it
+    """The document's index as one call found it: the manager's ``IndexView`` (the index and its
+    status, carried as is to the tool result), the document's type and source, the stages' timings."""
+
+    view: IndexView
     doc_type: str
-    cached: bool  # True when nothing was embedded (memory or disk)
     timings_ms: dict[str, float]
-    complete: bool = True  # False: a partial index while the complete one builds
-    dense_coverage: float = 1.0
     source: Source = Source()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Retrieval:
     hits: list[SearchHit]
-    total_chunks: int
-    doc_type: str
-    cached: bool
-    timings_ms: dict[str, float]
-    complete: bool = True  # False: answered from a partial index while the complete one builds
-    dense_coverage: float = 1.0  # share of the chunks with vectors in the index searched
-    model_id: str = ""  # the embedding model of the index searched
-    languages: tuple[str, ...] = ()  # its passages' languages, most text first
-    source: Source = Source()
+    indexed: Indexed  # the index searched and its status
+    timings_ms: dict[str, float]  # the stages' and the search's
 
 
 # Failed parses kept when no shared layer is given (they are small; the TTL is what matters).
@@ -150,11 +142,8 @@ class DocumentService:
         failures: CacheLayer[FailedParse] | None = None,
         budget: MemoryBudget | None = None,
     ) -> None:
-        self.settings = settings
-        self.fetcher = fetcher
-        self.parsers = parsers
-        self.models = models
-        self.indexes = indexes
+        self.settings, self.fetcher, self.parsers = settings, fetcher, parsers
+        self.models, self.indexes = models, indexes
         self.options = ProcessOptions.from_settings(settings)
         self.downloads: CacheLayer[FetchedDocument] = downloads or MemoryLayer(
             "download", max_entries=settings.cache_max_downloads, ttl=settings.cache_ttl,
@@ -172,6 +161,11 @@ class DocumentService:
         self._parsing = Parsing(self.documents, self.failures, settings.failure_ttl)
         # layers of the tools built on this service (reading.py), reported and cleared with these
         self.extra_layers: list[CacheLayer[Any]] = []
+
+    @property
+    def runner(self) -> ModelRunner:
+        """Model work, and the text work around it (sniffing, chunking, windows): off the loop."""
+        return self.indexes.runner
 
     @property
     def process_runs(self) -> int:
@@ -199,7 +193,7 @@ class DocumentService:
         known = self._sniffed.get(key)
         if known is not None:
             return document_input(fetched, doc_type=known)
-        inp = await run_sync(document_input, fetched)
+        inp = await self.runner.in_thread(document_input, fetched)
         self._sniffed[key] = inp.doc_type
         return inp
 
@@ -262,26 +256,25 @@ class DocumentService:
         counter = self.models.token_counter_for(document.detected_language)
         return chunk_document(document, self.chunk_params(document), counter)
 
+    async def _chunked(self, document: ProcessedDocument) -> list[Chunk]:
+        return await self.runner.in_thread(metrics.timed("chunk")(self._chunk), document)
+
     async def chunks(self, url: str, *, view: View | None = None) -> tuple[Processed, list[Chunk]]:
         processed = await self.process(url, view=view)
-        chunks = await run_sync(metrics.timed("chunk")(self._chunk), processed.document)
-        return processed, chunks
+        return processed, await self._chunked(processed.document)
 
     async def retrieve(
         self, url: str, query: str, *, top_k: int, neighbors: int = 0, progress: Progress | None = None,
         view: View | None = None,
     ) -> Retrieval:
         indexed = await self.index(url, query=query, progress=progress, view=view)
-        index, timings = indexed.index, dict(indexed.timings_ms)
-        hits, search_timings = await self.indexes.search(index, query, top_k, neighbors=neighbors)
-        hits = [dataclasses.replace(h, passage_id=passage_id(indexed.key, h.chunk.chunk_index, h.chunk.text))
+        found, timings = indexed.view, dict(indexed.timings_ms)
+        hits, search_timings = await self.indexes.search(found.index, query, top_k, neighbors=neighbors)
+        hits = [dataclasses.replace(h, passage_id=passage_id(found.key, h.chunk.chunk_index, h.chunk.text))
                 for h in hits]
         timings.update({name.removesuffix("_ms"): value for name, value in search_timings.items()})
-        metrics.retrieval(indexed.doc_type, warm=indexed.cached)
-        return Retrieval(hits=hits, total_chunks=len(index.chunks), doc_type=indexed.doc_type,
-                         cached=indexed.cached, timings_ms=timings, complete=indexed.complete,
-                         dense_coverage=indexed.dense_coverage, model_id=index.model_id,
-                         languages=tuple(index.languages), source=indexed.source)
+        metrics.retrieval(indexed.doc_type, warm=found.cached)
+        return Retrieval(hits=hits, indexed=indexed, timings_ms=timings)
 
     async def index(self, url: str, *, query: str | None = None, progress: Progress | None = None,
                     view: View | None = None) -> Indexed:
@@ -302,7 +295,7 @@ class DocumentService:
             if progress is not None:
                 await progress(2, None, f"processed {len(document.content)} characters")
             started = time.perf_counter()
-            made = await run_sync(metrics.timed("chunk")(self._chunk), document)
+            made = await self._chunked(document)
             timings["chunk"] = _ms(started)
             if progress is not None:
                 await progress(3, None, f"chunked into {len(made)} chunks")
@@ -327,8 +320,7 @@ class DocumentService:
         timings.update(opened.timings_ms)
         chunks = opened.index.chunks
         doc_type = chunks[0].doc_type if chunks else located.input.doc_type  # the processor's; else the sniffed
-        return Indexed(index=opened.index, key=opened.key, doc_type=doc_type, cached=opened.cached, timings_ms=timings,
-                       complete=opened.complete, dense_coverage=opened.dense_coverage, source=located.source)
+        return Indexed(view=opened, doc_type=doc_type, timings_ms=timings, source=located.source)
 
     async def query_spreadsheet(self, url: str, search_value: str, column: str | None) -> dict[str, Any]:
         inp = await self.sniff(await self.fetch(url))

@@ -17,20 +17,18 @@ worker itself was killed first (a whole-document parse timeout).
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import io
 import os
 import shutil
-import signal
-import subprocess
 import tempfile
 import threading
 from pathlib import Path
 
 import msoffcrypto
 
+from mcp_server.core import processes
 from mcp_server.core.errors import ProcessingError
 from mcp_server.core.models import ProcessedDocument
 from mcp_server.processors.base import DocumentInput, ProcessOptions, Processor
@@ -88,19 +86,18 @@ class OfficeConverter:
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": work, "LANG": "C.UTF-8",
                "SAL_USE_VCLPLUGIN": "svp", "TMPDIR": work}
         try:
-            process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                       stderr=subprocess.DEVNULL, env=env, cwd=work, start_new_session=True)
+            process = processes.start(argv, env=env, cwd=work, own_session=True)
         except OSError as exc:
             raise ProcessingError(f"LibreOffice could not be started ({exc.strerror})",
                                   reason="converter_missing") from exc
         try:
             code = process.wait(timeout=self.timeout)
-        except subprocess.TimeoutExpired:
-            _kill_group(process)
+        except processes.TimeoutExpired:
+            processes.kill_group(process)
             raise ProcessingError(f"the document converter took longer than {self.timeout:g} s",
                                   reason="converter_timeout", limit=self.timeout) from None
         finally:
-            _kill_group(process)  # children left behind by a converter that exited
+            processes.kill_group(process)  # children left behind by a converter that exited
         if code < 0 or code > 1:
             raise ProcessingError("the document converter crashed on this document", reason="converter_crashed",
                                   exitcode=code)
@@ -115,12 +112,6 @@ def convert(data: bytes, *, suffix: str, target: str, command: str, timeout: flo
             output_filter: str | None = None) -> bytes:
     return OfficeConverter(command, timeout=timeout).convert(data, suffix=suffix, target=target,
                                                              output_filter=output_filter)
-
-
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
 
 
 def _profile() -> Path:
@@ -158,9 +149,8 @@ def _can_unshare() -> bool:
     if unshare is None:
         return False
     try:
-        return subprocess.run([unshare, "--user", "--map-root-user", "--net", "true"], capture_output=True,
-                              timeout=5).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
+        return processes.run([unshare, "--user", "--map-root-user", "--net", "true"], timeout=5).returncode == 0
+    except (OSError, processes.TimeoutExpired):
         return False
 
 

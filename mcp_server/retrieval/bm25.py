@@ -1,10 +1,14 @@
 """The lexical side of one document's index: BM25 over its chunks, each read by its own
 language's analyzer (``text/analysis.py``), and the words of a query that name the document
-weighed down to a common word's weight (``naming.py``)."""
+weighed down to a common word's weight (``naming.py``).
+
+A query word the document never uses but that is two of its words written together ("cashflow"
+where the filing writes "cash flows", "Umsatzwachstum" where a text writes "Umsatz" and
+"Wachstum") is read as those two words (``compound_parts``): unread, it would match nothing."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 
 import bm25s
 import numpy as np
@@ -14,9 +18,12 @@ from mcp_server.retrieval.naming import Identity, identity_of, naming_factors
 from mcp_server.retrieval.ranking import known_share
 from mcp_server.text.analysis import analyzer_for, base_language, query_tokens
 
-__all__ = ["MIN_IDENTITY_PAGES", "ChunkBM25", "analyse_chunks"]
+__all__ = ["MIN_COMPOUND_PART", "MIN_IDENTITY_PAGES", "ChunkBM25", "analyse_chunks", "compound_parts"]
 
 MIN_IDENTITY_PAGES = 3  # a document with fewer pages has no cover page: its first page is content
+# letters of each part of a query word read as two words, as written and as analysed: shorter
+# stems are mostly affixes and clitics (Turkish "-lik", Greek "καθ-"), not words
+MIN_COMPOUND_PART = 4
 
 
 class ChunkBM25:
@@ -39,8 +46,17 @@ class ChunkBM25:
             self._bm25.index(corpus, show_progress=False)
 
     def query_tokens(self, query: str) -> list[str]:
-        """The query's BM25 tokens as this document's analyzers read them (known or not)."""
-        return query_tokens(query, self.languages)
+        """The query's BM25 tokens as this document's analyzers read them (known or not); an
+        unknown one that is two known words written together stands for those two."""
+        tokens = query_tokens(query, self.languages)
+        if self._bm25 is None:
+            return tokens
+        vocab = self._bm25.vocab_dict
+        unknown = [t for t in dict.fromkeys(tokens) if t not in vocab]
+        if not unknown:
+            return tokens
+        parts = compound_parts(unknown, vocab, self.languages[0])
+        return [p for t in tokens for p in parts.get(t, (t,))]
 
     def scores(self, query: str) -> tuple[np.ndarray | None, float]:
         """(each chunk's BM25 score, None when no query word is known; the share of the query's
@@ -96,3 +112,24 @@ def analyse_chunks(chunks: Sequence[Chunk]) -> list[list[str]]:
                              strict=True):
             out[i] = tokens
     return out
+
+
+def compound_parts(tokens: Sequence[str], vocab: Container[str], language: str) -> dict[str, tuple[str, str]]:
+    """Of the ``tokens`` (analysed words the document does not know), those that are two words it
+    does know written together, each with the two: cut into parts of at least MIN_COMPOUND_PART
+    letters, the most even cut first, each part read by the analyzer as one known token of at least
+    as many. Letters only: "q22023" or "10-k" are codes, not compounds."""
+    cuts = {t: sorted(range(MIN_COMPOUND_PART, len(t) - MIN_COMPOUND_PART + 1), key=lambda i: (abs(2 * i - len(t)), i))
+            for t in tokens if t.isalpha() and len(t) >= 2 * MIN_COMPOUND_PART}
+    halves = [half for t, at in cuts.items() for i in at for half in (t[:i], t[i:])]
+    if not halves:
+        return {}
+    read = iter(analyzer_for(language).tokens(halves))
+    found: dict[str, tuple[str, str]] = {}
+    for token, at in cuts.items():
+        for _ in at:
+            left, right = next(read), next(read)
+            if token not in found and len(left) == 1 and len(right) == 1 and \
+                    min(len(left[0]), len(right[0])) >= MIN_COMPOUND_PART and left[0] in vocab and right[0] in vocab:
+                found[token] = (left[0], right[0])
+    return found

@@ -30,7 +30,7 @@ pass (``ranking.py``).
 That is the ranking of one query. Extra phrasings (``queries``) are each ranked that way and
 fused by unweighted reciprocal rank fusion of those rankings (``ranking.fuse``, weight 1 each);
 ties keep the order of the first phrasing's ranking.
-Everything here is synchronous; the caller runs it in a worker thread under GPU_CONCURRENCY.
+Everything here is synchronous; the caller runs it in a worker thread under MCP_MODEL_CONCURRENCY.
 """
 
 from __future__ import annotations

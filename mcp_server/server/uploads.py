@@ -10,9 +10,7 @@ same bytes get the same URL, from any worker or host sharing the store.
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from email.message import Message
@@ -25,10 +23,7 @@ from starlette.responses import JSONResponse
 from starlette.types import Message as ASGIMessage
 
 from mcp_server.core import metrics
-from mcp_server.core.concurrency import run_sync
 from mcp_server.core.errors import RateLimitError
-from mcp_server.core.models import FetchedDocument
-from mcp_server.fetch import UploadStore, upload_url
 from mcp_server.middleware.http import client_identity
 from mcp_server.tools.context import AppContext
 
@@ -99,15 +94,6 @@ async def _form_file(request: Request, body: bytes) -> tuple[bytes, str, str] | 
         await form.close()
 
 
-def _store(store: UploadStore, body: bytes, filename: str, content_type: str) -> FetchedDocument:
-    """Hash (twice: the URL names the hash, the document hashes itself), then store; off the loop."""
-    url = upload_url(hashlib.sha256(body).hexdigest())
-    document = FetchedDocument(data=body, url=url, final_url=url, filename=filename, content_type=content_type,
-                               fetched_at=time.time())
-    store.put(document.sha256, document)
-    return document
-
-
 def upload_endpoint(context_of: Callable[[], AppContext | None]) -> Callable[[Request], Awaitable[JSONResponse]]:
     """The route handler; ``context_of`` answers the process's AppContext once the lifespan made it."""
 
@@ -156,9 +142,8 @@ def upload_endpoint(context_of: Callable[[], AppContext | None]) -> Callable[[Re
             return _error(400, "VALIDATION_ERROR", "the upload is empty: send the file's bytes as the body")
         name = filename.replace("\\", "/").rsplit("/", 1)[-1].strip()  # a name, never a path
         kind = "" if media_type in _GENERIC_TYPES else media_type
-        store = context.service.fetcher.uploads
         try:
-            document = await run_sync(_store, store, body, name, kind)
+            document = await context.service.fetcher.store_upload(body, name, kind)
         except OSError as exc:  # the upload folder is full or not writable: the operator's problem, logged
             logger.error("upload.store_failed", extra={"error": f"{type(exc).__name__}: {exc.strerror or exc}"})
             return _error(503, "STORAGE_ERROR", "the upload could not be stored; try again later")

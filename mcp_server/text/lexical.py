@@ -4,9 +4,10 @@ Documents and questions write the same number and period differently: "30,583" i
 "30583" or "$30,583 million" in a question, "FY2022" in a question and "2022" in a column
 header. bm25s cuts on non-word characters, so "30,583" became the two tokens "30" and "583"
 (the second matching every other "583"). Here thousands separators go, and a year glued to a
-short prefix also stands alone. Page marker lines ("--- Page 12 ---") are no content: "page" and
-its number would match every question that says "page". The same function tokenises chunks and
-queries, so both sides always agree.
+short prefix also stands alone ("FY2022"; "Q22023": a quarter and its year written together).
+Page marker lines ("--- Page 12 ---") are no content: "page" and its number would match every
+question that says "page". The same function tokenises chunks and queries, so both sides always
+agree.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ __all__ = ["STOPWORDS", "bm25_tokens", "lexical_text", "without_page_markers"]
 # drops those question words, which only match chunks by chance.
 STOPWORDS = "en_plus"
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
-_GLUED_YEAR = re.compile(r"\b([A-Za-z]{1,3})((?:19|20)\d\d)\b")
+_GLUED_YEAR = re.compile(r"\b([A-Za-z]{1,3}\d?)((?:19|20)\d\d)\b")
 
 try:  # stemming lifts BM25 recall (e.g. "located" ~ "location"); optional so bm25s works without it
     import Stemmer

@@ -5,17 +5,30 @@ from __future__ import annotations
 import datetime as dt
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 import psutil
 
 from mcp_server import SERVER_NAME, __version__
+from mcp_server.core.concurrency import run_sync
 from mcp_server.processors import converter_available, supported_formats
 from mcp_server.processors.ocr import ocr_available
 from mcp_server.text.language import language_detection_available
 from mcp_server.tools.context import AppContext
 
-__all__ = ["readiness", "shared_store", "system_health"]
+__all__ = ["cache_stats", "readiness", "reported", "shared_store", "system_health"]
+
+
+async def reported(report: Callable[[AppContext], dict[str, Any]], context: AppContext) -> dict[str, Any]:
+    """A report made in a worker thread: cache sizes and counts may ask a shared store (Redis),
+    merging workers' files reads the disk. The reports' one thread hop."""
+    return await run_sync(report, context)
+
+
+def cache_stats(context: AppContext) -> dict[str, Any]:
+    """manage_cache(action="stats"): every cache layer's counts and sizes."""
+    return context.service.stats()
 
 
 def _worker() -> dict[str, Any]:

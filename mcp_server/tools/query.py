@@ -23,11 +23,11 @@ from mcp_server.tools.common import (
 from mcp_server.tools.schemas import (
     ChunkResult,
     DocumentResult,
-    IndexStatus,
     RetrieveResult,
     SpreadsheetResult,
     chunk_item,
     document_result,
+    index_status,
     retrieve_item,
     source_info,
 )
@@ -89,11 +89,11 @@ async def retrieve_chunks(
     found = await app.service.retrieve(url, query, top_k=top_k, neighbors=neighbors, progress=progress_of(ctx),
                                        view=view)
     items, tokens, omitted = await fit_budget([retrieve_item(h) for h in found.hits], app, max_tokens)
-    index = IndexStatus(status="complete" if found.complete else "partial", dense_coverage=found.dense_coverage,
-                        model=found.model_id, languages=found.languages)
-    return RetrieveResult(results=items, total_chunks_indexed=found.total_chunks, document_type=found.doc_type,
-                          cached=found.cached, timings_ms=found.timings_ms, index=index, tokens=tokens,
-                          omitted=omitted, source=source_info(found.source))
+    indexed = found.indexed
+    return RetrieveResult(results=items, total_chunks_indexed=len(indexed.view.index.chunks),
+                          document_type=indexed.doc_type, cached=indexed.view.cached, timings_ms=found.timings_ms,
+                          index=index_status(indexed.view), tokens=tokens, omitted=omitted,
+                          source=source_info(indexed.source))
 
 
 @tool("document", title="Query spreadsheet", open_world=True)

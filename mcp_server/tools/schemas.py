@@ -8,12 +8,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from mcp_server.core.models import Chunk, ExtractedTable, ProcessedDocument, SearchHit
+from mcp_server.indexes.manager import IndexView
 from mcp_server.pipeline.service import Source
 
 __all__ = [
     "ChunkItem", "ChunkResult", "DocumentResult", "DocumentStatus", "ImageItem", "IndexStatus", "OcrItem",
     "OcrResult", "PassageChunk", "PassageResult", "RetrieveItem", "RetrieveResult", "SearchItem", "SearchResult",
     "SourceInfo", "SpreadsheetResult", "TableItem", "TablesResult", "TextResult", "UrlItem", "capped", "chunk_item",
+    "index_status",
     "source_info", "table_item",
 ]
 
@@ -137,6 +139,12 @@ class IndexStatus(BaseModel):
                                    "one for documents not in English.")
     languages: list[str] = Field(description="Languages of the document's passages (ISO 639-1), most text first; "
                                              "BM25 reads each passage, and the query, with its language's analyzer.")
+
+
+def index_status(view: IndexView) -> IndexStatus:
+    """The JSON shape of the index one call searched (the manager's ``IndexView``)."""
+    return IndexStatus(status="complete" if view.complete else "partial", dense_coverage=view.dense_coverage,
+                       model=view.index.model_id, languages=list(view.index.languages))
 
 
 class RetrieveResult(BaseModel):

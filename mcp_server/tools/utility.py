@@ -7,13 +7,12 @@ from typing import Annotated, Any, Literal
 from mcp.server.mcpserver import Context
 from pydantic import BaseModel, Field
 
-from mcp_server.core.concurrency import run_sync
 from mcp_server.core.errors import ValidationError
 from mcp_server.fetch import validate_url
 from mcp_server.text.language import detect_language as _detect
 from mcp_server.text.language import language_name
 from mcp_server.tools.common import app_of, require_text, tool
-from mcp_server.tools.health import system_health
+from mcp_server.tools.health import cache_stats, reported, system_health
 
 __all__ = ["CacheResult", "LanguageResult", "detect_language", "get_system_health", "manage_cache"]
 
@@ -41,7 +40,7 @@ async def detect_language(
     Text shorter than 10 characters, or any failure, answers "en".
     """
     require_text(text, "text", app_of(ctx).settings.max_text_length)
-    code = await run_sync(_detect, text)
+    code = await app_of(ctx).service.runner.in_thread(_detect, text)
     return LanguageResult(language_code=code, language_name=language_name(code))
 
 
@@ -50,7 +49,7 @@ async def get_system_health(ctx: Context) -> dict[str, Any]:
     """Status, version, feature flags (RERANK_AVAILABLE, OCR_AVAILABLE, LANG_DETECT_AVAILABLE,
     OFFICE_CONVERTER_AVAILABLE: LibreOffice for .doc/.xls/.ppt, OpenDocument, RTF),
     the weights serving each model role, supported formats, device, cache statistics."""
-    return await run_sync(system_health, app_of(ctx))
+    return await reported(system_health, app_of(ctx))
 
 
 @tool("utility", title="Manage cache", read_only=False, destructive=True)
@@ -68,7 +67,7 @@ async def manage_cache(
     app = app_of(ctx)
     service = app.service
     if action == "stats":
-        return CacheResult(action=action, layers=await run_sync(service.stats))
+        return CacheResult(action=action, layers=await reported(cache_stats, app))
     if action == "drop":
         if document_url is None:
             raise ValidationError('action "drop" needs document_url', argument="document_url")

@@ -81,3 +81,19 @@ def test_a_document_of_one_or_two_pages_has_no_identity_to_discount() -> None:
     index = DocumentIndex.build(chunks, embedder.embed([c.text for c in chunks]), model_id=embedder.model_id)
     query = "In Northwind Traders' 2022 Form 10-K: what was the gross margin?"
     assert index.identity is None and index.dense_query(query) == query
+
+
+def test_a_first_answer_to_a_named_question_embeds_the_content_not_the_pages_that_repeat_the_name() -> None:
+    from mcp_server.encoders import FakeEmbedder
+    from mcp_server.indexes.partial import partial_candidates, partial_view
+
+    embedder = FakeEmbedder()
+    base = DocumentIndex.embed(filing_chunks(), embedder, only=())
+    query = "In Northwind Traders' 2022 annual report on Form 10-K: what was the gross margin of the stores?"
+    # the whole question's best BM25 chunks are the answer and then the pages that repeat the name...
+    assert set(CERTIFICATIONS) <= {base.chunks[p].text for p in partial_candidates(base, query, 4)}
+    # ...the partial index embeds those of what it asks: the answer, the income statement, the body
+    view = partial_view(base, query, embedder, 4)
+    covered = [c.text for c, has in zip(view.chunks, view._vectors.covered, strict=True) if has]
+    assert BODY[1] in covered and BODY[2] in covered
+    assert not set(CERTIFICATIONS) & set(covered)

@@ -16,6 +16,8 @@ def test_thousands_separators_go_so_a_number_is_one_token() -> None:
 
 def test_a_year_glued_to_a_short_prefix_also_stands_alone() -> None:
     assert "2022" in bm25_tokens(["What was the FY2022 capital expenditure?"])[0]
+    assert "2023" in bm25_tokens(["Which region had the biggest drop in Q22023 revenues?"])[0]
+    assert "2019" not in bm25_tokens(["Part number AB120193 was recalled"])[0]
     assert lexical_text("in 2022") == "in 2022"
 
 

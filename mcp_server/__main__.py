@@ -127,9 +127,32 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     workers = effective_workers(settings.workers, args.reload)
     os.environ["MCP_WORKERS"] = str(workers)
-    with metrics_processes(settings, multiprocess=args.reload or workers > 1) as settings, metrics_port(settings):
+    with (metrics_processes(settings, multiprocess=args.reload or workers > 1) as settings, metrics_port(settings),
+          shared_parsers(settings, workers > 1 and not args.reload) as settings):
         serve_http(settings, workers, args.reload)
     return 0
+
+
+@contextlib.contextmanager
+def shared_parsers(settings: Settings, wanted: bool) -> Iterator[Settings]:
+    """With several workers: one parser pool for all of them, started here before them (its
+    preloaded parser image, ~0.2 GB, is then in memory once, not once per worker). The workers
+    find it through MCP_PARSER_SOCKET, which they inherit with the rest of the environment."""
+    if not wanted:
+        yield settings
+        return
+    from mcp_server.core.process_pool import ParserService
+
+    saved = os.environ.get("MCP_PARSER_SOCKET")
+    service = ParserService(settings)
+    os.environ["MCP_PARSER_SOCKET"] = service.address
+    try:
+        yield settings.model_copy(update={"parser_socket": Path(service.address)})
+    finally:
+        service.close()
+        os.environ.pop("MCP_PARSER_SOCKET", None)
+        if saved is not None:  # restored for whoever runs after us in this process (tests)
+            os.environ["MCP_PARSER_SOCKET"] = saved
 
 
 def serve_http(settings: Settings, workers: int, reload: bool) -> None:

@@ -458,9 +458,10 @@ def build_slot(limiter: AbstractAsyncContextManager[Any], *, count_failed: bool 
 
 
 # --- parser pool --------------------------------------------------------------------------
-def parser_pool_size(workers: int) -> None:
+def parser_pool_size(workers: float) -> None:
+    """This process's parser processes: its own pool's, or its share of the pool all --workers share."""
     with _state.lock:
-        _state.parser_size = max(1, workers)
+        _state.parser_size = max(1, round(workers))
     m = _get()
     if m is not None:
         m.parser_workers.set(workers)

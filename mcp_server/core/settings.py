@@ -182,7 +182,10 @@ class Settings(BaseSettings):
     )
 
     # --- parsing ------------------------------------------------------------------------
-    parse_workers: int = Field(2, ge=1, le=32, description="Parser worker processes.")
+    parse_workers: int = Field(
+        2, ge=1, le=32,
+        description="Parser worker processes (with --workers N: shared by the N workers, one pool in the supervisor).",
+    )
     parse_timeout: float = Field(120, gt=0, description="Time one document may take to parse (seconds).")
     parse_memory_mb: int = Field(2048, ge=128, description="Address-space limit of a parser process (MB).")
     parse_worker_max_mb: int = Field(
@@ -200,6 +203,11 @@ class Settings(BaseSettings):
         10, ge=0, le=19,
         description="Niceness added to parser processes (and their OCR children): busy parsers yield the cores "
         "to the server process, so /health and searches answer while documents parse (0 = same priority).",
+    )
+    parser_socket: Path | None = Field(
+        None,
+        description="Unix socket of the parser pool that the --workers supervisor runs for its workers (set by the "
+        "supervisor for them, with a key they inherit; not for operators); unset = a process runs a pool of its own.",
     )
     max_pdf_pages: int = Field(2000, ge=1, description="PDFs with more pages are refused.")
     failure_ttl: float = Field(
@@ -448,7 +456,7 @@ class Settings(BaseSettings):
             return [float(part) for part in value.split(",") if part.strip()]
         return value
 
-    @field_validator("log_dir", "metrics_port", "metrics_multiproc_dir", mode="before")
+    @field_validator("log_dir", "metrics_port", "metrics_multiproc_dir", "parser_socket", mode="before")
     @classmethod
     def _empty_path_is_none(cls, value: Any) -> Any:
         return None if value == "" else value

@@ -11,6 +11,11 @@ fragments: PyMuPDF's caches, lxml's and Python's arenas) ends after returning it
 ends a worker after ``max_tasks``: the pool forks a fresh one from the forkserver (milliseconds), so
 parsers do not keep a big document's peak for good.
 
+With ``--workers N`` the N server workers share one pool, run by the supervisor
+(``core/process_pool.ParserService``; ``MCP_PARSER_SOCKET`` tells a worker where it is): the parser
+image is in memory once, and ``MCP_PARSE_WORKERS`` parsers serve the whole server. A single process
+(the default, stdio, tests) runs a pool of its own. Both behave alike to the caller.
+
 Errors: a timeout -> ``ProcessingError("parsing took longer than N s")`` (it is the document's
 fault, and retrying gives the same answer, so it is not the tool-level ``TIMEOUT``); a dead
 worker or MemoryError -> ``ProcessingError("the parser crashed on this document")``; typed
@@ -24,144 +29,52 @@ import concurrent.futures
 import contextlib
 import logging
 import multiprocessing
-import os
-import sys
+import pickle
+import threading
 from collections.abc import Callable
+from multiprocessing.connection import Client, Connection
+from pathlib import Path
 from typing import Any, TypeVar
 
-from pebble import ProcessExpired, ProcessPool
-
 from mcp_server.core import metrics
-from mcp_server.core.budget import release_memory
-from mcp_server.core.errors import MCPServerError, ProcessingError
+from mcp_server.core.errors import ProcessingError
+from mcp_server.core.process_pool import PebblePool, call, failed, own_memory, replaced_count, typed_error
 from mcp_server.core.settings import Settings
 
 __all__ = ["ParserPool", "own_memory"]
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
-
-# PyMuPDF is imported by the PDF reader only (the server process never loads it); workers get
-# it and langdetect's profiles preloaded (_worker_preload), so a first document does not pay ~2 s.
-_PRELOAD = ["mcp_server.processors", "mcp_server.processors._worker_preload"]
-_MAX_TASKS = 200  # recycle workers now and then: parsers may leak
-_START_TIMEOUT = 60  # seconds a worker may take to start at server start before it is given up
-
-
-def _init_worker(memory_mb: int, niceness: int, sys_path: list[str], retire_mb: int = 0) -> None:
-    import resource
-
-    # Python 3.11's forkserver ignores the parent's sys.path; tasks must unpickle in the same
-    # import world as the caller (tests, or a server started from another directory).
-    sys.path[:] = sys_path + [entry for entry in sys.path if entry not in sys_path]
-
-    limit = memory_mb * 1024 * 1024
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    # Tesseract (a child of the worker) inherits the limit; OpenMP threads would each reserve
-    # address space and compete for the same cores as the other workers.
-    os.environ["OMP_THREAD_LIMIT"] = "1"
-    # With every core busy parsing, an equal-priority server process gets half a core at best and
-    # /health or a warm search waits behind a parser bomb; lower priority leaves it the cores
-    # whenever it has work, and parsers still use all of them otherwise.
-    os.nice(niceness)
-    _retire_when_grown(retire_mb * 2**20)
-
-
-def _retire_when_grown(limit: int) -> None:
-    """In a worker: after each task (its result already sent), give freed heap back and end the
-    worker's task loop when its own memory still exceeds ``limit`` bytes (0: never). pebble's loop
-    asks ``worker_get_next_task`` for the next task after sending a result and ends the process
-    cleanly when it stops: the path of ``max_tasks``, so no task is ever lost."""
-    from pebble.pool import process as pebble_process
-
-    tasks = getattr(pebble_process, "worker_get_next_task", None)
-    if tasks is None:  # another pebble: freed memory is still given back at max_tasks
-        log.warning("parser.recycling_unavailable", extra={"pebble": getattr(pebble_process, "__name__", "")})
-        return
-
-    def next_task(channel: Any, max_tasks: int) -> Any:
-        for task in tasks(channel, max_tasks):
-            yield task
-            release_memory()
-            if _retiring or (limit and own_memory() > limit):
-                return
-
-    pebble_process.worker_get_next_task = next_task
-
-
-_retiring = False  # in a worker: set by ``_tidy``, the worker ends after the task
-# an idle worker holding more of its own memory than this is replaced by a fresh fork (``tidy``);
-# a fresh one holds ~15 MB, the rest of its pages are the forkserver's, shared
-_IDLE_OWN_BYTES = 32 * 2**20
-
-
-def _tidy() -> bool:
-    """The task of ``ParserPool.tidy``: True when this worker will end after it (a fresh fork
-    replaces it)."""
-    global _retiring
-    release_memory()
-    _retiring = own_memory() > _IDLE_OWN_BYTES
-    return _retiring
-
-
-def own_memory(pid: int | str = "self") -> int:
-    """Bytes of a process's own pages (private clean + dirty: what ending it gives back); 0 if unknown."""
-    total = 0
-    try:
-        with open(f"/proc/{pid}/smaps_rollup", encoding="ascii") as rollup:
-            for line in rollup:
-                if line.startswith(("Private_Clean:", "Private_Dirty:")):
-                    total += int(line.split()[1]) * 1024
-    except OSError:
-        return 0
-    return total
-
-
-def _started() -> None:
-    """The task of ``ParserPool.start``: nothing, once the worker runs."""
-
-
-def _call(fn: Callable[..., T], args: tuple[Any, ...]) -> T:
-    """Runs in the worker: typed errors pass through, everything else becomes typed here,
-    so nothing unpicklable crosses back."""
-    try:
-        return fn(*args)
-    except MCPServerError:
-        raise
-    except MemoryError:
-        raise ProcessingError("the parser crashed on this document", reason="out of memory") from None
-    except Exception as exc:
-        raise ProcessingError(f"the parser failed on this document ({type(exc).__name__})") from None
+_CLIENT_THREADS = 64  # a server worker's calls to the shared pool under way at once; more wait their turn
 
 
 class ParserPool:
-    """``await pool.run(process_document, inp, options)``; ``close()`` at shutdown."""
+    """``await pool.run(process_document, inp, options)``; ``close()`` at shutdown.
+
+    With ``settings.parser_socket`` set (a ``--workers`` worker), the jobs go to the supervisor's
+    shared pool; otherwise this process runs a pool of its own."""
 
     def __init__(self, settings: Settings, *, preload: list[str] | None = None) -> None:
         self._timeout = settings.parse_timeout
-        context = multiprocessing.get_context("forkserver")
-        # Affects only the forkserver process (started lazily, once per server process).
-        context.set_forkserver_preload(_PRELOAD if preload is None else preload)
-        self._pool = ProcessPool(
-            max_workers=settings.parse_workers,
-            max_tasks=_MAX_TASKS,
-            initializer=_init_worker,
-            initargs=(settings.parse_memory_mb, settings.parse_nice, list(sys.path), settings.parse_worker_max_mb),
-            context=context,
-        )
+        socket = settings.parser_socket
+        self._own = None if socket else PebblePool(settings, preload)
+        self._shared = _SharedPool(socket) if socket else None
         self._closed = False
-        self._workers = settings.parse_workers
-        self._running = 0  # run() calls under way
-        self._finished = 0  # run() calls ended ...
-        self._tidied = 0  # ... when ``tidy`` last ran
-        metrics.parser_pool_size(settings.parse_workers)
+        # summed over the workers, the gauge counts the shared pool's processes once
+        metrics.parser_pool_size(settings.parse_workers / settings.workers if socket else settings.parse_workers)
+
+    @property
+    def shared(self) -> bool:
+        """True when the jobs run in the supervisor's pool, shared by every worker."""
+        return self._shared is not None
 
     async def start(self) -> None:
         """Start every worker now (the forkserver, its preloaded imports, the forks) instead of on
-        the first document. A worker that fails to start is logged; the pool replaces it."""
-        futures = [self._pool.schedule(_call, args=(_started, ()), timeout=_START_TIMEOUT)
-                   for _ in range(self._workers)]
-        for future in futures:
+        the first document. A worker that fails to start is logged; the pool replaces it. The
+        supervisor starts a shared pool."""
+        if self._own is None:
+            return
+        for future in self._own.start():
             try:
                 await asyncio.wrap_future(future)
             except Exception as exc:  # noqa: BLE001 - the first document will try again
@@ -173,45 +86,156 @@ class ParserPool:
         if self._closed:
             raise ProcessingError("the parser pool is closed")
         limit = self._timeout if timeout is None else timeout
-        future = self._pool.schedule(_call, args=(fn, args), timeout=limit)
-        self._running += 1
+        if self._shared is not None:
+            return await self._shared.run(fn, args, limit)
+        assert self._own is not None
+        try:
+            future = self._own.schedule(call, (fn, args), limit)
+        except Exception as exc:  # a pool that takes no more work (stopping)
+            raise typed_error(exc, limit) from exc
         try:
             return await asyncio.wrap_future(future)
         except asyncio.CancelledError:
             future.cancel()  # pebble stops the worker running a cancelled task
             raise
-        except MCPServerError:
-            raise
-        except (TimeoutError, concurrent.futures.TimeoutError) as exc:
-            raise ProcessingError(f"parsing took longer than {limit:g} s", limit=limit) from exc
-        except ProcessExpired as exc:
-            raise ProcessingError("the parser crashed on this document", exitcode=exc.exitcode) from exc
-        except concurrent.futures.CancelledError as exc:
-            raise ProcessingError("the parser pool was stopped") from exc
-        except Exception as exc:  # e.g. arguments that do not pickle
-            raise ProcessingError(f"the parser failed on this document ({type(exc).__name__})") from exc
-        finally:
-            self._running -= 1
-            self._finished += 1
+        except Exception as exc:
+            raise typed_error(exc, limit) from exc
 
     async def tidy(self) -> int:
         """When the pool is idle and has parsed since the last tidy: each worker gives freed heap
         back, and one still holding more than ~32 MB of its own memory (a fresh fork holds ~15)
-        is replaced by a fresh fork. The number of workers replaced."""
-        if self._closed or self._running or self._finished == self._tidied:
+        is replaced by a fresh fork. The number of workers replaced (0 for the shared pool: the
+        supervisor tidies it)."""
+        if self._own is None or self._closed:
             return 0
-        self._tidied = self._finished
-        futures = [self._pool.schedule(_call, args=(_tidy, ()), timeout=_START_TIMEOUT) for _ in range(self._workers)]
-        replaced = 0
+        futures = self._own.tidy()
         for future in futures:
-            with contextlib.suppress(Exception):  # a worker that cannot even tidy is replaced by pebble
-                replaced += bool(await asyncio.wrap_future(future))
-        return replaced
+            with contextlib.suppress(Exception):  # counted below
+                await asyncio.wrap_future(future)
+        return replaced_count(futures)
 
     def close(self) -> None:
-        """Stop the workers; running tasks are abandoned (shutdown must not wait on a hang)."""
+        """Stop the workers (or leave the shared pool); running tasks are abandoned (shutdown must
+        not wait on a hang)."""
         if self._closed:
             return
         self._closed = True
-        self._pool.stop()
-        self._pool.join(timeout=10)
+        if self._own is not None:
+            self._own.close()
+        if self._shared is not None:
+            self._shared.close()
+
+
+class _Job:
+    """One call to the shared pool, as the thread waiting for it and a cancelling caller see it."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.connection: Connection | None = None  # set once the job is sent, until its outcome is in
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        """Tell the supervisor (the job's connection carries one job: the next message is ours)."""
+        with self.lock:
+            self.cancelled = True
+            if self.connection is not None:
+                with contextlib.suppress(OSError, ValueError):
+                    self.connection.send(("cancel",))
+
+
+class _SharedPool:
+    """In a server worker: jobs to the supervisor's ``ParserService``, each on a connection of its
+    own (kept for the next job) and waited for in a thread, so that the loop never blocks."""
+
+    def __init__(self, address: Path) -> None:
+        self._address = str(address)
+        self._authkey = bytes(multiprocessing.current_process().authkey)
+        self._idle: list[Connection] = []
+        self._jobs: set[_Job] = set()  # sent or being sent, not answered yet
+        self._lock = threading.Lock()
+        self._threads = concurrent.futures.ThreadPoolExecutor(_CLIENT_THREADS, thread_name_prefix="parser-client")
+        self._closed = False
+
+    def _connection(self) -> Connection:
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+        return Client(self._address, family="AF_UNIX", authkey=self._authkey)
+
+    def _release(self, connection: Connection) -> None:
+        with self._lock:
+            if not self._closed:
+                self._idle.append(connection)
+                return
+        connection.close()
+
+    def _exchange(self, fn: Callable[..., Any], args: tuple[Any, ...], limit: float, job: _Job) -> tuple[str, Any]:
+        """In a thread: send the job, wait for its outcome, ``("ok", result)`` or ``("error", typed error)``."""
+        try:
+            return self._send_and_wait(fn, args, limit, job)
+        finally:
+            with self._lock:
+                self._jobs.discard(job)
+
+    def _send_and_wait(self, fn: Callable[..., Any], args: tuple[Any, ...], limit: float, job: _Job) -> tuple[str, Any]:
+        try:
+            request = ("run", limit, pickle.dumps((fn, args), pickle.HIGHEST_PROTOCOL))
+        except Exception as exc:  # noqa: BLE001 - e.g. arguments that do not pickle
+            return "error", failed(exc)
+        try:
+            connection = self._connection()
+        except (OSError, EOFError, multiprocessing.AuthenticationError) as exc:
+            log.warning("parser.service_unreachable", extra={"error": repr(exc)})
+            return "error", ProcessingError("the parser pool was stopped")
+        if job.cancelled:
+            self._release(connection)
+            return "error", ProcessingError("the parser call was cancelled")
+        try:
+            connection.send(request)
+            del request
+            with job.lock:
+                job.connection = connection
+                if job.cancelled:  # cancelled while the job was being sent
+                    connection.send(("cancel",))
+            answer = connection.recv_bytes()
+            with job.lock:  # from here a cancel has nothing to stop, and must not reach the next job
+                job.connection = None
+        except (OSError, EOFError) as exc:
+            connection.close()
+            log.warning("parser.service_lost", extra={"error": repr(exc)})
+            return "error", ProcessingError("the parser pool was stopped")
+        self._release(connection)
+        try:
+            outcome: tuple[str, Any] = pickle.loads(answer)  # noqa: S301 - our own parser process's answer
+        except Exception as exc:  # noqa: BLE001 - an outcome that does not unpickle here
+            return "error", failed(exc)
+        return outcome
+
+    async def run(self, fn: Callable[..., Any], args: tuple[Any, ...], limit: float) -> Any:
+        job = _Job()
+        with self._lock:
+            self._jobs.add(job)
+        future = self._threads.submit(self._exchange, fn, args, limit, job)
+        try:
+            kind, value = await asyncio.wrap_future(future)
+        except asyncio.CancelledError:
+            # the job would go on in the supervisor: stop it (a tiny message; the thread ends when
+            # the supervisor answers)
+            job.cancel()
+            raise
+        if kind == "error":
+            raise value
+        return value
+
+    def close(self) -> None:
+        """Leave the shared pool: idle connections closed, jobs under way cancelled there (their
+        threads end with the answer, so that the process's exit does not wait on a long parse)."""
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+            jobs = list(self._jobs)
+        for connection in idle:
+            connection.close()
+        for job in jobs:
+            job.cancel()
+        self._threads.shutdown(wait=False, cancel_futures=True)

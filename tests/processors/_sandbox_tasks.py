@@ -74,3 +74,10 @@ def loaded(names: tuple[str, ...]) -> list[str]:
     import sys
 
     return [name for name in names if name in sys.modules]
+
+
+def hang_marked(fifo: str) -> None:
+    """Say which process hangs (its pid, into the named pipe ``fifo`` the test reads), then hang."""
+    with open(fifo, "w", encoding="ascii") as mark:
+        mark.write(str(os.getpid()))
+    time.sleep(3600)

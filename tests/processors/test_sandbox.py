@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import psutil
 import pytest
 
 from mcp_server.core.errors import ProcessingError, RateLimitError, UnsupportedFormatError
+from mcp_server.core.process_pool import ParserService
 from mcp_server.core.settings import Settings
 from mcp_server.processors import DocumentInput, ProcessOptions, process_document
 from mcp_server.processors.sandbox import ParserPool
@@ -24,6 +27,7 @@ from tests.processors._sandbox_tasks import (
     echo,
     grow,
     hang,
+    hang_marked,
     language_profiles_loaded,
     loaded,
     niceness,
@@ -34,12 +38,26 @@ from tests.processors._sandbox_tasks import (
 )
 
 
-@pytest.fixture(scope="module")
-def pool() -> Iterator[ParserPool]:
+@pytest.fixture(scope="module", params=["own", "shared"])
+def pool(request: pytest.FixtureRequest) -> Iterator[ParserPool]:
+    """A process's own pool, and the pool a --workers supervisor shares, seen from a worker: every
+    test below holds for both."""
     settings = Settings(parse_workers=2, parse_timeout=30, parse_memory_mb=1024, _env_file=None)
-    parser_pool = ParserPool(settings)
-    yield parser_pool
-    parser_pool.close()
+    with shared_pool(settings) if request.param == "shared" else contextlib.nullcontext(settings) as settings:
+        parser_pool = ParserPool(settings)
+        assert parser_pool.shared == (request.param == "shared")
+        yield parser_pool
+        parser_pool.close()
+
+
+@contextlib.contextmanager
+def shared_pool(settings: Settings) -> Iterator[Settings]:
+    """A ParserService as the supervisor runs it; yields the settings a worker of it reads."""
+    service = ParserService(settings)
+    try:
+        yield settings.model_copy(update={"parser_socket": Path(service.address)})
+    finally:
+        service.close()
 
 
 def run(coro):  # type: ignore[no-untyped-def]
@@ -134,19 +152,21 @@ def test_a_starting_server_starts_its_parser_workers_so_the_first_document_does_
     assert len(run(started_with(True))) >= 2  # ...or with the server: a forkserver and two workers
 
 
-def test_a_worker_left_holding_a_big_documents_memory_is_replaced_and_a_lean_one_is_kept() -> None:
+@pytest.mark.parametrize("mode", ["own", "shared"])
+def test_a_worker_left_holding_a_big_documents_memory_is_replaced_and_a_lean_one_is_kept(mode: str) -> None:
     settings = Settings(parse_workers=1, parse_timeout=30, parse_worker_max_mb=48, _env_file=None)
-    parser_pool = ParserPool(settings)
-    try:
-        first = run(parser_pool.run(pid))
-        assert run(parser_pool.run(pid)) == first  # a lean worker serves on
-        assert run(parser_pool.run(grow, 96)) == first  # the result still comes back ...
-        assert run(parser_pool.run(pid)) != first  # ... and the next document meets a fresh worker
-    finally:
-        parser_pool.close()
+    with shared_pool(settings) if mode == "shared" else contextlib.nullcontext(settings) as settings:
+        parser_pool = ParserPool(settings)
+        try:
+            first = run(parser_pool.run(pid))
+            assert run(parser_pool.run(pid)) == first  # a lean worker serves on
+            assert run(parser_pool.run(grow, 96)) == first  # the result still comes back ...
+            assert run(parser_pool.run(pid)) != first  # ... and the next document meets a fresh worker
+        finally:
+            parser_pool.close()
 
 
-PARSER_ONLY = ("pandas", "pytesseract", "extract_msg")
+PARSER_ONLY = ("pandas", "pytesseract", "extract_msg", "docx", "pptx")
 
 
 def test_parser_libraries_are_preloaded_in_the_workers_and_never_loaded_by_the_server_process(pool: ParserPool) -> None:
@@ -172,5 +192,119 @@ def test_an_idle_worker_left_holding_memory_is_replaced_when_the_pool_is_tidied(
         lean, kept, grown, replaced = run(scenario())
         assert (kept, grown, replaced) == (0, lean, 1)
         assert run(parser_pool.run(pid)) != lean
+    finally:
+        parser_pool.close()
+
+
+# --- the pool a --workers supervisor shares ------------------------------------------------------------
+def _fifo(folder: Path) -> Path:
+    path = folder / "hanging.pid"
+    os.mkfifo(path)
+    return path
+
+
+def _marked_pid(fifo: Path) -> int:
+    """The pid a ``hang_marked`` task writes: reading the named pipe waits for it."""
+    return int(fifo.read_text(encoding="ascii"))
+
+
+def test_a_shared_pool_serves_two_worker_processes_from_one_forkserver(tmp_path: Path) -> None:
+    settings = Settings(parse_workers=1, parse_timeout=30, _env_file=None)
+    with shared_pool(settings) as worker_settings:
+        first, second = ParserPool(worker_settings), ParserPool(worker_settings)
+        try:
+            parsers = {run(first.run(pid)), run(second.run(pid))}
+            # one parser serves both: a single preloaded image, whoever asks
+            assert len(parsers) == 1 and parsers != {os.getpid()}
+            assert run(first.tidy()) == 0  # the supervisor tidies a shared pool, not a worker
+        finally:
+            first.close()
+            second.close()
+
+
+def test_a_cancelled_call_stops_the_shared_parser_running_it(tmp_path: Path) -> None:
+    settings = Settings(parse_workers=1, parse_timeout=600, _env_file=None)
+    mark = _fifo(tmp_path)
+    with shared_pool(settings) as worker_settings:
+        parser_pool = ParserPool(worker_settings)
+        try:
+
+            async def scenario() -> tuple[int, str]:
+                hanging = asyncio.ensure_future(parser_pool.run(hang_marked, str(mark)))
+                hung = await asyncio.to_thread(_marked_pid, mark)
+                hanging.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await hanging
+                # one parser: the next call is answered only if the hung one was stopped
+                return hung, await asyncio.wait_for(parser_pool.run(echo, "next"), 120)
+
+            hung, answer = run(scenario())
+            assert answer == "next"
+            assert not psutil.pid_exists(hung) or psutil.Process(hung).status() == psutil.STATUS_ZOMBIE
+        finally:
+            parser_pool.close()
+
+
+def test_a_worker_closing_its_side_of_the_shared_pool_stops_its_jobs_there(tmp_path: Path) -> None:
+    # a worker shutting down must not leave a parser busy for it (nor wait for it at exit)
+    settings = Settings(parse_workers=1, parse_timeout=600, _env_file=None)
+    mark = _fifo(tmp_path)
+    with shared_pool(settings) as worker_settings:
+        leaving, staying = ParserPool(worker_settings), ParserPool(worker_settings)
+        try:
+
+            async def scenario() -> tuple[int, BaseException | None, str]:
+                hanging = asyncio.ensure_future(leaving.run(hang_marked, str(mark)))
+                hung = await asyncio.to_thread(_marked_pid, mark)
+                leaving.close()
+                outcome = (await asyncio.gather(hanging, return_exceptions=True))[0]
+                return hung, outcome, await asyncio.wait_for(staying.run(echo, "next"), 120)
+
+            hung, outcome, answer = run(scenario())
+            assert isinstance(outcome, ProcessingError) and outcome.message == "the parser pool was stopped"
+            assert answer == "next"
+            assert not psutil.pid_exists(hung) or psutil.Process(hung).status() == psutil.STATUS_ZOMBIE
+        finally:
+            staying.close()
+
+
+def test_a_worker_that_leaves_mid_job_has_its_job_stopped(tmp_path: Path) -> None:
+    # a worker killed mid-parse: its connection ends, the supervisor stops the job it was waiting for
+    import pickle
+    from multiprocessing import current_process
+    from multiprocessing.connection import Client
+
+    settings = Settings(parse_workers=1, parse_timeout=600, _env_file=None)
+    mark = _fifo(tmp_path)
+    with shared_pool(settings) as worker_settings:
+        connection = Client(str(worker_settings.parser_socket), family="AF_UNIX", authkey=current_process().authkey)
+        connection.send(("run", 600.0, pickle.dumps((hang_marked, (str(mark),)))))
+        hung = _marked_pid(mark)
+        connection.close()
+        parser_pool = ParserPool(worker_settings)
+        try:
+            assert run(asyncio.wait_for(parser_pool.run(echo, "next"), 120)) == "next"
+            assert not psutil.pid_exists(hung) or psutil.Process(hung).status() == psutil.STATUS_ZOMBIE
+        finally:
+            parser_pool.close()
+
+
+def test_a_shared_pool_refuses_a_caller_without_the_supervisors_key(tmp_path: Path) -> None:
+    from multiprocessing import AuthenticationError
+    from multiprocessing.connection import Client
+
+    settings = Settings(parse_workers=1, _env_file=None)
+    with shared_pool(settings) as worker_settings, pytest.raises(AuthenticationError):
+        Client(str(worker_settings.parser_socket), family="AF_UNIX", authkey=b"not the key")
+
+
+def test_a_worker_whose_supervisor_pool_is_gone_gets_a_clear_error(tmp_path: Path) -> None:
+    settings = Settings(parse_workers=1, _env_file=None)
+    with shared_pool(settings) as worker_settings:
+        pass
+    parser_pool = ParserPool(worker_settings)
+    try:
+        with pytest.raises(ProcessingError, match="the parser pool was stopped"):
+            run(parser_pool.run(echo, "nobody there"))
     finally:
         parser_pool.close()

@@ -5,6 +5,7 @@ before it, never from one listed after it (``tests/test_imports.py`` reads this 
 every import, function-local and ``TYPE_CHECKING`` ones too):
 
     core        settings, errors, data models, metrics, in-memory caches, logging
+    subprocesses  child processes started, stopped and killed one way; the parser pool --workers share
     fetch       downloads: http(s) with the address policy, local files
     text        language detection, each language's BM25 analyzer, the sentence units vectors embed
     processors  one parser per format, the sniffing registry, the sandboxed parser pool

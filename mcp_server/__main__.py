@@ -141,7 +141,7 @@ def shared_parsers(settings: Settings, wanted: bool) -> Iterator[Settings]:
     if not wanted:
         yield settings
         return
-    from mcp_server.core.process_pool import ParserService
+    from mcp_server.subprocesses.process_pool import ParserService
 
     saved = os.environ.get("MCP_PARSER_SOCKET")
     service = ParserService(settings)

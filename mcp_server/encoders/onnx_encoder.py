@@ -38,8 +38,8 @@ from typing import Any
 
 import numpy as np
 
-from mcp_server.core import processes
 from mcp_server.encoders._onnx_export import PROBES, encode_texts, input_names, tokenizer_of, unsupported
+from mcp_server.subprocesses import processes
 
 # The exported graph must give PyTorch's vectors: cosine scores of the index are compared with
 # these, so any drift would re-rank. float32 kernels differ by ~1e-7; more means a wrong graph.

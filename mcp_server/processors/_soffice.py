@@ -28,11 +28,11 @@ from pathlib import Path
 
 import msoffcrypto
 
-from mcp_server.core import processes
 from mcp_server.core.errors import ProcessingError
 from mcp_server.core.models import ProcessedDocument
 from mcp_server.processors.base import DocumentInput, ProcessOptions, Processor
 from mcp_server.processors.ooxml import ENCRYPTED_MESSAGE
+from mcp_server.subprocesses import processes
 
 __all__ = ["PDF_FILTERS", "OfficeConverter", "convert", "converter_available", "read_converted", "refuse_encrypted_ole"]
 

@@ -12,7 +12,7 @@ ends a worker after ``max_tasks``: the pool forks a fresh one from the forkserve
 parsers do not keep a big document's peak for good.
 
 With ``--workers N`` the N server workers share one pool, run by the supervisor
-(``core/process_pool.ParserService``; ``MCP_PARSER_SOCKET`` tells a worker where it is): the parser
+(``subprocesses/process_pool.ParserService``; ``MCP_PARSER_SOCKET`` tells a worker where it is): the parser
 image is in memory once, and ``MCP_PARSE_WORKERS`` parsers serve the whole server. A single process
 (the default, stdio, tests) runs a pool of its own. Both behave alike to the caller.
 
@@ -38,8 +38,8 @@ from typing import Any, TypeVar
 
 from mcp_server.core import metrics
 from mcp_server.core.errors import ProcessingError
-from mcp_server.core.process_pool import PebblePool, call, failed, own_memory, replaced_count, typed_error
 from mcp_server.core.settings import Settings
+from mcp_server.subprocesses.process_pool import PebblePool, call, failed, own_memory, replaced_count, typed_error
 
 __all__ = ["ParserPool", "own_memory"]
 

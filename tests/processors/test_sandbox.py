@@ -14,11 +14,11 @@ import psutil
 import pytest
 
 from mcp_server.core.errors import ProcessingError, RateLimitError, UnsupportedFormatError
-from mcp_server.core.process_pool import ParserService
 from mcp_server.core.settings import Settings
 from mcp_server.processors import DocumentInput, ProcessOptions, process_document
 from mcp_server.processors.sandbox import ParserPool
 from mcp_server.server.lifespan import open_app_context
+from mcp_server.subprocesses.process_pool import ParserService
 from tests.mcp_harness import make_settings
 from tests.processors._sandbox_tasks import (
     abort,

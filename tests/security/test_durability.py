@@ -240,7 +240,7 @@ async def test_index_files_on_disk_are_json_and_faiss_never_pickle(tmp_path: Pat
     # pool's authenticated socket, as pebble's own pipes carry them) is not pickle on disk: those two
     # modules may import it, for bytes only (dumps/loads, never a file's dump/load), and write no file
     package = ROOT / "mcp_server"
-    between_processes = {package / "core" / "process_pool.py", package / "processors" / "sandbox.py"}
+    between_processes = {package / "subprocesses" / "process_pool.py", package / "processors" / "sandbox.py"}
     sources = "\n".join(p.read_text() for p in (ROOT / "mcp_server").rglob("*.py") if p not in between_processes)
     for forbidden in ("import pickle", "from pickle", "allow_pickle=True", "joblib", "shelve", "dill", "torch.load("):
         assert forbidden not in sources, forbidden

@@ -1,4 +1,4 @@
-"""Child processes started the one way (core/processes.py), with real programs."""
+"""Child processes started the one way (subprocesses/processes.py), with real programs."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_server.core import processes
+from mcp_server.subprocesses import processes
 
 ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
 

@@ -1,7 +1,7 @@
 """Child processes, started one way: a program that runs to its end (``run``), or a long-lived child
 (``start``) stopped with ``stop`` or, with its own session, killed whole with ``kill_group``. Our
 own scripts run on this interpreter in isolated mode (``python_argv``). The parser pool's workers
-are the one other kind: multiprocessing's forkserver children (``core/process_pool.py``)."""
+are the one other kind: multiprocessing's forkserver children (``subprocesses/process_pool.py``)."""
 
 from __future__ import annotations
 

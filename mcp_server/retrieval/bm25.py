@@ -18,12 +18,15 @@ from mcp_server.retrieval.naming import Identity, identity_of, naming_factors
 from mcp_server.retrieval.ranking import known_share
 from mcp_server.text.analysis import analyzer_for, base_language, query_tokens
 
-__all__ = ["MIN_COMPOUND_PART", "MIN_IDENTITY_PAGES", "ChunkBM25", "analyse_chunks", "compound_parts"]
+__all__ = [
+    "MAX_COMPOUND_CHARS", "MIN_COMPOUND_PART", "MIN_IDENTITY_PAGES", "ChunkBM25", "analyse_chunks", "compound_parts",
+]
 
 MIN_IDENTITY_PAGES = 3  # a document with fewer pages has no cover page: its first page is content
 # letters of each part of a query word read as two words, as written and as analysed: shorter
 # stems are mostly affixes and clitics (Turkish "-lik", Greek "καθ-"), not words
 MIN_COMPOUND_PART = 4
+MAX_COMPOUND_CHARS = 64  # longer query words are not cut (cutting costs the square of the length)
 
 
 class ChunkBM25:
@@ -120,7 +123,7 @@ def compound_parts(tokens: Sequence[str], vocab: Container[str], language: str) 
     letters, the most even cut first, each part read by the analyzer as one known token of at least
     as many. Letters only: "q22023" or "10-k" are codes, not compounds."""
     cuts = {t: sorted(range(MIN_COMPOUND_PART, len(t) - MIN_COMPOUND_PART + 1), key=lambda i: (abs(2 * i - len(t)), i))
-            for t in tokens if t.isalpha() and len(t) >= 2 * MIN_COMPOUND_PART}
+            for t in tokens if t.isalpha() and 2 * MIN_COMPOUND_PART <= len(t) <= MAX_COMPOUND_CHARS}
     halves = [half for t, at in cuts.items() for i in at for half in (t[:i], t[i:])]
     if not halves:
         return {}

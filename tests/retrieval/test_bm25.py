@@ -35,3 +35,11 @@ def test_the_most_even_cut_into_known_words_wins() -> None:
 def test_a_german_compound_reads_as_its_two_words_when_the_text_writes_them_apart() -> None:
     bm25 = ChunkBM25(make_chunks(["Der Umsatz stieg, das Wachstum blieb stabil.", "Die Kosten fielen."], language="de"))
     assert bm25.query_tokens("Umsatzwachstum") == ["umsatz", "wachstum"]
+
+
+def test_a_query_word_longer_than_any_compound_is_not_cut() -> None:
+    # cutting a word costs the square of its length: a 100,000-letter "word" is read as it is
+    word = "cash" * 25_000
+    assert compound_parts([word, "cashflow"], {"cash", "flow"}, "en") == {"cashflow": ("cash", "flow")}
+    bm25 = ChunkBM25(make_chunks(TEXTS))
+    assert bm25.query_tokens(f"operating {word}") == ["oper", word]

@@ -1,15 +1,6 @@
-"""DOCX reading with python-docx, in parser workers only (``docx.py`` declares the format).
-
-DOCX -> Markdown with python-docx: headings, lists, tables, hyperlinks, headers and footers.
-
-The body is walked in document order (paragraphs and tables interleaved). Headings become
-``#``..``######`` (style "Title" is level 1, "Heading N" level N, styles based on them
-included); list paragraphs become ``- item`` indented two spaces per level; tables become
-Markdown tables where a merged cell's text is repeated in every grid position it covers (both
-``gridSpan`` and ``vMerge``), nested tables are flattened into their cell. External hyperlinks
-are written ``text (url)`` and listed in ``metadata["hyperlinks"]``. Section headers and footers
-(deduplicated) come last, after a ``Headers and footers:`` line. A new ``Location`` starts
-every time the heading path changes.
+"""Everything that touches python-docx: the body walked in document order into Markdown, as
+``docx.py`` describes the format's output. Imported only inside parser workers (``docx.py``
+imports it lazily), so the server processes never load python-docx.
 
 Paragraphs are read at the XML level with a style table built once: going through
 ``Paragraph.style`` resolves the style per paragraph and made large documents slow.

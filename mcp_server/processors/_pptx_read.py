@@ -1,16 +1,6 @@
-"""PPTX reading with python-pptx, in parser workers only (``pptx.py`` declares the format).
-
-PPTX -> Markdown with python-pptx: one ``--- Slide N ---`` section per slide.
-
-Each slide gives its title as ``# Title``, then its shapes top-to-bottom, left-to-right (group
-shapes recursed): text with bullet levels (``"  " * level + "- "`` for placeholder bodies),
-tables as Markdown (a merged cell's text repeated in every position it covers), chart title,
-categories and series names, picture alt text, and speaker notes as ``Notes: ...``. Run
-hyperlinks and click actions go to ``metadata["hyperlinks"]`` and into the text as
-``text (url)``. One ``Location`` per slide.
-
-A shape that python-pptx cannot read (e.g. a placeholder whose layout counterpart is missing)
-is skipped and named in ``metadata["shape_errors"]``; the rest of the slide still comes out.
+"""Everything that touches python-pptx: slides, shapes, tables, charts and notes into Markdown,
+as ``pptx.py`` describes the format's output. Imported only inside parser workers (``pptx.py``
+imports it lazily), so the server processes never load python-pptx.
 """
 
 from __future__ import annotations

@@ -9,9 +9,6 @@ are written ``text (url)`` and listed in ``metadata["hyperlinks"]``. Section hea
 (deduplicated) come last, after a ``Headers and footers:`` line. A new ``Location`` starts
 every time the heading path changes.
 
-Paragraphs are read at the XML level with a style table built once: going through
-``Paragraph.style`` resolves the style per paragraph and made large documents slow.
-
 The reading itself is in ``_docx_read`` (python-docx), imported by the parser workers only: the
 server processes, which import this module for the declaration, never load python-docx.
 """

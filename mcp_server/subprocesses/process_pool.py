@@ -1,8 +1,8 @@
 """The process pool under the parsers: pebble's ProcessPool on a forkserver, and the service that
 shares one pool among the ``--workers`` server workers.
 
-Kept in core (it imports no parser) because the ``--workers`` supervisor runs the shared pool: it
-must not load the processors (~35 MB) only to pass their jobs on. ``processors/sandbox.py`` is
+Under the processors' layer (it imports no parser) because the ``--workers`` supervisor runs the
+shared pool: it must not load the processors (~35 MB) only to pass their jobs on. ``processors/sandbox.py`` is
 the face the pipeline uses (``ParserPool``); the parser-side functions here run in the parser
 processes, forked from a forkserver that preloads the processors (``processors/_worker_preload``).
 
@@ -140,10 +140,11 @@ def call(fn: Callable[..., T], args: tuple[Any, ...]) -> T:
     except MemoryError:
         raise ProcessingError("the parser crashed on this document", reason="out of memory") from None
     except Exception as exc:
-        raise ProcessingError(f"the parser failed on this document ({type(exc).__name__})") from None
+        raise failed(exc) from None
 
 
 def failed(exc: BaseException) -> ProcessingError:
+    """The typed error of a parse that failed with an untyped exception (its type named, never its text)."""
     return ProcessingError(f"the parser failed on this document ({type(exc).__name__})")
 
 

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -180,6 +181,22 @@ class Sampler(threading.Thread):
     def stop(self) -> None:
         self._halt.set()
         self.join()
+
+
+def cache_bytes(base: str) -> dict[str, int]:
+    """rag_cache_bytes by layer, summed over the live workers (GET /metrics); {} when unreadable."""
+    by_layer: dict[str, int] = {}
+    with contextlib.suppress(httpx.HTTPError, ValueError):
+        for line in httpx.get(f"{base}/metrics", timeout=10).text.splitlines():
+            if line.startswith("rag_cache_bytes{"):
+                layer = line.split('layer="', 1)[1].split('"', 1)[0]
+                by_layer[layer] = by_layer.get(layer, 0) + int(float(line.rsplit(" ", 1)[1]))
+    return by_layer
+
+
+def _mb(by_layer: dict[str, int]) -> str:
+    return f"{sum(by_layer.values()) / MB:.0f} MB (" + ", ".join(
+        f"{k} {v / MB:.0f}" for k, v in sorted(by_layer.items()) if v) + ")"
 
 
 # --- the load ---------------------------------------------------------------------------------
@@ -336,15 +353,19 @@ def main() -> None:
                                         args.call_timeout))
                 print(f"pass {n} done in {passes[-1]['seconds']:.0f} s: {passes[-1]['codes']}", flush=True)
             sampler.phase = "after"
+            caches = {"load end": cache_bytes(server.base)}
             time.sleep(args.settle)
             sampler.stop()
             sampler.sample()
+            caches["settled"] = cache_bytes(server.base)
         largest = max(r["largest_index"] for r in sampler.samples)
         bound_mb = extra.get("MCP_INDEX_DIR_MAX_MB")
         bound = int(bound_mb) * MB if bound_mb not in (None, "0") else (2048 * MB if bound_mb is None else None)
         report(args, sampler.samples, passes, bound, largest)
+        print(f"cache layers (rag_cache_bytes, all workers): at the load's end {_mb(caches['load end'])}, "
+              f"after the settle {_mb(caches['settled'])}")
         if args.json:
-            args.json.write_text(json.dumps({"samples": sampler.samples, "passes": passes}, indent=1))
+            args.json.write_text(json.dumps({"samples": sampler.samples, "passes": passes, "caches": caches}, indent=1))
         if args.png:
             draw(args.png, sampler.samples, bound, f"soak: {len(names)} documents x {args.passes}, "
                  f"concurrency {args.concurrency}, {args.workers} workers, {extra or 'defaults'}")

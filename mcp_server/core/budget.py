@@ -10,6 +10,11 @@ An eviction only drops the cache's reference: a call that holds the value (a sea
 an index, a document being read) keeps it alive and finishes; the memory goes when the call ends.
 The entry a layer has just stored is never its own victim, unless it alone exceeds the budget.
 
+An idle server gives memory back (``IdleTrim``, ``MCP_IDLE_TRIM_SECONDS``): after that long without
+a tool call or an index build the caches drop their least recently used half, again after each
+further period idle, and the freed heap goes back to the system. ``Activity`` counts the calls
+running; a trim evicts nothing while one runs, and stops at the eviction where one starts.
+
 Hand-written because cachetools bounds one cache by size, not several caches together.
 """
 
@@ -18,11 +23,14 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import gc
 import logging
 import sys
 import threading
+import time
 import types
 from collections import Counter
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 import anyio
@@ -32,7 +40,8 @@ from mcp_server.core import metrics
 from mcp_server.core.concurrency import Progress
 from mcp_server.core.errors import ServerBusyError
 
-__all__ = ["BUILD_BYTES_PER_CHAR", "BudgetedLayer", "MemoryBudget", "measure", "release_memory"]
+__all__ = ["BUILD_BYTES_PER_CHAR", "Activity", "BudgetedLayer", "IdleTrim", "MemoryBudget", "measure",
+           "release_memory"]
 
 log = logging.getLogger(__name__)
 
@@ -97,11 +106,46 @@ def measure(obj: Any) -> int:
     return total
 
 
+class Activity:
+    """The tool calls running in a worker and when the worker was last busy (``clock``'s time): what
+    an idle trim waits for. Calls start and end on the event loop; a trim reads it from a thread."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.running = 0
+        self.started = 0  # calls started so far: a trim that sees it change stops
+        self.since = clock()  # the end of the last call or index build
+        self.on_first_call: Callable[[], None] | None = None  # called (on the loop) as the first call starts
+        # held by a trim around each eviction and by a call's start: once a call has started, no
+        # eviction is under way or begins (the call waits at most for one eviction to finish)
+        self.lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def call(self) -> Iterator[None]:
+        with self.lock:
+            self.running += 1
+            self.started += 1
+        if self.started == 1 and self.on_first_call is not None:
+            self.on_first_call()
+        try:
+            yield
+        finally:
+            self.running -= 1
+            self.since = self.clock()
+
+    def touch(self) -> None:
+        """Busy just now (an index build ended)."""
+        self.since = self.clock()
+
+
 class MemoryBudget:
     """The byte bound shared by a worker's cache layers; ``max_bytes=None``: layers bound themselves only."""
 
-    def __init__(self, max_bytes: int | None) -> None:
+    def __init__(self, max_bytes: int | None, *, activity: Activity | None = None) -> None:
         self.max_bytes = max_bytes
+        self.activity = activity or Activity()
+        self.idle_trims = 0
+        self.idle_trimmed_bytes = 0
         self._layers: list[BudgetedLayer] = []
         self._lock = threading.Lock()
         self.evictions: Counter[str] = Counter()
@@ -177,9 +221,32 @@ class MemoryBudget:
     def release(self, nbytes: int) -> None:
         """Give back what ``reserve`` held (on the event loop); a waiting build may go."""
         self.reserved -= nbytes
+        self.activity.touch()
         released, self._released = self._released, None
         if released is not None:
             released.set()
+
+    def trim(self, keep_bytes: int, started: int) -> dict[str, int]:
+        """Evict least recently used entries until the layers hold at most ``keep_bytes``, while no
+        call runs, none has started since ``started`` (``Activity.started``) and no build holds the
+        budget; each eviction under ``Activity.lock``. Bytes freed by layer."""
+        activity = self.activity
+        freed: Counter[str] = Counter()
+        with self._lock:
+            while self.used() > keep_bytes:
+                victim = self._oldest(None)
+                if victim is None:
+                    break
+                layer, key = victim
+                with activity.lock:
+                    if activity.running or activity.started != started or self.reserved:
+                        break
+                    size = layer.evict(key)
+                if not size:  # refused (a model in use) or gone meanwhile: stop rather than spin
+                    break
+                freed[layer.name] += size
+        metrics.cache_bytes(self.bytes_by_layer())
+        return dict(freed)
 
     def _oldest(self, keep: tuple[BudgetedLayer, str] | None) -> tuple[BudgetedLayer, str] | None:
         best: tuple[float, BudgetedLayer, str] | None = None
@@ -205,7 +272,47 @@ class MemoryBudget:
             "evicted_bytes": self.evicted_bytes,
             "reserved_for_builds": self.reserved,
             "admission_waits": self.admission_waits,
+            "idle_trims": self.idle_trims,
+            "idle_trimmed_bytes": self.idle_trimmed_bytes,
         }
+
+
+class IdleTrim:
+    """Memory given back by an idle worker: ``after`` seconds after its last call or index build
+    ended, the caches keep the most recently used half of their bytes, and again after each further
+    ``after`` seconds idle (a server idle for long holds little beyond its models); then cyclic
+    garbage is collected and freed heap returned (``release_memory``). ``after`` 0: never."""
+
+    def __init__(self, budget: MemoryBudget, after: float) -> None:
+        self.budget, self.after = budget, after
+        self.last = -float("inf")  # the clock's time of the last trim
+
+    def due(self) -> bool:
+        activity = self.budget.activity
+        if self.after <= 0 or activity.running or self.budget.reserved:
+            return False
+        return activity.clock() - max(activity.since, self.last) >= self.after
+
+    def run(self) -> int:
+        """One trim if ``due`` (in a worker thread: eviction and collection take milliseconds to
+        tens of them); the bytes the caches gave up."""
+        if not self.due():
+            return 0
+        activity = self.budget.activity
+        started = activity.started
+        self.last = activity.clock()
+        held = self.budget.used()
+        freed = self.budget.trim(held // 2, started) if held else {}
+        total = sum(freed.values())
+        if total:
+            self.budget.idle_trims += 1
+            self.budget.idle_trimmed_bytes += total
+            for layer, size in freed.items():
+                metrics.cache_idle_trimmed(layer, size)
+            gc.collect()  # an index's cycles (chunks <-> their document) would wait for the next collection
+            release_memory()
+            log.info("cache.idle_trimmed", extra={"bytes": total, "kept": held - total})
+        return total
 
 
 # After this many bytes leave the caches at once (or a big document's build), freed heap goes back

@@ -56,6 +56,7 @@ __all__ = [
     "bytes_downloaded",
     "cache_bytes",
     "cache_evicted",
+    "cache_idle_trimmed",
     "cache_insert",
     "cache_lookup",
     "configure",
@@ -131,6 +132,10 @@ class _Instruments:
         self.cache_bytes = gauge("rag_cache_bytes",
                                  "Measured bytes held by the in-memory cache layers (MCP_MEMORY_BUDGET_MB bounds "
                                  "their sum per worker), by layer; summed over the live workers.", ("layer",))
+        self.cache_idle_trimmed = counter(
+            "rag_cache_idle_trimmed_bytes_total",
+            "Bytes the in-memory cache layers gave back while the worker was idle (MCP_IDLE_TRIM_SECONDS), by layer.",
+            ("layer",))
         self.index_dir_bytes = Gauge("rag_index_dir_bytes",
                                      "Bytes of committed indexes in the index folder (MCP_INDEX_DIR_MAX_MB bounds it), "
                                      "as last measured by any worker.", registry=registry,
@@ -374,6 +379,12 @@ def cache_evicted(layer: Layer | str, backend: Backend, count: int = 1) -> None:
     m = _get()
     if m is not None and count > 0:
         m.cache_evictions.labels(_label(layer), backend).inc(count)
+
+
+def cache_idle_trimmed(layer: str, size: int) -> None:
+    m = _get()
+    if m is not None and size > 0:
+        m.cache_idle_trimmed.labels(_label(layer)).inc(size)
 
 
 def cache_bytes(by_layer: dict[str, int]) -> None:

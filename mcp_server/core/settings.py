@@ -339,6 +339,12 @@ class Settings(BaseSettings):
         "indexes are deleted whole (never one being read or written) until it fits, so the folder stays under "
         "this plus the index just saved (0 = unbounded).",
     )
+    idle_trim_seconds: float = Field(
+        60, ge=0,
+        description="Seconds without a tool call or an index build after which a worker's in-memory caches keep "
+        "only their most recently used half (by bytes), again after each further such period idle, and the freed "
+        "memory goes back to the system; never while a call runs (0 = caches shrink only by their bounds and TTL).",
+    )
     malloc_arenas: int = Field(
         2, ge=0, le=64,
         description="glibc malloc arenas per process (mallopt M_ARENA_MAX): fewer arenas keep freed memory "

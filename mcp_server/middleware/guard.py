@@ -21,6 +21,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, CallToolResult, TextContent
 
 from mcp_server.core import metrics
+from mcp_server.core.budget import Activity
 from mcp_server.core.errors import MCPServerError, ToolTimeoutError, ValidationError
 from mcp_server.core.logging import new_request_id, request_id_var, tool_var
 from mcp_server.core.settings import Settings, TimeoutClass
@@ -84,9 +85,10 @@ def _problem(name: str, err: Any) -> str:
 
 
 class ToolGuard:
-    def __init__(self, settings: Settings, limiter: RateLimiter) -> None:
+    def __init__(self, settings: Settings, limiter: RateLimiter, activity: Activity | None = None) -> None:
         self.settings = settings
         self.limiter = limiter
+        self.activity = activity or Activity()  # the calls running: an idle trim waits for none (core/budget.py)
 
     @metrics.tool_calls
     async def run(
@@ -106,32 +108,33 @@ class ToolGuard:
         started = time.perf_counter()
         timeout = self.settings.timeout_for(kind)
         logger.info("tool.start", extra={"client": client})
-        try:
-            await self.limiter.check(client)
-            parsed = parse()
-            with anyio.move_on_after(timeout) as scope:
-                result = await invoke(parsed)
-            if scope.cancelled_caught:
-                raise ToolTimeoutError(f"'{tool}' did not finish within {timeout:g} s", timeout=timeout)
-            logger.info("tool.success", extra={"elapsed": round(time.perf_counter() - started, 4)})
-            return result
-        except ToolTimeoutError as exc:
-            logger.warning("tool.timeout", extra={"elapsed": round(time.perf_counter() - started, 4),
-                                                  "code": exc.code})
-            return error_result(exc, request_id)
-        except pydantic.ValidationError as exc:
-            known = format_validation_error(exc)
-            logger.info("tool.known_error", extra={"code": known.code, "error": known.message})
-            return error_result(known, request_id)
-        except MCPServerError as exc:
-            logger.info("tool.known_error", extra={"code": exc.code, "error": exc.message,
-                                                   "elapsed": round(time.perf_counter() - started, 4)})
-            return error_result(exc, request_id)
-        except Exception:
-            logger.exception("tool.unhandled_error", extra={"elapsed": round(time.perf_counter() - started, 4)})
-            return error_result(
-                MCPServerError(f"Internal error; quote request id {request_id} when reporting it"), request_id
-            )
-        finally:
-            tool_var.reset(tool_token)
-            request_id_var.reset(rid_token)
+        with self.activity.call():
+            try:
+                await self.limiter.check(client)
+                parsed = parse()
+                with anyio.move_on_after(timeout) as scope:
+                    result = await invoke(parsed)
+                if scope.cancelled_caught:
+                    raise ToolTimeoutError(f"'{tool}' did not finish within {timeout:g} s", timeout=timeout)
+                logger.info("tool.success", extra={"elapsed": round(time.perf_counter() - started, 4)})
+                return result
+            except ToolTimeoutError as exc:
+                logger.warning("tool.timeout", extra={"elapsed": round(time.perf_counter() - started, 4),
+                                                      "code": exc.code})
+                return error_result(exc, request_id)
+            except pydantic.ValidationError as exc:
+                known = format_validation_error(exc)
+                logger.info("tool.known_error", extra={"code": known.code, "error": known.message})
+                return error_result(known, request_id)
+            except MCPServerError as exc:
+                logger.info("tool.known_error", extra={"code": exc.code, "error": exc.message,
+                                                       "elapsed": round(time.perf_counter() - started, 4)})
+                return error_result(exc, request_id)
+            except Exception:
+                logger.exception("tool.unhandled_error", extra={"elapsed": round(time.perf_counter() - started, 4)})
+                return error_result(
+                    MCPServerError(f"Internal error; quote request id {request_id} when reporting it"), request_id
+                )
+            finally:
+                tool_var.reset(tool_token)
+                request_id_var.reset(rid_token)

@@ -9,14 +9,17 @@ where the filing writes "cash flows", "Umsatzwachstum" where a text writes "Umsa
 from __future__ import annotations
 
 from collections.abc import Container, Sequence
+from typing import TYPE_CHECKING
 
-import bm25s
 import numpy as np
 
 from mcp_server.core.models import Chunk
 from mcp_server.retrieval.naming import Identity, identity_of, naming_factors
 from mcp_server.retrieval.ranking import known_share
 from mcp_server.text.analysis import analyzer_for, base_language, query_tokens
+
+if TYPE_CHECKING:
+    import bm25s
 
 __all__ = [
     "MAX_COMPOUND_CHARS", "MIN_COMPOUND_PART", "MIN_IDENTITY_PAGES", "ChunkBM25", "analyse_chunks", "compound_parts",
@@ -45,6 +48,8 @@ class ChunkBM25:
         self.identity = _identity(chunks, corpus, self.languages[0])
         self._bm25: bm25s.BM25 | None = None
         if any(corpus):  # bm25s cannot index a corpus without a single token
+            import bm25s  # at the first index, not at start: bm25s brings SciPy (~19 MB per worker)
+
             self._bm25 = bm25s.BM25()
             self._bm25.index(corpus, show_progress=False)
 

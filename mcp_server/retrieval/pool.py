@@ -40,7 +40,6 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-import bm25s
 import numpy as np
 
 from mcp_server.core.bounds import clamp
@@ -218,6 +217,8 @@ def _pooled_bm25(
     scores = np.zeros(len(entries), dtype=np.float64)
     if not any(corpus):  # bm25s cannot index a corpus without a single token
         return scores, 0.0
+    import bm25s  # imported at first use (text/lexical.py says why)
+
     index = bm25s.BM25()
     index.index(corpus, show_progress=False)
     languages = [lang for e in entries for lang in sources[e.source].index.languages]

@@ -16,7 +16,7 @@ from typing import Any
 
 import anyio
 
-from mcp_server.core.budget import MemoryBudget, limit_arenas, release_memory
+from mcp_server.core.budget import IdleTrim, MemoryBudget, limit_arenas, release_memory
 from mcp_server.core.concurrency import run_sync
 from mcp_server.core.settings import Settings
 from mcp_server.embedding.registry import ModelRegistry
@@ -27,7 +27,6 @@ from mcp_server.middleware.ratelimit import InProcessRateLimiter, RateLimiter
 from mcp_server.pipeline.reading import Reading
 from mcp_server.pipeline.service import DocumentService
 from mcp_server.processors.sandbox import ParserPool
-from mcp_server.redis.backends import open_redis_backends
 from mcp_server.text.language import language_probabilities
 from mcp_server.tools.context import AppContext
 
@@ -42,11 +41,22 @@ def _warm_up(models: ModelRegistry) -> None:
     a CPU) that would otherwise land on the first query after a start."""
     for embedder in {id(e): e for e in (models.fast, models.accurate)}.values():
         embedder.embed_batch(["warm-up"])
-    # the multilingual engines start at their first call: most servers never see a foreign document;
-    # langdetect's profiles (~1 s of JSON) load now, off the start-up path, for the first query whose
-    # language BM25 must weigh (retrieval/ranking.py, lexical_weight)
-    threading.Thread(target=language_probabilities, args=("warm-up text",), name="langdetect-warm-up",
-                     daemon=True).start()
+    # the multilingual engines start at their first call: most servers never see a foreign document
+
+
+def _load_for_queries() -> None:
+    """What the first queries need and an idle worker does not hold (~30 MB): bm25s (with SciPy)
+    and langdetect's profiles (0.2-1 s of JSON, for the first query whose language BM25 must weigh:
+    retrieval/ranking.py, lexical_weight). Started in a thread as the first tool call starts, so
+    that they load beside its download and parse (a call that needs them first waits for the
+    import, not twice)."""
+    import bm25s  # noqa: F401 - imported for its side effect: loaded once for the process
+
+    language_probabilities("warm-up text")
+
+
+def _on_first_call() -> None:
+    threading.Thread(target=_load_for_queries, name="first-call-loads", daemon=True).start()
 
 
 def _open_models(settings: Settings) -> ModelRegistry:
@@ -69,13 +79,16 @@ def _tidy(models: ModelRegistry, idle: float) -> None:
 
 
 async def _give_memory_back(models: ModelRegistry, idle: float, parsers: ParserPool | None = None,
-                            period: float = HOUSEKEEPING_PERIOD) -> None:
+                            period: float = HOUSEKEEPING_PERIOD, trim: IdleTrim | None = None) -> None:
     """Every ``period`` seconds: models unused for ``idle`` seconds leave memory (``unload_idle``),
     freed heap goes back to the system (glibc keeps it in its arenas otherwise: a server that was
-    busy would keep its peak for good), and idle parser workers that kept a document's memory are
-    replaced by fresh forks (``ParserPool.tidy``)."""
+    busy would keep its peak for good), idle parser workers that kept a document's memory are
+    replaced by fresh forks (``ParserPool.tidy``), and the caches of a server idle for
+    ``MCP_IDLE_TRIM_SECONDS`` shrink (``IdleTrim``)."""
     while True:
         await anyio.sleep(period)
+        if trim is not None and trim.due():
+            await run_sync(trim.run)
         await run_sync(_tidy, models, idle)
         if parsers is not None:
             await parsers.tidy()
@@ -101,6 +114,9 @@ async def open_app_context(settings: Settings) -> AsyncIterator[AppContext]:
         shared_indexes = None
         uploads: UploadStore = DiskUploads(settings)  # shared by the workers of this host
         if settings.redis_url:  # several workers share limits and caches; unset = in-process
+            # imported only here: the Redis client's modules are ~12 MB of every worker that never uses them
+            from mcp_server.redis.backends import open_redis_backends
+
             shared = await open_redis_backends(settings, stack)
             limiter, caches = shared.limiter, {"downloads": shared.downloads, "documents": shared.documents,
                                                "failures": shared.failures}
@@ -110,16 +126,19 @@ async def open_app_context(settings: Settings) -> AsyncIterator[AppContext]:
         # background index builds belong to the process, not to the request that started them;
         # they stop (at their next batch) before the parsers and models go away
         budget = MemoryBudget(settings.memory_budget_mb * 2**20 or None)
+        budget.activity.on_first_call = _on_first_call
         indexes = await stack.enter_async_context(
             IndexManager(settings, models, shared=shared_indexes, budget=budget).running())
         service = DocumentService(
             settings, fetcher=fetcher, parsers=parsers, models=models, indexes=indexes, budget=budget, **caches,
         )
-        context = AppContext(settings=settings, limiter=limiter, guard=ToolGuard(settings, limiter),
+        context = AppContext(settings=settings, limiter=limiter, guard=ToolGuard(settings, limiter, budget.activity),
                              models=models, service=service, reading=Reading(service),
                              models_fake=not settings.load_models)
         housekeeping = await stack.enter_async_context(anyio.create_task_group())
-        housekeeping.start_soon(_give_memory_back, models, settings.model_idle_unload, parsers)
+        trim = IdleTrim(budget, settings.idle_trim_seconds)
+        period = min(HOUSEKEEPING_PERIOD, max(1.0, trim.after / 4)) if trim.after else HOUSEKEEPING_PERIOD
+        housekeeping.start_soon(_give_memory_back, models, settings.model_idle_unload, parsers, period, trim)
         stack.callback(housekeeping.cancel_scope.cancel)
         logger.info("server.ready", extra={"elapsed": round(time.perf_counter() - started, 3),
                                            "models": "fake" if context.models_fake else "loaded"})

@@ -15,8 +15,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-import bm25s
-
 from mcp_server.core.markup import MARKER_LINE
 
 __all__ = ["STOPWORDS", "bm25_tokens", "lexical_text", "without_page_markers"]
@@ -47,6 +45,8 @@ def lexical_text(text: str) -> str:
 
 def bm25_tokens(texts: Sequence[str]) -> list[list[str]]:
     """Stemmed BM25 tokens of each text (chunks and queries alike)."""
+    import bm25s  # at the first index or query, not at start: bm25s brings SciPy (~19 MB per worker)
+
     tokens = bm25s.tokenize(
         [lexical_text(t) for t in texts], stopwords=STOPWORDS, stemmer=_STEMMER, return_ids=False,
         show_progress=False,

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import anyio
 import anyio.lowlevel
 import numpy as np
 import pytest
 
-from mcp_server.core.budget import MemoryBudget, measure
+from mcp_server.core.budget import Activity, IdleTrim, MemoryBudget, measure
 from mcp_server.core.cache import MemoryLayer
 from mcp_server.core.errors import ServerBusyError
 
@@ -137,3 +139,110 @@ async def test_the_caches_make_room_for_a_build_and_a_build_alone_always_fits() 
     budget.release(2 * MB)
     await budget.reserve(50 * MB, wait=0)  # bigger than the budget, but nothing else builds
     assert budget.used() == 0 and budget.reserved == 50 * MB
+
+
+# --- idle trim: an idle worker gives memory back -------------------------------------------------
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def idle_budget(entries: str = "abcd") -> tuple[Clock, MemoryBudget, MemoryLayer[bytes]]:
+    clock = Clock()
+    budget = MemoryBudget(100 * MB, activity=Activity(clock))
+    cache = layer("document", budget)
+    for key in entries:  # "a" least recently used, "d" most
+        cache.put(key, key.encode() * MB)
+    return clock, budget, cache
+
+
+def test_an_idle_worker_keeps_the_most_recently_used_half_of_its_caches() -> None:
+    clock, budget, cache = idle_budget()
+    trim = IdleTrim(budget, after=60)
+    clock.now += 59
+    assert not trim.due() and trim.run() == 0 and budget.used() == 4 * MB
+    clock.now += 1
+    assert trim.run() == 2 * MB
+    assert cache.get("a") is None and cache.get("b") is None
+    assert cache.get("c") is not None and cache.get("d") is not None
+    stats = budget.stats()
+    assert stats["idle_trims"] == 1 and stats["idle_trimmed_bytes"] == 2 * MB and stats["bytes"] == 2 * MB
+
+
+def test_an_idle_trim_repeats_after_each_further_idle_period_and_not_sooner() -> None:
+    clock, budget, _ = idle_budget()
+    trim = IdleTrim(budget, after=60)
+    clock.now += 60
+    trim.run()
+    clock.now += 30
+    assert trim.run() == 0 and budget.used() == 2 * MB
+    clock.now += 30
+    assert trim.run() == MB and budget.used() == MB
+
+
+def test_an_idle_trim_never_evicts_what_a_running_call_holds() -> None:
+    clock, budget, cache = idle_budget()
+    trim = IdleTrim(budget, after=60)
+    with budget.activity.call():
+        held = cache.get("a")  # the call's document, the least recently used entry of all
+        clock.now += 3600  # a call running for an hour: the worker is not idle
+        assert not trim.due() and trim.run() == 0
+        assert cache.get("a") is held and budget.used() == 4 * MB
+    assert not trim.due()  # idle counts from the call's end
+    clock.now += 60
+    assert trim.run() == 2 * MB
+
+
+def test_a_call_that_starts_during_an_idle_trim_stops_it_before_the_next_eviction() -> None:
+    clock, budget, cache = idle_budget("abcdefgh")
+    trim = IdleTrim(budget, after=60)
+    oldest = cache.oldest
+    calls: list[contextlib.AbstractContextManager[None]] = []
+
+    def oldest_then_a_call_arrives(exclude: str | None = None) -> tuple[float, str] | None:
+        if cache.nbytes() < 8 * MB and not calls:  # after the first eviction (a lookup would reorder)
+            calls.append(budget.activity.call())
+            calls[0].__enter__()
+        return oldest(exclude)
+
+    cache.oldest = oldest_then_a_call_arrives  # type: ignore[method-assign]
+    clock.now += 60
+    assert trim.run() == MB  # "a" only, not the four of half the caches
+    assert all(cache.get(key) is not None for key in "bcdefgh")
+    calls[0].__exit__(None, None, None)
+
+
+@pytest.mark.anyio
+async def test_an_index_build_under_way_postpones_the_idle_trim_until_a_period_after_it_ends() -> None:
+    clock, budget, _ = idle_budget()
+    trim = IdleTrim(budget, after=60)
+    await budget.reserve(MB)
+    clock.now += 120
+    assert not trim.due()
+    budget.release(MB)
+    clock.now += 59
+    assert not trim.due()
+    clock.now += 1
+    assert trim.run() == 2 * MB
+
+
+def test_an_idle_trim_period_of_zero_never_trims() -> None:
+    clock, budget, _ = idle_budget()
+    trim = IdleTrim(budget, after=0)
+    clock.now += 10**6
+    assert not trim.due() and trim.run() == 0 and budget.used() == 4 * MB
+
+
+def test_the_first_call_of_a_worker_starts_what_queries_load_once_and_later_calls_do_not() -> None:
+    activity = Activity()
+    started: list[int] = []
+    activity.on_first_call = lambda: started.append(activity.running)
+    with activity.call():
+        with activity.call():
+            pass
+    with activity.call():
+        pass
+    assert started == [1] and activity.started == 3 and activity.running == 0

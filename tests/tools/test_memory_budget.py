@@ -6,9 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import anyio.to_thread
 import httpx
 import pytest
 
+from mcp_server.core.budget import IdleTrim
+from mcp_server.server.build import create_server
 from tests.conftest import FileServer, serve_copies
 from tests.mcp_harness import ThreadedServer, http_client, make_settings, payload
 
@@ -60,3 +63,30 @@ async def test_health_shows_the_caches_bytes_within_the_budget_and_what_was_evic
     entries = health["cache"]["retriever"]
     assert entries["evictions"] > 0 and entries["entries"] >= 1
 
+
+
+async def test_an_idle_server_gives_half_its_cache_bytes_back_and_still_answers_from_disk(files: FileServer) -> None:
+    # the server's own trim off (0): this test drives one trim, with the worker's clock moved on
+    rag = create_server(make_settings(load_models=False, rate_limit_rpm=100_000, progressive_budget=1e6,
+                                      idle_trim_seconds=0))
+    with ThreadedServer(rag.rag_settings, rag) as server:
+        for i in range(4):
+            await call(server, "retrieve_chunks", document_url=files.url(f"doc{i}.txt"), query="subject 42", top_k=2)
+        assert rag.shared_context is not None
+        budget = rag.shared_context.service.budget
+        before = budget.used()
+        activity = budget.activity
+        real = activity.clock
+        activity.clock = lambda: real() + 3600  # an hour without a call
+        try:
+            freed = await anyio.to_thread.run_sync(IdleTrim(budget, after=60).run)
+        finally:
+            activity.clock = real
+        assert freed > 0 and budget.used() <= before // 2
+        health = (await call(server, "get_system_health"))["cache"]["memory_budget"]
+        assert health["idle_trims"] == 1 and health["idle_trimmed_bytes"] == freed
+        metrics = httpx.get(f"{server.base}/metrics", timeout=10).text
+        assert "rag_cache_idle_trimmed_bytes_total{layer=" in metrics
+        # the least recently used document left memory; its index is read back from the folder
+        again = await call(server, "retrieve_chunks", document_url=files.url("doc0.txt"), query="subject 42", top_k=2)
+        assert again["results"] and again["cached"] is True

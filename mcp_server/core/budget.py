@@ -115,7 +115,6 @@ class Activity:
         self.running = 0
         self.started = 0  # calls started so far: a trim that sees it change stops
         self.since = clock()  # the end of the last call or index build
-        self.on_first_call: Callable[[], None] | None = None  # called (on the loop) as the first call starts
         # held by a trim around each eviction and by a call's start: once a call has started, no
         # eviction is under way or begins (the call waits at most for one eviction to finish)
         self.lock = threading.Lock()
@@ -125,8 +124,6 @@ class Activity:
         with self.lock:
             self.running += 1
             self.started += 1
-        if self.started == 1 and self.on_first_call is not None:
-            self.on_first_call()
         try:
             yield
         finally:

@@ -8,7 +8,6 @@ and a quick smoke start); get_system_health says so.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -16,6 +15,7 @@ from typing import Any
 
 import anyio
 
+from mcp_server.core import metrics
 from mcp_server.core.budget import IdleTrim, MemoryBudget, limit_arenas, release_memory
 from mcp_server.core.concurrency import run_sync
 from mcp_server.core.settings import Settings
@@ -27,7 +27,6 @@ from mcp_server.middleware.ratelimit import InProcessRateLimiter, RateLimiter
 from mcp_server.pipeline.reading import Reading
 from mcp_server.pipeline.service import DocumentService
 from mcp_server.processors.sandbox import ParserPool
-from mcp_server.text.language import language_probabilities
 from mcp_server.tools.context import AppContext
 
 __all__ = ["open_app_context"]
@@ -41,22 +40,11 @@ def _warm_up(models: ModelRegistry) -> None:
     a CPU) that would otherwise land on the first query after a start."""
     for embedder in {id(e): e for e in (models.fast, models.accurate)}.values():
         embedder.embed_batch(["warm-up"])
-    # the multilingual engines start at their first call: most servers never see a foreign document
-
-
-def _load_for_queries() -> None:
-    """What the first queries need and an idle worker does not hold (~30 MB): bm25s (with SciPy)
-    and langdetect's profiles (0.2-1 s of JSON, for the first query whose language BM25 must weigh:
-    retrieval/ranking.py, lexical_weight). Started in a thread as the first tool call starts, so
-    that they load beside its download and parse (a call that needs them first waits for the
-    import, not twice)."""
-    import bm25s  # noqa: F401 - imported for its side effect: loaded once for the process
-
-    language_probabilities("warm-up text")
-
-
-def _on_first_call() -> None:
-    threading.Thread(target=_load_for_queries, name="first-call-loads", daemon=True).start()
+    # the multilingual engines start at their first call: most servers never see a foreign document;
+    # langdetect's profiles (20 MB, 0.2-0.5 s of JSON) load at the first query whose language BM25
+    # must weigh (retrieval/ranking.py, lexical_weight) or the first detect_language call: loading
+    # them here kept them in every idle worker, and loading them as the first call starts slowed
+    # that call by ~0.3 s (the loading thread holds the GIL)
 
 
 def _open_models(settings: Settings) -> ModelRegistry:
@@ -71,11 +59,15 @@ def _open_models(settings: Settings) -> ModelRegistry:
     return models
 
 
-def _tidy(models: ModelRegistry, idle: float) -> None:
-    """One round of ``_give_memory_back`` in a worker thread: idle models unloaded, freed heap returned."""
+def _tidy(models: ModelRegistry, idle: float, budget: MemoryBudget | None = None) -> None:
+    """One round of ``_give_memory_back`` in a worker thread: idle models unloaded, freed heap
+    returned, and ``rag_cache_bytes`` measured again (a model unloaded or an entry expired changes
+    it without a store)."""
     if idle:
         models.unload_idle(idle)
     release_memory()
+    if budget is not None:
+        metrics.cache_bytes(budget.bytes_by_layer())
 
 
 async def _give_memory_back(models: ModelRegistry, idle: float, parsers: ParserPool | None = None,
@@ -89,7 +81,7 @@ async def _give_memory_back(models: ModelRegistry, idle: float, parsers: ParserP
         await anyio.sleep(period)
         if trim is not None and trim.due():
             await run_sync(trim.run)
-        await run_sync(_tidy, models, idle)
+        await run_sync(_tidy, models, idle, trim.budget if trim is not None else None)
         if parsers is not None:
             await parsers.tidy()
 
@@ -126,7 +118,6 @@ async def open_app_context(settings: Settings) -> AsyncIterator[AppContext]:
         # background index builds belong to the process, not to the request that started them;
         # they stop (at their next batch) before the parsers and models go away
         budget = MemoryBudget(settings.memory_budget_mb * 2**20 or None)
-        budget.activity.on_first_call = _on_first_call
         indexes = await stack.enter_async_context(
             IndexManager(settings, models, shared=shared_indexes, budget=budget).running())
         service = DocumentService(

@@ -235,14 +235,3 @@ def test_an_idle_trim_period_of_zero_never_trims() -> None:
     clock.now += 10**6
     assert not trim.due() and trim.run() == 0 and budget.used() == 4 * MB
 
-
-def test_the_first_call_of_a_worker_starts_what_queries_load_once_and_later_calls_do_not() -> None:
-    activity = Activity()
-    started: list[int] = []
-    activity.on_first_call = lambda: started.append(activity.running)
-    with activity.call():
-        with activity.call():
-            pass
-    with activity.call():
-        pass
-    assert started == [1] and activity.started == 3 and activity.running == 0

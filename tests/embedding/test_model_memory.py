@@ -84,13 +84,15 @@ def test_models_served_by_onnx_runtime_load_without_importing_pytorch() -> None:
     assert done.stdout.strip().splitlines()[-1] == "[] True False"
 
 
-def test_an_idle_server_process_holds_neither_bm25s_with_scipy_nor_the_redis_client_until_it_needs_them() -> None:
-    # what a worker imports at start is in memory for good; these load with the first query (and
-    # the Redis client only with MCP_REDIS_URL)
+def test_an_idle_server_process_holds_neither_bm25s_nor_langdetect_profiles_nor_the_redis_client() -> None:
+    # what a worker loads at start is in memory for good: bm25s (with SciPy) loads with the first
+    # index, langdetect's profiles with the first query that needs them, the Redis client only with
+    # MCP_REDIS_URL
     code = (
-        "import sys, mcp_server.server.app; from mcp_server.server.lifespan import _load_for_queries; "
-        "idle = [name for name in ('bm25s', 'scipy', 'redis') if name in sys.modules]; _load_for_queries(); "
-        "print(idle, [name for name in ('bm25s', 'scipy', 'redis') if name in sys.modules])"
+        "import sys, mcp_server.server.app; from mcp_server.server.lifespan import _warm_up; "
+        "from mcp_server.embedding.registry import ModelRegistry; _warm_up(ModelRegistry.fake()); "
+        "from langdetect import detector_factory; "
+        "print([name for name in ('bm25s', 'scipy', 'redis') if name in sys.modules], detector_factory._factory)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
-    assert done.stdout.strip().splitlines()[-1] == "[] ['bm25s', 'scipy']"
+    assert done.stdout.strip().splitlines()[-1] == "[] None"

@@ -230,8 +230,8 @@ class MemoryBudget:
         activity = self.activity
         freed: Counter[str] = Counter()
         with self._lock:
-            while self.used() > keep_bytes:
-                victim = self._oldest(None)
+            while self.trimmable() > keep_bytes:
+                victim = self._oldest(None, trimmable_only=True)
                 if victim is None:
                     break
                 layer, key = victim
@@ -245,9 +245,17 @@ class MemoryBudget:
         metrics.cache_bytes(self.bytes_by_layer())
         return dict(freed)
 
-    def _oldest(self, keep: tuple[BudgetedLayer, str] | None) -> tuple[BudgetedLayer, str] | None:
+    def trimmable(self) -> int:
+        """Bytes an idle trim may give back: every layer's but the on-demand models' (their own
+        idle setting, ``MCP_MODEL_IDLE_UNLOAD``, says when they leave)."""
+        return sum(layer.nbytes() for layer in list(self._layers) if getattr(layer, "idle_trim", True))
+
+    def _oldest(self, keep: tuple[BudgetedLayer, str] | None,
+                trimmable_only: bool = False) -> tuple[BudgetedLayer, str] | None:
         best: tuple[float, BudgetedLayer, str] | None = None
         for layer in self._layers:
+            if trimmable_only and not getattr(layer, "idle_trim", True):
+                continue
             found = layer.oldest(keep[1] if keep is not None and keep[0] is layer else None)
             if found is not None and (best is None or found[0] < best[0]):
                 best = (found[0], layer, found[1])
@@ -298,7 +306,7 @@ class IdleTrim:
         activity = self.budget.activity
         started = activity.started
         self.last = activity.clock()
-        held = self.budget.used()
+        held = self.budget.trimmable()
         freed = self.budget.trim(held // 2, started) if held else {}
         total = sum(freed.values())
         if total:

@@ -343,7 +343,8 @@ class Settings(BaseSettings):
         60, ge=0,
         description="Seconds without a tool call or an index build after which a worker's in-memory caches keep "
         "only their most recently used half (by bytes), again after each further such period idle, and the freed "
-        "memory goes back to the system; never while a call runs (0 = caches shrink only by their bounds and TTL).",
+        "memory goes back to the system; never while a call runs. The multilingual model leaves by "
+        "model_idle_unload instead (0 = caches shrink only by their bounds and TTL).",
     )
     malloc_arenas: int = Field(
         2, ge=0, le=64,

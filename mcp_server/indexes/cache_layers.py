@@ -37,6 +37,7 @@ class EmbeddingCacheLayer:
 
 class OnDemandModelLayer:
     name = "models"
+    idle_trim = False  # an idle worker's model leaves after MCP_MODEL_IDLE_UNLOAD, not with the caches
 
     def __init__(self, embedder: Any) -> None:
         self.embedder = embedder  # has resident_bytes(), busy, used_at and unload_if_idle()

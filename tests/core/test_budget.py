@@ -235,3 +235,32 @@ def test_an_idle_trim_period_of_zero_never_trims() -> None:
     clock.now += 10**6
     assert not trim.due() and trim.run() == 0 and budget.used() == 4 * MB
 
+
+
+class Model:
+    """An on-demand model as the budget sees it (indexes/cache_layers.OnDemandModelLayer)."""
+
+    name = "models"
+    idle_trim = False
+
+    def __init__(self) -> None:
+        self.loaded = 8 * MB
+
+    def nbytes(self) -> int:
+        return self.loaded
+
+    def oldest(self, exclude: str | None = None) -> tuple[float, str] | None:
+        return (0.0, "model") if self.loaded and exclude != "model" else None  # older than any entry
+
+    def evict(self, key: str) -> int:
+        freed, self.loaded = self.loaded, 0
+        return freed
+
+
+def test_an_idle_trim_leaves_an_on_demand_model_to_its_own_idle_setting() -> None:
+    clock, budget, cache = idle_budget()
+    model = Model()
+    budget.register(model)
+    clock.now += 60
+    assert IdleTrim(budget, after=60).run() == 2 * MB  # half the caches' 4 MB, not of the 12 MB with the model
+    assert model.loaded == 8 * MB and cache.get("d") is not None

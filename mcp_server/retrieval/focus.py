@@ -15,7 +15,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
-import bm25s
 import numpy as np
 
 from mcp_server.core.models import Chunk
@@ -43,6 +42,8 @@ except ImportError:  # pragma: no cover - PyStemmer is a declared dependency
 def _terms(texts: list[str], languages: Sequence[str] = ("en",)) -> list[set[str]]:
     if list(languages) != ["en"]:  # the document's own analyzers
         return [set(query_tokens(text, languages)) for text in texts]
+    import bm25s  # imported at first use, as text/lexical.py's (SciPy comes with it)
+
     tokens = bm25s.tokenize(texts, stopwords="en", stemmer=_STEM, return_ids=False, show_progress=False)
     return [set(t) for t in tokens]
 

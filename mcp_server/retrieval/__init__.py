@@ -1,7 +1,8 @@
 """Retrieval: searching an index and ranking what it finds.
 
 ``DocumentIndex`` (``index.py``) is one document's hybrid index — dense sentence vectors
-(FAISS, ``vectors.py``) and BM25 (``bm25.py``) — and its search, a hit grown by its neighbours in
+(FAISS, ``vectors.py``; the sentences that carry a query's match, ``focus.py``) and BM25
+(``bm25.py``) — and its search, a hit grown by its neighbours in
 ``neighbours.py``; ``ranking.py`` holds every ranking rule (fusion, the rerank of the head,
 duplicate-dropping), ``pool.py`` ranks many documents' chunks as one list, ``naming.py`` and
 ``templates.py`` keep a document's name and its repeated boilerplate from deciding a rank,

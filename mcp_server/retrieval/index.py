@@ -33,6 +33,7 @@ from mcp_server.core.models import Chunk, SearchHit
 from mcp_server.encoders.embedders import Embedder, ProgressFn
 from mcp_server.encoders.rerankers import Reranker
 from mcp_server.retrieval.bm25 import ChunkBM25
+from mcp_server.retrieval.focus import FOCUS_CANDIDATES, SENTENCES_PER_CANDIDATE, UnitTerms, keep_units
 from mcp_server.retrieval.neighbours import expand_hits
 from mcp_server.retrieval.ranking import (
     BM25_WEIGHT,
@@ -91,6 +92,7 @@ class DocumentIndex:
         self._set_vectors(faiss_index, owners)
         self._lexical = ChunkBM25(self.chunks)  # the partial indexes of a document, copies, share it
         self.languages, self.identity = self._lexical.languages, self._lexical.identity
+        self._unit_terms = UnitTerms(self.chunks, self.languages)  # the focus of the dense side, shared too
         # found at the first search (or warm()); shared by the copies as well
         texts = [c.text for c in self.chunks]
         self._templates = Once(lambda: template_mask(texts))
@@ -213,9 +215,12 @@ class DocumentIndex:
         candidates: dict[int, _Candidate] = {}
         vec = np.ascontiguousarray(np.asarray(query_vec, dtype=np.float32).reshape(1, -1))
         dense = self._vectors.ranking(vec, n, allowed)
+        bm25, coverage = self._lexical.scores(query)
+        weight = BM25_WEIGHT * lexical_weight(coverage, query, self.languages)
+        if mode == "hybrid" and weight >= BM25_WEIGHT and self._vectors.covered.all():
+            dense = self._focused(vec[0], query, dense, n, allowed)
         for pos, sim in dense:
             candidates.setdefault(pos, _Candidate(pos)).dense = sim
-        bm25, coverage = self._lexical.scores(query)
         if bm25 is not None and allowed is not None:
             kept = np.zeros_like(bm25)
             kept[allowed] = bm25[allowed]
@@ -224,7 +229,6 @@ class DocumentIndex:
         if mode != "bm25":
             rankings.append(([pos for pos, _ in dense], DENSE_WEIGHT))
         if bm25 is not None and mode != "dense":  # a chunk without any query term is no BM25 candidate
-            weight = BM25_WEIGHT * lexical_weight(coverage, query, self.languages)
             rankings.append((score_ranking(bm25, n, positive=True), weight))
         templates = self.templates
         for pos, score in fuse(rankings, lambda pos: TEMPLATE_PRIOR if templates[pos] else 0).items():
@@ -238,6 +242,28 @@ class DocumentIndex:
             for cand in missing:
                 cand.dense = float(best[cand.pos])
         return candidates
+
+    def _focused(
+        self, vec: np.ndarray, query: str, dense: list[tuple[int, float]], n: int, allowed: np.ndarray | None,
+    ) -> list[tuple[int, float]]:
+        """The dense ranking of a complete index with focus (``focus.py``): its top chunks and the
+        best BM25 chunks of what the question asks, each scored by its best sentence among those
+        that share the query's weightiest terms, as a first answer scores them. Only where the
+        query's words are the document's (BM25 at its full weight; a question in another language
+        shares few: its cross-lingual ranking stays whole), where some sentence shares a query word
+        (a question in other words than the text's is the dense side's alone), and where the vectors
+        are the chunks' sentences."""
+        lexical = set(self._lexical.top(self.dense_query(query), FOCUS_CANDIDATES))
+        if allowed is not None:
+            lexical &= set(np.asarray(allowed).tolist())
+        pool = np.array(sorted({pos for pos, _ in dense} | lexical), dtype=np.int64)
+        shared, owners = self._unit_terms.shared(query, pool)
+        ids = self._vectors.unit_ids(pool)
+        if len(ids) != len(shared) or not shared.any():
+            return dense  # the vectors are not these units (``build`` without owners); no unit shares a word
+        best = self._vectors.best_of(vec, ids[keep_units(shared, owners, SENTENCES_PER_CANDIDATE)])
+        ranked = sorted(((int(pos), float(best[pos])) for pos in pool), key=lambda item: (-item[1], item[0]))
+        return ranked[:n]
 
     def query_tokens(self, query: str) -> list[str]:
         """The query's BM25 tokens as this document's analyzers read them (known or not)."""

@@ -79,14 +79,22 @@ class SentenceVectors:
         sims = self.faiss.reconstruct_batch(ids.astype(np.int64)) @ np.asarray(query_vec, dtype=np.float32).ravel()
         return np.maximum.reduceat(sims, np.concatenate(([0], np.cumsum(counts)[:-1])))
 
+    def unit_ids(self, positions: Sequence[int] | np.ndarray) -> np.ndarray:
+        """The ids of the vectors of the chunks at ``positions``, in that order."""
+        parts = [np.arange(self.starts[p], self.starts[p + 1]) for p in positions]
+        return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
+
+    def best_of(self, vec: np.ndarray, ids: np.ndarray) -> np.ndarray:
+        """Per chunk of the document, its best cosine among the vectors ``ids`` (-inf for the rest)."""
+        best = np.full(self.size, -np.inf, dtype=np.float32)
+        if len(ids):
+            np.maximum.at(best, self.owners[ids], self.faiss.reconstruct_batch(ids) @ vec)
+        return best
+
     def best(self, vec: np.ndarray, positions: Sequence[int]) -> np.ndarray:
         """Per chunk of the document, its best sentence cosine among the covered ``positions``
         (-inf for every other chunk)."""
-        ids = np.concatenate([np.arange(self.starts[p], self.starts[p + 1]) for p in positions])
-        sims = self.faiss.reconstruct_batch(ids.astype(np.int64)) @ vec
-        best = np.full(self.size, -np.inf, dtype=np.float32)
-        np.maximum.at(best, self.owners[ids], sims)
-        return best
+        return self.best_of(vec, self.unit_ids(positions))
 
 
 def embed_into(

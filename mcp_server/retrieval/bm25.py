@@ -48,7 +48,7 @@ class ChunkBM25:
         self.identity = _identity(chunks, corpus, self.languages[0])
         self._bm25: bm25s.BM25 | None = None
         if any(corpus):  # bm25s cannot index a corpus without a single token
-            import bm25s  # at the first index, not at start: bm25s brings SciPy (~19 MB per worker)
+            import bm25s  # at the first index, not at start: bm25s brings SciPy (~10 MB of a worker)
 
             self._bm25 = bm25s.BM25()
             self._bm25.index(corpus, show_progress=False)

@@ -45,7 +45,7 @@ def lexical_text(text: str) -> str:
 
 def bm25_tokens(texts: Sequence[str]) -> list[list[str]]:
     """Stemmed BM25 tokens of each text (chunks and queries alike)."""
-    import bm25s  # at the first index or query, not at start: bm25s brings SciPy (~19 MB per worker)
+    import bm25s  # at the first index or query, not at start: bm25s brings SciPy (~10 MB of a worker)
 
     tokens = bm25s.tokenize(
         [lexical_text(t) for t in texts], stopwords=STOPWORDS, stemmer=_STEMMER, return_ids=False,

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from mcp_server.core.models import Chunk
+from mcp_server.retrieval.naming import bm25_idf
 from mcp_server.retrieval.vectors import UnitSelect
 from mcp_server.text.analysis import query_tokens
 from mcp_server.text.sentences import chunk_units
@@ -46,11 +47,6 @@ def _terms(texts: list[str], languages: Sequence[str] = ("en",)) -> list[set[str
 
     tokens = bm25s.tokenize(texts, stopwords="en", stemmer=_STEM, return_ids=False, show_progress=False)
     return [set(t) for t in tokens]
-
-
-def _idf(df: np.ndarray, n: int) -> np.ndarray:
-    """BM25's idf, always positive."""
-    return np.log(1 + (n - df + 0.5) / (df + 0.5))
 
 
 def keep_units(shared: np.ndarray, owners: np.ndarray, per_chunk: int) -> np.ndarray:
@@ -86,7 +82,7 @@ def best_sentences(
         unit_terms = _terms(texts, languages)
         present = np.array([[term in unit for term in terms] for unit in unit_terms], dtype=np.bool_)
         present = present.reshape(len(texts), len(terms))
-        weight = _idf(present.sum(axis=0).astype(np.float64), len(texts))
+        weight = bm25_idf(present.sum(axis=0).astype(np.float64), len(texts))
         keep = keep_units(present.astype(np.float64) @ weight, np.asarray(owners), per_chunk)
         if ranks is not None and sum(len(texts[i]) for i in np.nonzero(keep)[0]) > max_chars:
             spent = 0
@@ -131,7 +127,7 @@ class UnitTerms:
         units = np.concatenate([units + offset for (_, units, _), offset in zip(entries, offsets, strict=True)])
         hit = np.isin(ids, wanted)
         term = np.searchsorted(wanted, ids[hit])  # each (unit, term) pair once: a unit's ids are unique
-        weight = _idf(np.bincount(term, minlength=len(wanted)).astype(np.float64), n)
+        weight = bm25_idf(np.bincount(term, minlength=len(wanted)).astype(np.float64), n)
         return np.bincount(units[hit], weights=weight[term], minlength=n), owners
 
     def _learn(self, positions: list[int]) -> None:

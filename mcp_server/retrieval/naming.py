@@ -27,14 +27,16 @@ No list of names, form types or finance words: identity comes from each document
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
 
 from mcp_server.core.models import Chunk
 from mcp_server.text.analysis import analyzer_for
 
-__all__ = ["COMMON_SHARE", "IDENTITY_CHARS", "Identity", "identity_of", "naming_factors"]
+__all__ = ["COMMON_SHARE", "IDENTITY_CHARS", "Identity", "bm25_idf", "identity_of", "naming_factors"]
 
 # The share of a document's chunks that a "common word" is in: the naming words weigh as such.
 COMMON_SHARE = 0.5
@@ -134,13 +136,13 @@ def _clauses(query: str, words: list[tuple[tuple[int, int], str]]) -> list[tuple
 
 def naming_factors(naming: set[str], df: dict[str, int], n_chunks: int) -> dict[str, float]:
     """Per naming token, the factor that brings its BM25 idf down to a common word's (<= 1)."""
-    common = _idf(max(1.0, COMMON_SHARE * n_chunks), n_chunks)
-    return {t: min(1.0, common / _idf(df.get(t, 0), n_chunks)) for t in naming}
+    common = bm25_idf(max(1.0, COMMON_SHARE * n_chunks), n_chunks)
+    return {t: min(1.0, common / bm25_idf(df.get(t, 0), n_chunks)) for t in naming}
 
 
-def _idf(df: float, n: int) -> float:
-    """Lucene's BM25 idf (bm25s' default)."""
-    return math.log(1 + (n - df + 0.5) / (df + 0.5))
+def bm25_idf(df: Any, n: int) -> Any:
+    """Lucene's BM25 idf (bm25s' default), always positive: of one document frequency or an array of them."""
+    return np.log(1 + (n - df + 0.5) / (df + 0.5))
 
 
 def identity_of(chunks: Sequence[Chunk], tokens: Sequence[Sequence[str]], language: str) -> Identity:

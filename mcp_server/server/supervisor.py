@@ -7,8 +7,12 @@ still open in the supervisor: the wait sees no end-of-file and the dead worker w
 when the whole timeout had passed (60 s by default). Each worker holds its own copy of that end
 (spawned processes receive it when they start), so the supervisor closes its copy once the worker
 runs: the worker's death then closes the last copy, and the wait ends at once with end-of-file,
-which uvicorn treats as a failed health check. A live worker that does not answer (hung, or busy
-holding the GIL) is still replaced only after the whole timeout, as before.
+which uvicorn treats as a failed health check. No other copy is left to hold it open: the
+workers are spawned with their own descriptors only, the parser pool forks from a forkserver that
+holds none of these, and other children start with close_fds. A live worker that does not answer
+(hung, or busy holding the GIL) is still replaced only after the whole timeout, as before. The
+pings stay one worker after another: a worker that dies while another one's answer is awaited is
+replaced when that answer comes (milliseconds from a healthy worker).
 
 A subclass, not a copy of uvicorn's loop: every rule of uvicorn's supervisor (restarts, signals,
 a worker failing its start stops the server) stays uvicorn's.

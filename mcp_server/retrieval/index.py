@@ -34,7 +34,7 @@ from mcp_server.encoders.embedders import Embedder, ProgressFn
 from mcp_server.encoders.rerankers import Reranker
 from mcp_server.retrieval.bm25 import ChunkBM25
 from mcp_server.retrieval.focus import FOCUS_CANDIDATES, SENTENCES_PER_CANDIDATE, UnitTerms, keep_units
-from mcp_server.retrieval.naming import file_name_words
+from mcp_server.retrieval.naming import Identity, file_name_words
 from mcp_server.retrieval.neighbours import expand_hits
 from mcp_server.retrieval.ranking import (
     BM25_WEIGHT,
@@ -163,17 +163,10 @@ class DocumentIndex:
         return self._templates.get()
 
     def named(self, location: str) -> DocumentIndex:
-        """This index as the document at ``location`` (its URL or path) is searched: its identity
-        with the words of that file name (``naming.file_name_words``), a copy sharing everything
-        else; itself when it has no identity or the location no file name."""
-        if self.identity is None:
-            return self
-        identity = self.identity.named(file_name_words(location))
-        if identity is self.identity:
-            return self
-        clone = copy.copy(self)
-        clone.identity = identity
-        return clone
+        """This index searched under ``location`` (a URL or path): a copy sharing all but its identity,
+        which holds that file name's words (``naming.file_name_words``); itself when nothing changes."""
+        identity = self.identity.named(file_name_words(location)) if self.identity is not None else None
+        return self if identity is self.identity else _with_identity(self, identity)
 
     def dense_query(self, query: str) -> str:
         """``query`` without the words that name this document (``naming.py``)."""
@@ -298,3 +291,9 @@ class DocumentIndex:
     def dense_scores(self, query_vec: np.ndarray, positions: Sequence[int] | np.ndarray) -> np.ndarray:
         """Exact dense score (best sentence cosine) of each chunk in ``positions``, in that order."""
         return self._vectors.scores(query_vec, positions)
+
+
+def _with_identity(index: DocumentIndex, identity: Identity | None) -> DocumentIndex:
+    clone = copy.copy(index)
+    clone.identity = identity
+    return clone

@@ -9,7 +9,9 @@ query's name matches their text better than any content does.
 A document's *identity* is what its first page says: a filing's cover page, a report's title
 page, a web page's title and lead (a one-page document: its first chunk). A query word *names*
 the document when the identity holds it and the query writes it as a name is written: with a
-capital letter or a digit ("Boeing", "2022", "10-K", "FY2022" is not on a cover page). Lower-case
+capital letter or a digit ("Boeing", "2022", "10-K", "FY2022" is not on a cover page); a code of
+letters and digits names it written with or without its inner punctuation ("10K" for the cover
+page's "10-K"). Lower-case
 words ("capital", "revenue") are the question's subject even when the cover page happens to hold
 them, and a name the body uses but the first page does not (a person, a product, a place) is not
 the document's name either.
@@ -47,6 +49,7 @@ _WORD = re.compile(r"[^\W_](?:[\w&.\-]*[^\W_])?")
 # a year ("2022") or a code of letters and digits ("10-K", "Q4", "FY2022"); a bare number is content
 _CODE = re.compile(r"(?:19|20)\d\d|(?=.*\d)(?=.*[^\W\d_])[\w&.\-]+")
 _LETTER_CODE = re.compile(r"(?=.*\d)(?=.*[^\W\d_])[\w&.\-]+")
+_EMPTY_BRACKETS = re.compile(r"\(\W*\)|\[\W*\]")
 _POSSESSIVE = re.compile(r"['\u2019]s\b|(?<=s)['\u2019](?!\w)")  # "Boeing's", "MGM Resorts'"
 
 
@@ -57,11 +60,18 @@ class Identity:
         self.tokens = tokens
         self.language = language
         self.codes = codes  # its letters-and-digits codes as written, lower-cased ("10-k", "q4")
+        # each code by its letters and digits alone: "10K" in a query is the first page's "10-K"
+        self._squashed = {_squash(code): code for code in sorted(codes)}
 
     def naming_codes(self, query: str) -> set[str]:
-        """The query's letters-and-digits codes that the first page writes the same way: the
-        analyzer reads "10-K" and "10-Q" both as "10", the codes tell the two forms apart."""
-        return {w.lower() for w in _WORD.findall(query) if _LETTER_CODE.fullmatch(w)} & self.codes
+        """The first page's letters-and-digits codes that the query writes, with or without their
+        inner punctuation ("10-K", "10K"): the analyzer reads "10-K" and "10-Q" both as "10", the
+        codes tell the two forms apart."""
+        return {code for w in _WORD.findall(query) if (code := self._code(w)) is not None}
+
+    def _code(self, word: str) -> str | None:
+        """The first page's code that ``word`` writes (as the first page writes it), if any."""
+        return self._squashed.get(_squash(word)) if _LETTER_CODE.fullmatch(word) else None
 
     def naming_words(self, query: str) -> list[tuple[int, int]]:
         """Character spans of the query's words that name the document (see the module docstring)."""
@@ -89,8 +99,9 @@ class Identity:
                 for i in range(lo, hi):  # a clause that names the document ("In Boeing's 2022 Form 10-K:")
                     named[i] = True
         for i, (_, word) in enumerate(words):
-            if known[i] and (_CODE.fullmatch(word) or (word[0].isupper() and set(tokens[i]) <= owners)):
-                named[i] = True  # a year, a period or form code; another mention of the owner
+            if (known[i] and (_CODE.fullmatch(word) or (word[0].isupper() and set(tokens[i]) <= owners))) or \
+                    self._code(word) is not None:
+                named[i] = True  # a year, a period or form code (as the first page writes it or not); the owner again
         return [span for (span, _), flag in zip(words, named, strict=True) if flag]
 
     def naming_tokens(self, query: str) -> set[str]:
@@ -112,9 +123,15 @@ class Identity:
             if _POSSESSIVE.match(query, last):
                 last += 2
         parts.append(query[last:])
-        rest = re.sub(r"\s+", " ", "".join(parts)).strip(" ,:;-")
+        # brackets the naming words filled ("annual report (10-K):") go with them
+        rest = re.sub(r"\s+", " ", _EMPTY_BRACKETS.sub(" ", "".join(parts))).strip(" ,:;-")
         # what remains must still ask something: more than a couple of stopwords
         return rest if len(analyzer_for(self.language).tokens([rest])[0]) >= 2 else query
+
+
+def _squash(code: str) -> str:
+    """A code's letters and digits, lower-cased: "10-K", "10K" and "10-k" are one code."""
+    return "".join(ch for ch in code.lower() if ch.isalnum())
 
 
 def _adjacent(query: str, a: tuple[tuple[int, int], str], b: tuple[tuple[int, int], str]) -> bool:

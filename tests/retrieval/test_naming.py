@@ -31,6 +31,20 @@ def test_the_words_that_name_the_document_are_its_names_on_the_first_page() -> N
     assert [query[a:b] for a, b in identity.naming_words(query)] == ["Northwind", "Traders", "10-K"]
 
 
+def test_a_form_code_written_without_its_hyphen_names_the_document_as_the_cover_page_writes_it() -> None:
+    chunks = filing_chunks()
+    identity = identity_of(chunks, analyse_chunks(chunks), "en")
+    # agents write "10K" for the cover page's "10-K"; a code the cover does not write names nothing
+    query = "What are the three main acquisitions mentioned in this 10K report?"
+    assert [query[a:b] for a, b in identity.naming_words(query)] == ["10K"]
+    assert identity.naming_codes(query) == identity.naming_codes("in this 10-K report") == {"10-k"}
+    assert identity.dense_query(query) == "What are the three main acquisitions mentioned in this report?"
+    assert identity.naming_words("What changed in this 10Q report?") == []
+    # brackets the naming words filled leave with them
+    query = "In Northwind Traders' 2022 annual report (Form 10-K): what was the gross margin?"
+    assert identity.dense_query(query) == "what was the gross margin?"
+
+
 def test_lower_case_words_and_names_only_the_body_uses_are_the_questions_subject() -> None:
     chunks = filing_chunks()
     identity = identity_of(chunks, analyse_chunks(chunks), "en")

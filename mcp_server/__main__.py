@@ -166,9 +166,13 @@ def serve_http(settings: Settings, workers: int, reload: bool) -> None:
             # uvicorn kills a worker that misses one 5 s health check: on a loaded machine a busy,
             # healthy worker (a build holding the GIL) missed it and lost its calls
             common["timeout_worker_healthcheck"] = settings.worker_healthcheck_timeout
-        uvicorn.run("mcp_server.server.app:create_app", factory=True, workers=None if reload else workers,
-                    reload=reload, reload_dirs=[str(Path(__file__).parent)] if reload else None,
-                    **common)  # type: ignore[arg-type]
+        if reload:
+            uvicorn.run("mcp_server.server.app:create_app", factory=True, reload=True,
+                        reload_dirs=[str(Path(__file__).parent)], **common)  # type: ignore[arg-type]
+        else:  # uvicorn's supervisor, but a worker's death ends the health-check wait for its answer
+            from mcp_server.server.supervisor import run_workers
+
+            run_workers("mcp_server.server.app:create_app", workers, **common)
     else:
         from mcp_server.server.app import create_app
 

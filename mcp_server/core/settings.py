@@ -95,7 +95,8 @@ class Settings(BaseSettings):
         60, ge=1, le=3600,
         description="With --workers > 1: seconds a worker may take to answer the supervisor's health check "
         "before it is killed and replaced (uvicorn's own default, 5, replaced busy workers on a loaded machine). "
-        "A worker that dies while the supervisor waits for its answer is replaced when this wait ends.",
+        "A worker that dies is replaced at once, also while the supervisor waits for its answer; a live one that "
+        "does not answer only after this timeout.",
     )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", description="Log level.")
     log_dir: Path | None = Field(

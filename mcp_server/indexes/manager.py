@@ -142,11 +142,13 @@ class IndexManager:
 
     async def open(
         self, content_sha256: str, chunker_version: str, config_key: str, chunks: ChunkSource, *,
-        query: str | None = None, progress: Progress | None = None,
+        query: str | None = None, progress: Progress | None = None, location: str = "",
     ) -> IndexView:
         """The index to search for ``query``: the complete one when it exists or is cheap to
         build now, else a partial one with vectors for the query's candidates (and the complete
-        one starts building in the background). Without ``query``, always the complete one."""
+        one starts building in the background). Without ``query``, always the complete one.
+        ``location``: the URL the document is searched under (a partial answer's candidates
+        are chosen without the words that name it, file name included: ``DocumentIndex.named``)."""
         key = self.index_key(content_sha256, chunker_version, config_key)
         index = self._memory.get(key)
         if index is not None:
@@ -155,7 +157,7 @@ class IndexManager:
             return IndexView(key=key, index=index, complete=True, cached=True)
         pending = self._pending.get(key) if query is not None else None
         if pending is not None:
-            return await self._answer_partial(pending, query or "", progress)
+            return await self._answer_partial(pending, query or "", progress, location)
         async with self._key_locks.hold(key):
             index = self._memory.get(key)
             if index is not None:  # built by the request we waited for
@@ -192,14 +194,14 @@ class IndexManager:
                     base.key = key  # passage ids of partial answers name the key the complete index will have
                     lexical = round((time.perf_counter() - started) * 1000, 2)
                     pending = PendingBuild(key=key, base=base, embedder=embedder, progress=progress, reserved=need)
-                    view = await self._answer_partial(pending, query, progress)
+                    view = await self._answer_partial(pending, query, progress, location)
                 except BaseException:
                     self._release(need)
                     raise
                 view.timings_ms["bm25_index"] = lexical
                 self.builder.start(key, chunker_version, chunk_list, pending)
                 return view
-        return await self._answer_partial(pending, query or "", progress)
+        return await self._answer_partial(pending, query or "", progress, location)
 
     def _build_now(self, chunks: list[Chunk], embedder: Embedder) -> bool:
         """Build completely in the call when there is no background runner or the build is
@@ -209,13 +211,16 @@ class IndexManager:
             return True
         return embedder.estimate_seconds(sum(len(chunk.text) for chunk in chunks)) <= self.budget
 
-    async def _answer_partial(self, pending: PendingBuild, query: str, progress: Progress | None) -> IndexView:
+    async def _answer_partial(
+        self, pending: PendingBuild, query: str, progress: Progress | None, location: str = "",
+    ) -> IndexView:
         self.counters["partial_answers"] += 1
         report = self.runner.progress(progress)
         started = time.perf_counter()
         def answer() -> DocumentIndex:
             with pending.embedder.urgent():  # not behind the document's own background build
-                return partial_view(pending.base, query, pending.embedder, self.candidates, progress=report)
+                return partial_view(pending.base.named(location), query, pending.embedder, self.candidates,
+                                    progress=report)
 
         view = await self.runner.run(answer)  # BM25 scoring and the embedding both stay off the loop
         return IndexView(key=pending.key, index=view, complete=False, cached=False,

@@ -214,7 +214,9 @@ class Research:
         for i in ready:
             index = indexes[i]
             assert index is not None
-            sources.append(PoolSource(index=index, allowed=pages.positions(index) if pages is not None else None))
+            # each searched under its URL: the file name's words that name it route (naming.py)
+            sources.append(PoolSource(index=index.named(urls[i]),
+                                      allowed=pages.positions(index) if pages is not None else None))
         models = self.service.models
 
         def embed(model_id: str, text: str) -> np.ndarray:

@@ -269,7 +269,8 @@ class DocumentService:
     ) -> Retrieval:
         indexed = await self.index(url, query=query, progress=progress, view=view)
         found, timings = indexed.view, dict(indexed.timings_ms)
-        hits, search_timings = await self.indexes.search(found.index, query, top_k, neighbors=neighbors)
+        # searched under its URL: the file name's words that name the document say which (naming.py)
+        hits, search_timings = await self.indexes.search(found.index.named(url), query, top_k, neighbors=neighbors)
         hits = [dataclasses.replace(h, passage_id=passage_id(found.key, h.chunk.chunk_index, h.chunk.text))
                 for h in hits]
         timings.update({name.removesuffix("_ms"): value for name, value in search_timings.items()})
@@ -312,7 +313,7 @@ class DocumentService:
         try:
             opened: IndexView = await self.indexes.open(
                 located.content_key, CHUNKER_VERSION, self._index_config(), make_chunks, query=query,
-                progress=embed_progress,
+                progress=embed_progress, location=url,
             )
         finally:
             connected = False  # MCP allows progress only while the request runs

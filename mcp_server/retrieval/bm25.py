@@ -66,16 +66,18 @@ class ChunkBM25:
         parts = compound_parts(unknown, vocab, self.languages[0])
         return [p for t in tokens for p in parts.get(t, (t,))]
 
-    def scores(self, query: str) -> tuple[np.ndarray | None, float]:
+    def scores(self, query: str, identity: Identity | None = None) -> tuple[np.ndarray | None, float]:
         """(each chunk's BM25 score, None when no query word is known; the share of the query's
-        distinct words that the document's vocabulary knows)."""
+        distinct words that the document's vocabulary knows). ``identity``: the one the query's
+        naming words are read by (the document's own, or as searched under a file name)."""
         if self._bm25 is None:
             return None, 0.0
         asked = self.query_tokens(query)
         tokens = [t for t in asked if t in self._bm25.vocab_dict]
         if not tokens:
             return None, 0.0
-        naming = self.identity.naming_tokens(query) & set(tokens) if self.identity is not None else set()
+        identity = identity if identity is not None else self.identity
+        naming = identity.naming_tokens(query) & set(tokens) if identity is not None else set()
         content = [t for t in tokens if t not in naming]
         scores = np.asarray(self._bm25.get_scores(content), dtype=np.float32) if content else \
             np.zeros(self.size, dtype=np.float32)
@@ -84,9 +86,9 @@ class ChunkBM25:
             scores += factor * np.asarray(self._bm25.get_scores([token] * asked.count(token)), dtype=np.float32)
         return scores, known_share(asked, tokens)
 
-    def top(self, query: str, n: int) -> list[int]:
+    def top(self, query: str, n: int, identity: Identity | None = None) -> list[int]:
         """Positions of the ``n`` best BM25 chunks for ``query`` (those matching a query term)."""
-        scores, _ = self.scores(query)
+        scores, _ = self.scores(query, identity)
         if scores is None:
             return []
         order = np.argsort(-scores, kind="stable")[:n]

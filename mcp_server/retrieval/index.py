@@ -34,6 +34,7 @@ from mcp_server.encoders.embedders import Embedder, ProgressFn
 from mcp_server.encoders.rerankers import Reranker
 from mcp_server.retrieval.bm25 import ChunkBM25
 from mcp_server.retrieval.focus import FOCUS_CANDIDATES, SENTENCES_PER_CANDIDATE, UnitTerms, keep_units
+from mcp_server.retrieval.naming import file_name_words
 from mcp_server.retrieval.neighbours import expand_hits
 from mcp_server.retrieval.ranking import (
     BM25_WEIGHT,
@@ -161,6 +162,19 @@ class DocumentIndex:
         """Per chunk, whether it is a template passage (``templates.py``); found at the first search."""
         return self._templates.get()
 
+    def named(self, location: str) -> DocumentIndex:
+        """This index as the document at ``location`` (its URL or path) is searched: its identity
+        with the words of that file name (``naming.file_name_words``), a copy sharing everything
+        else; itself when it has no identity or the location no file name."""
+        if self.identity is None:
+            return self
+        identity = self.identity.named(file_name_words(location))
+        if identity is self.identity:
+            return self
+        clone = copy.copy(self)
+        clone.identity = identity
+        return clone
+
     def dense_query(self, query: str) -> str:
         """``query`` without the words that name this document (``naming.py``)."""
         return self.identity.dense_query(query) if self.identity is not None else query
@@ -178,7 +192,7 @@ class DocumentIndex:
 
     def bm25_top(self, query: str, n: int) -> list[int]:
         """Positions of the ``n`` best BM25 chunks for ``query`` (those matching a query term)."""
-        return self._lexical.top(query, n)
+        return self._lexical.top(query, n, self.identity)
 
     def __len__(self) -> int:
         return len(self.chunks)
@@ -215,7 +229,7 @@ class DocumentIndex:
         candidates: dict[int, _Candidate] = {}
         vec = np.ascontiguousarray(np.asarray(query_vec, dtype=np.float32).reshape(1, -1))
         dense = self._vectors.ranking(vec, n, allowed)
-        bm25, coverage = self._lexical.scores(query)
+        bm25, coverage = self._lexical.scores(query, self.identity)
         weight = BM25_WEIGHT * lexical_weight(coverage, query, self.languages)
         if mode == "hybrid" and weight >= BM25_WEIGHT and self._vectors.covered.all():
             dense = self._focused(vec[0], query, dense, n, allowed)
@@ -253,7 +267,7 @@ class DocumentIndex:
         shares few: its cross-lingual ranking stays whole), where some sentence shares a query word
         (a question in other words than the text's is the dense side's alone), and where the vectors
         are the chunks' sentences."""
-        lexical = set(self._lexical.top(self.dense_query(query), FOCUS_CANDIDATES))
+        lexical = set(self._lexical.top(self.dense_query(query), FOCUS_CANDIDATES, self.identity))
         if allowed is not None:
             lexical &= set(np.asarray(allowed).tolist())
         pool = np.array(sorted({pos for pos, _ in dense} | lexical), dtype=np.int64)

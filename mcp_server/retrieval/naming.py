@@ -11,7 +11,9 @@ page, a web page's title and lead (a one-page document: its first chunk). A quer
 the document when the identity holds it and the query writes it as a name is written: with a
 capital letter or a digit ("Boeing", "2022", "10-K", "FY2022" is not on a cover page); a code of
 letters and digits names it written with or without its inner punctuation ("10K" for the cover
-page's "10-K"). Lower-case
+page's "10-K"). A capitalised word the first page holds names it where the file name it is
+searched under writes it too ("Does Pfizer have ...?" of PFIZER_2021_10K.pdf; ``file_name_words``).
+Lower-case
 words ("capital", "revenue") are the question's subject even when the cover page happens to hold
 them, and a name the body uses but the first page does not (a person, a product, a place) is not
 the document's name either.
@@ -30,6 +32,7 @@ No list of names, form types or finance words: identity comes from each document
 from __future__ import annotations
 
 import re
+import urllib.parse
 from collections.abc import Sequence
 from typing import Any
 
@@ -38,7 +41,9 @@ import numpy as np
 from mcp_server.core.models import Chunk
 from mcp_server.text.analysis import analyzer_for
 
-__all__ = ["COMMON_SHARE", "IDENTITY_CHARS", "Identity", "bm25_idf", "identity_of", "naming_factors"]
+__all__ = [
+    "COMMON_SHARE", "IDENTITY_CHARS", "Identity", "bm25_idf", "file_name_words", "identity_of", "naming_factors",
+]
 
 # The share of a document's chunks that a "common word" is in: the naming words weigh as such.
 COMMON_SHARE = 0.5
@@ -56,12 +61,20 @@ _POSSESSIVE = re.compile(r"['\u2019]s\b|(?<=s)['\u2019](?!\w)")  # "Boeing's", "
 class Identity:
     """The analysed tokens of a document's first page (its ``tokens``), and how a query's words meet them."""
 
-    def __init__(self, tokens: frozenset[str], language: str, codes: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self, tokens: frozenset[str], language: str, codes: frozenset[str] = frozenset(),
+        names: frozenset[str] = frozenset(),
+    ) -> None:
         self.tokens = tokens
         self.language = language
         self.codes = codes  # its letters-and-digits codes as written, lower-cased ("10-k", "q4")
+        self.names = names  # the words of the file name it is searched under (``file_name_words``)
         # each code by its letters and digits alone: "10K" in a query is the first page's "10-K"
         self._squashed = {_squash(code): code for code in sorted(codes)}
+
+    def named(self, names: frozenset[str]) -> Identity:
+        """This identity as the document is searched under a file name of these words."""
+        return self if names == self.names else Identity(self.tokens, self.language, self.codes, names)
 
     def naming_codes(self, query: str) -> set[str]:
         """The first page's letters-and-digits codes that the query writes, with or without their
@@ -99,9 +112,11 @@ class Identity:
                 for i in range(lo, hi):  # a clause that names the document ("In Boeing's 2022 Form 10-K:")
                     named[i] = True
         for i, (_, word) in enumerate(words):
-            if (known[i] and (_CODE.fullmatch(word) or (word[0].isupper() and set(tokens[i]) <= owners))) or \
-                    self._code(word) is not None:
-                named[i] = True  # a year, a period or form code (as the first page writes it or not); the owner again
+            if (known[i] and (_CODE.fullmatch(word) or (word[0].isupper() and (
+                    set(tokens[i]) <= owners or _squash(word) in self.names)))) or self._code(word) is not None:
+                # a year, a period or form code (as the first page writes it or not); the owner
+                # again; a name the first page and the file name both write ("Does Pfizer ...?")
+                named[i] = True
         return [span for (span, _), flag in zip(words, named, strict=True) if flag]
 
     def naming_tokens(self, query: str) -> set[str]:
@@ -127,6 +142,15 @@ class Identity:
         rest = re.sub(r"\s+", " ", _EMPTY_BRACKETS.sub(" ", "".join(parts))).strip(" ,:;-")
         # what remains must still ask something: more than a couple of stopwords
         return rest if len(analyzer_for(self.language).tokens([rest])[0]) >= 2 else query
+
+
+def file_name_words(location: str) -> frozenset[str]:
+    """The words of a document's file name, each by its letters and digits alone, lower-cased:
+    "https://host/filings/PFIZER_2021_10K.pdf" -> pfizer, 2021, 10k. The last segment of a URL's
+    path (or a path), without its extension; none when there is no file name."""
+    path = urllib.parse.unquote(urllib.parse.urlsplit(location).path) if "://" in location else location
+    stem = path.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    return frozenset(_squash(word) for word in re.split(r"[\W_]+", stem) if word)
 
 
 def _squash(code: str) -> str:

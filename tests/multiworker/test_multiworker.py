@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import platform
 import signal
 import tempfile
 import time
@@ -138,6 +139,54 @@ async def test_a_worker_killed_with_sigkill_is_replaced_and_the_server_keeps_ans
             await anyio.sleep(0.05)  # pacing of the poll, not synchronisation
         good, _ = await call(base, "detect_language", {"text": "the server still answers tool calls"})
         assert good
+
+
+def _awaits_a_health_check_answer(supervisor: int) -> bool:
+    """The supervisor's main thread is blocked in poll() on one pipe with more than a second left:
+    a health-check wait (between rounds it waits on a futex). x86-64 system call numbers."""
+    fields = Path(f"/proc/{supervisor}/syscall").read_text().split()
+    return fields[0] == "7" and int(fields[2], 16) == 1 and int(fields[3], 16) > 1000
+
+
+def _stop(pid: int) -> None:
+    """SIGSTOP, then wait until every thread has stopped (its health-check thread cannot answer)."""
+    os.kill(pid, signal.SIGSTOP)
+    deadline = time.monotonic() + 30
+    tasks = Path(f"/proc/{pid}/task")
+    while not all((task / "stat").read_text().rsplit(")", 1)[1].split()[0] in "tT" for task in tasks.iterdir()):
+        assert time.monotonic() < deadline, "the worker did not stop"
+        time.sleep(0.01)
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="reads x86-64 system call numbers from /proc")
+async def test_a_worker_killed_while_the_supervisor_awaits_its_health_check_answer_is_replaced_at_once() -> None:
+    # uvicorn's supervisor kept the worker's end of the pipe open: this wait lasted the whole timeout
+    with server_process(["--workers", "2"], env={"MCP_LOAD_MODELS": "false",
+                                                 "MCP_WORKER_HEALTHCHECK_TIMEOUT": "600"}) as (proc, base):
+        health = _health(base)
+        assert health is not None
+        victim = health["worker"]["pid"]
+        _stop(victim)  # its pong thread cannot answer: the supervisor's next ping to it stays open
+        held_since, deadline = None, time.monotonic() + 60
+        while held_since is None or time.monotonic() - held_since < 1.0:
+            # a healthy worker answers in milliseconds and the rounds are 0.5 s apart: a wait that
+            # holds for a second is the wait for the stopped worker (bounded poll on a condition)
+            if not _awaits_a_health_check_answer(proc.pid):
+                held_since = None
+            elif held_since is None:
+                held_since = time.monotonic()
+            assert time.monotonic() < deadline, "the supervisor never waited for the stopped worker"
+            await anyio.sleep(0.01)
+        os.kill(victim, signal.SIGKILL)
+        seen: set[int] = set()
+        deadline = time.monotonic() + 60  # a tenth of the health-check timeout
+        while len(seen - {victim}) < 2:  # the survivor and a replacement, bounded poll
+            health = _health(base)
+            assert health is not None, "a request after the kill failed"
+            seen.add(health["worker"]["pid"])
+            assert time.monotonic() < deadline, f"no replacement worker seen; pids {seen}"
+            await anyio.sleep(0.05)  # pacing of the poll, not synchronisation
+        assert victim not in seen
 
 
 async def test_workers_of_a_supervisor_killed_with_sigkill_exit_and_a_server_restarted_on_its_port_parses(

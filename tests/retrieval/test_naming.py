@@ -5,8 +5,8 @@ from __future__ import annotations
 from mcp_server.embedding import ModelRegistry
 from mcp_server.retrieval import DocumentIndex
 from mcp_server.retrieval.bm25 import analyse_chunks
-from mcp_server.retrieval.naming import identity_of, naming_factors
-from tests.retrieval._filing import BODY, CERTIFICATIONS, SIGNATURES, filing_chunks
+from mcp_server.retrieval.naming import file_name_words, identity_of, naming_factors
+from tests.retrieval._filing import BODY, CERTIFICATIONS, COVER, SIGNATURES, filing_chunks
 
 
 def filing_index(registry: ModelRegistry) -> DocumentIndex:
@@ -43,6 +43,36 @@ def test_a_form_code_written_without_its_hyphen_names_the_document_as_the_cover_
     # brackets the naming words filled leave with them
     query = "In Northwind Traders' 2022 annual report (Form 10-K): what was the gross margin?"
     assert identity.dense_query(query) == "what was the gross margin?"
+
+
+def test_the_words_of_a_file_name_are_its_parts_between_punctuation() -> None:
+    assert file_name_words("https://example.com/filings/PFIZER_2021_10K.pdf?v=2") == {"pfizer", "2021", "10k"}
+    assert file_name_words("https://example.com/docs/Best%20Buy%20Q2-2024.pdf") == {"best", "buy", "q2", "2024"}
+    assert file_name_words("/srv/reports/northwind.annual.report.docx") == {"northwind", "annual", "report"}
+    assert file_name_words("https://example.com/") == file_name_words("") == frozenset()
+
+
+def test_a_capitalised_word_names_the_document_when_its_first_page_and_its_file_name_both_write_it() -> None:
+    chunks = filing_chunks()
+    identity = identity_of(chunks, analyse_chunks(chunks), "en")
+    named = identity.named(file_name_words("https://example.com/filings/Northwind_Kenya_2022_10K.pdf"))
+    query = "Does Northwind have a falling gross margin?"
+    assert identity.naming_words(query) == []  # no possessive, no opening clause: the subject, for all we know
+    assert [query[a:b] for a, b in named.naming_words(query)] == ["Northwind"]
+    assert named.dense_query(query) == "Does have a falling gross margin?"
+    # the body's Kenya is not on the first page; a lower-case word is a word, not a name
+    for query in ("Where does Maria Alvarez source tea, Kenya?", "How did northwind stores do?"):
+        assert named.naming_words(query) == []
+
+
+def test_a_company_its_file_name_also_names_is_which_document_not_what_is_asked(minilm_registry: ModelRegistry) -> None:
+    index = filing_index(minilm_registry)
+    named = index.named("https://example.com/filings/Northwind_2022_10K.pdf")
+    for query, answer in (("Where does Northwind source its tea?", BODY[5]),
+                          ("Does Northwind have a falling gross margin?", BODY[2])):
+        plain, found = ask(index, minilm_registry, query), ask(named, minilm_registry, query)
+        assert plain.index(answer) > plain.index(COVER), query  # the name counted as the subject
+        assert found.index(answer) < found.index(COVER), query
 
 
 def test_lower_case_words_and_names_only_the_body_uses_are_the_questions_subject() -> None:

@@ -45,10 +45,7 @@ class Outcome:
 @pytest.fixture(scope="module")
 def workers() -> Iterator[tuple[psutil.Process, str]]:
     env = {"MCP_LOAD_MODELS": "false", "MCP_RATE_LIMIT_RPM": "1000000", "MCP_FETCH_ALLOWLIST": "127.0.0.1",
-           "MCP_PARSE_WORKERS": "1",
-           # a worker killed while the supervisor waits for its health-check answer is replaced only
-           # when that wait ends (uvicorn's pipe shows no end-of-file): 10 s, not the default 60
-           "MCP_WORKER_HEALTHCHECK_TIMEOUT": "10"}
+           "MCP_PARSE_WORKERS": "1"}
     with server_process(["--workers", "2"], env=env) as (proc, base):
         yield psutil.Process(proc.pid), base
 

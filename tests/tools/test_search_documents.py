@@ -202,3 +202,17 @@ async def test_a_document_still_loading_near_the_timeout_is_reported_while_the_o
     late = body["documents"][1]
     assert late["status"] == "error" and late["error"]["code"] == "TIMEOUT" and "not ready" in late["error"]["error"]
     assert body["documents"][0]["status"] == "ok" and body["results"]
+
+
+async def test_a_name_the_first_page_and_one_file_name_both_write_routes_to_that_document(
+    mcp: ThreadedServer, tmp_path: Path,
+) -> None:
+    # one PDF under two file names: the same content, so only the file name can tell them apart
+    with serve_copies(tmp_path, f"pdf/{PDF}") as server:
+        (tmp_path / "history.pdf").write_bytes((tmp_path / PDF).read_bytes())
+        (tmp_path / "sholes-notes.pdf").write_bytes((tmp_path / PDF).read_bytes())
+        urls = [server.url("history.pdf"), server.url("sholes-notes.pdf")]
+        # "Sholes" is on the first page of both; only the second one's file name writes it
+        failed, body = await search(mcp, document_urls=urls, query="When did Sholes patent the typewriter?", top_k=3)
+    assert not failed, body
+    assert body["results"] and {r["document_url"] for r in body["results"]} == {urls[1]}, body["results"]

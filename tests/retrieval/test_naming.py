@@ -63,6 +63,11 @@ def test_a_capitalised_word_names_the_document_when_its_first_page_and_its_file_
     # the body's Kenya is not on the first page; a lower-case word is a word, not a name
     for query in ("Where does Maria Alvarez source tea, Kenya?", "How did northwind stores do?"):
         assert named.naming_words(query) == []
+    # a name of two words that the file name writes as one
+    joined = identity.named(file_name_words("https://example.com/NorthwindTraders-annual-2022.pdf"))
+    query = "How many stores do Northwind Traders run?"
+    assert [query[a:b] for a, b in joined.naming_words(query)] == ["Northwind", "Traders"]
+    assert joined.naming_words("How many stores does Northwind run?") == []
 
 
 def test_a_company_its_file_name_also_names_is_which_document_not_what_is_asked(minilm_registry: ModelRegistry) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -190,3 +191,14 @@ def server_process(args: list[str], env: dict[str, str] | None = None, ready_tim
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, 9)
             proc.wait()
+
+
+def stop_process(pid: int) -> None:
+    """SIGSTOP, then wait until every thread has stopped (a worker's health-check thread then
+    cannot answer its supervisor's ping; bounded poll of /proc)."""
+    os.kill(pid, signal.SIGSTOP)
+    deadline = time.monotonic() + 30
+    tasks = Path(f"/proc/{pid}/task")
+    while not all((task / "stat").read_text().rsplit(")", 1)[1].split()[0] in "tT" for task in tasks.iterdir()):
+        assert time.monotonic() < deadline, "the worker did not stop"
+        time.sleep(0.01)

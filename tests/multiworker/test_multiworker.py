@@ -23,7 +23,15 @@ import psutil
 import pytest
 
 from tests.conftest import FileServer
-from tests.mcp_harness import ThreadedServer, free_port, http_client, make_settings, payload, server_process
+from tests.mcp_harness import (
+    ThreadedServer,
+    free_port,
+    http_client,
+    make_settings,
+    payload,
+    server_process,
+    stop_process,
+)
 from tests.multiworker.conftest import RedisServer
 
 pytestmark = pytest.mark.anyio
@@ -148,15 +156,6 @@ def _awaits_a_health_check_answer(supervisor: int) -> bool:
     return fields[0] == "7" and int(fields[2], 16) == 1 and int(fields[3], 16) > 1000
 
 
-def _stop(pid: int) -> None:
-    """SIGSTOP, then wait until every thread has stopped (its health-check thread cannot answer)."""
-    os.kill(pid, signal.SIGSTOP)
-    deadline = time.monotonic() + 30
-    tasks = Path(f"/proc/{pid}/task")
-    while not all((task / "stat").read_text().rsplit(")", 1)[1].split()[0] in "tT" for task in tasks.iterdir()):
-        assert time.monotonic() < deadline, "the worker did not stop"
-        time.sleep(0.01)
-
 
 @pytest.mark.skipif(platform.machine() != "x86_64", reason="reads x86-64 system call numbers from /proc")
 async def test_a_worker_killed_while_the_supervisor_awaits_its_health_check_answer_is_replaced_at_once() -> None:
@@ -166,7 +165,7 @@ async def test_a_worker_killed_while_the_supervisor_awaits_its_health_check_answ
         health = _health(base)
         assert health is not None
         victim = health["worker"]["pid"]
-        _stop(victim)  # its pong thread cannot answer: the supervisor's next ping to it stays open
+        stop_process(victim)  # its pong thread cannot answer: the supervisor's next ping to it stays open
         held_since, deadline = None, time.monotonic() + 60
         while held_since is None or time.monotonic() - held_since < 1.0:
             # a healthy worker answers in milliseconds and the rounds are 0.5 s apart: a wait that

@@ -16,13 +16,13 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 from uvicorn import Config
 from uvicorn.supervisors.multiprocess import SIGNALS, Process
 
 from mcp_server.server.supervisor import Supervisor
+from tests.mcp_harness import stop_process
 
 APP = "tests.server._pid_app:app"
 
@@ -58,15 +58,6 @@ def serving_pid(base: str, deadline: float) -> int:
         time.sleep(0.05)
 
 
-def stop(pid: int) -> None:
-    """SIGSTOP, then wait until every thread has stopped (its pong thread then cannot answer)."""
-    os.kill(pid, signal.SIGSTOP)
-    deadline = time.monotonic() + 30
-    tasks = Path(f"/proc/{pid}/task")
-    while not all((task / "stat").read_text().rsplit(")", 1)[1].split()[0] in "tT" for task in tasks.iterdir()):
-        assert time.monotonic() < deadline, "the worker did not stop"
-        time.sleep(0.01)
-
 
 def test_a_worker_killed_while_its_health_check_answer_is_awaited_is_replaced_at_once() -> None:
     with one_worker(healthcheck_timeout=600) as (supervisor, base):
@@ -75,7 +66,7 @@ def test_a_worker_killed_while_its_health_check_answer_is_awaited_is_replaced_at
         assert worker.pid is not None
         # a copy of the worker's end of its pipe: readable once the supervisor's ping has arrived
         probe = socket.socket(fileno=os.dup(worker.child_conn.fileno()))
-        stop(worker.pid)
+        stop_process(worker.pid)
         checking = threading.Thread(target=supervisor.keep_subprocess_alive, daemon=True)
         checking.start()
         readable, _, _ = select.select([probe], [], [], 30)
@@ -96,7 +87,7 @@ def test_a_live_worker_that_does_not_answer_is_replaced_after_the_health_check_t
         worker = supervisor.processes[0]
         assert serving_pid(base, time.monotonic() + 60) == worker.pid
         assert worker.pid is not None
-        stop(worker.pid)
+        stop_process(worker.pid)
         started = time.monotonic()
         supervisor.keep_subprocess_alive()
         waited = time.monotonic() - started

@@ -33,7 +33,6 @@ import contextlib
 import hashlib
 import logging
 import os
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -390,18 +389,15 @@ def _probes_readable(path: Path) -> bool:
 
 
 def _save_probes(path: Path, vectors: np.ndarray) -> None:
-    """Beside the graph, atomically (a temporary file, fsynced, then renamed): a process killed
-    while writing leaves no torn file that a later start would take for the graph's check."""
-    fd, partial = tempfile.mkstemp(prefix=".e5-probes-", suffix=".npy", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as out:
+    """Beside the graph, atomically: a process killed while writing leaves no torn file that a
+    later start would take for the graph's check."""
+    from mcp_server.encoders.onnx_encoder import write_atomically
+
+    def save(name: str) -> None:
+        with open(name, "wb") as out:  # a file object: np.save would add ".npy" to a name
             np.save(out, vectors, allow_pickle=False)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(partial, path)
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(partial)
+
+    write_atomically(path, save)
 
 
 def _cache_path(source: Path, cache_dir: Path | None, weights: str, ort_version: str) -> Path:
@@ -415,23 +411,18 @@ def _cache_path(source: Path, cache_dir: Path | None, weights: str, ort_version:
 
 
 def _write_graph(packed: _e5_graph.PackedE5, path: Path, weights: str) -> str | None:
-    """The graph into ``path`` atomically (a temporary file, then renamed); None, or why not."""
+    """The graph into ``path`` atomically (``onnx_encoder.write_atomically``); None, or why not."""
     import onnx
+
+    from mcp_server.encoders.onnx_encoder import write_atomically
 
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, partial = tempfile.mkstemp(prefix=".e5-", suffix=".onnx", dir=path.parent)
-        os.close(fd)
     except OSError as exc:
         return f"no writable folder ({exc})"
     try:
-        onnx.save(_e5_graph.build_graph(packed, weights=weights), partial)
-        with open(partial, "rb") as written:  # on disk before it is named: never a torn graph after a crash
-            os.fsync(written.fileno())
-        os.replace(partial, path)
+        graph = _e5_graph.build_graph(packed, weights=weights)
+        write_atomically(path, lambda name: onnx.save(graph, name))
         return None
     except (OSError, ValueError) as exc:
         return f"{type(exc).__name__}: {str(exc)[:200]}"
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(partial)

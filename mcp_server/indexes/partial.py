@@ -43,11 +43,12 @@ def partial_view(
     Built afresh per query from the vector-less base (repeated sentences come from the
     embedder's cache), so every query's dense ranking holds its own candidates only."""
     # candidates by what the question asks: the words naming the document would fill them with
-    # its cover page, certifications and exhibit index (retrieval/naming.py)
+    # its cover page, certifications and exhibit index (retrieval/naming.py), and their
+    # sentences by the question without an opening clause that only names the document
     chosen = partial_candidates(base, base.dense_query(query), candidates)
     select = None
     if per_chunk > 0:
-        select = best_sentences(query, per_chunk, languages=base.languages,
+        select = best_sentences(base.asked(query), per_chunk, languages=base.languages,
                                 ranks={pos: rank for rank, pos in enumerate(chosen)},
                                 max_chars=seconds * embedder.prior_chars_per_second)
     return base.extended(chosen, embedder, progress=progress, select=select)

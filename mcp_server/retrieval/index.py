@@ -168,14 +168,20 @@ class DocumentIndex:
         identity = self.identity.named(file_name_words(location)) if self.identity is not None else None
         return self if identity is self.identity else _with_identity(self, identity)
 
+    def asked(self, query: str) -> str:
+        """``query`` without opening clauses that only name this document (``naming.py``): what
+        every ranking here reads."""
+        return self.identity.asked(query) if self.identity is not None else query
+
     def dense_query(self, query: str) -> str:
         """``query`` without the words that name this document (``naming.py``)."""
-        return self.identity.dense_query(query) if self.identity is not None else query
+        return self.identity.dense_query(self.asked(query)) if self.identity is not None else query
 
     def query_vector(self, query: str, embed_query: Callable[[str], np.ndarray]) -> np.ndarray:
         """The dense side's vector of ``query`` here: when words of it name this document, the
         mean direction of the query and the query without them (the name counts half; dropping
         it altogether lost the questions whose name was also their subject, bench/financebench.py)."""
+        query = self.asked(query)
         focus = self.dense_query(query)
         vector = np.asarray(embed_query(query), dtype=np.float32)
         if focus == query:
@@ -185,7 +191,7 @@ class DocumentIndex:
 
     def bm25_top(self, query: str, n: int) -> list[int]:
         """Positions of the ``n`` best BM25 chunks for ``query`` (those matching a query term)."""
-        return self._lexical.top(query, n, self.identity)
+        return self._lexical.top(self.asked(query), n, self.identity)
 
     def __len__(self) -> int:
         return len(self.chunks)
@@ -198,6 +204,7 @@ class DocumentIndex:
         top_k, neighbors = clamp(top_k, 1, MAX_TOP_K), clamp(neighbors, 0, MAX_NEIGHBORS)
         if not self.chunks:
             return []
+        query = self.asked(query)
         n = min(len(self.chunks), candidate_count(top_k, CANDIDATES_PER_RESULT))
         candidates = self._fuse(query_vec, query, n, mode)
         ranked = sorted(candidates.values(), key=lambda c: (-c.rrf, c.pos))[:n]
@@ -220,6 +227,7 @@ class DocumentIndex:
         """The candidates of both rankings with their fused scores; only among ``allowed``
         positions when given."""
         candidates: dict[int, _Candidate] = {}
+        query = self.asked(query)
         vec = np.ascontiguousarray(np.asarray(query_vec, dtype=np.float32).reshape(1, -1))
         dense = self._vectors.ranking(vec, n, allowed)
         bm25, coverage = self._lexical.scores(query, self.identity)

@@ -20,6 +20,9 @@ product, a place) is not the document's name either.
 
 Ranking then treats the naming words so:
 
+- an opening clause that names the document ("In Boeing's 2022 Form 10-K:", "According to
+  PepsiCo's annual report,") says nothing of which passage: each ranking inside the document
+  reads the question that follows it, as if asked alone (``Identity.asked``);
 - lexical: their BM25 weight drops to what a word in half the document's chunks gets
   (``naming_factors``), so they still break ties but no longer decide;
 - dense: the query is embedded without them (``dense_query``), as the question it asks;
@@ -58,6 +61,10 @@ _EMPTY_BRACKETS = re.compile(r"\(\W*\)|\[\W*\]")
 _POSSESSIVE = re.compile(r"['\u2019]s\b|(?<=s)['\u2019](?!\w)")  # "Boeing's", "MGM Resorts'"
 
 
+# a query's words (character span, text), whether each names the document, the opening clauses' word count
+_Marks = tuple[list[tuple[tuple[int, int], str]], list[bool], int]
+
+
 class Identity:
     """The analysed tokens of a document's first page (its ``tokens``), and how a query's words meet them."""
 
@@ -71,6 +78,7 @@ class Identity:
         self.names = names  # the words of the file name it is searched under (``file_name_words``)
         # each code by its letters and digits alone: "10K" in a query is the first page's "10-K"
         self._squashed = {_squash(code): code for code in sorted(codes)}
+        self._last: tuple[str, _Marks] | None = None  # a search reads one query's marks several times
 
     def named(self, names: frozenset[str]) -> Identity:
         """This identity as the document is searched under a file name of these words."""
@@ -88,8 +96,33 @@ class Identity:
 
     def naming_words(self, query: str) -> list[tuple[int, int]]:
         """Character spans of the query's words that name the document (see the module docstring)."""
+        words, named, _ = self._marks(query)
+        return [span for (span, _), flag in zip(words, named, strict=True) if flag]
+
+    def asked(self, query: str) -> str:
+        """``query`` without its opening clauses when they only name the document ("In Boeing's
+        2022 Form 10-K:"): they say which document, nothing of which passage, so a passage is
+        ranked by the question that follows, as if it were asked alone. The query itself when no
+        opening clause names the document or the rest would ask nothing (two words at least)."""
+        words, _, opening = self._marks(query)
+        if not opening or opening >= len(words):
+            return query
+        rest = query[words[opening][0][0]:]
+        return rest if len(analyzer_for(self.language).tokens([rest])[0]) >= 2 else query
+
+    def _marks(self, query: str) -> _Marks:
+        """The query's words (spans, text), whether each names the document, and how many of its
+        first words are opening clauses that name it."""
+        last = self._last
+        if last is not None and last[0] == query:
+            return last[1]
+        marks = self._read_marks(query)
+        self._last = (query, marks)
+        return marks
+
+    def _read_marks(self, query: str) -> _Marks:
         if not self.tokens:
-            return []
+            return [], [], 0
         analyzer = analyzer_for(self.language)
         # words of the query with each possessive blanked out (same length, so spans stay)
         words = [(m.span(), m.group()) for m in _WORD.finditer(_POSSESSIVE.sub(lambda m: " " * len(m[0]), query))]
@@ -98,19 +131,21 @@ class Identity:
         named = [False] * len(words)
         owners: set[str] = set()
         for i, ((_, end), word) in enumerate(words):
-            if known[i] and _POSSESSIVE.match(query, end) and word[0].isupper():
-                # the owner: this word and the capitalised identity words just before it ("Best Buy's")
+            if known[i] and _POSSESSIVE.match(query, end) and _capitalised(word):
+                # the owner: this word and the capitalised identity words just before it ("Best Buy's", "3M's")
                 j = i
-                while j >= 0 and known[j] and words[j][1][0].isupper() and (
+                while j >= 0 and known[j] and _capitalised(words[j][1]) and (
                         j == i or _adjacent(query, words[j], words[j + 1])):
                     named[j] = True
                     owners.update(tokens[j])
                     j -= 1
+        opening = 0
         for lo, hi in _clauses(query, words)[:-1]:  # an opening clause, never the question's last one
             content = [i for i in range(lo, hi) if tokens[i]]
             if any(named[i] for i in content) and 2 * sum(known[i] for i in content) >= len(content):
                 for i in range(lo, hi):  # a clause that names the document ("In Boeing's 2022 Form 10-K:")
                     named[i] = True
+                opening = hi if opening == lo else opening
         for i, (_, word) in enumerate(words):
             if (known[i] and (_CODE.fullmatch(word) or (word[0].isupper() and (
                     set(tokens[i]) <= owners or _squash(word) in self.names)))) or self._code(word) is not None:
@@ -119,7 +154,7 @@ class Identity:
                 named[i] = True
         for lo, hi in self._written_together(query, words, known):
             named[lo:hi] = [True] * (hi - lo)
-        return [span for (span, _), flag in zip(words, named, strict=True) if flag]
+        return words, named, opening
 
     def _written_together(
         self, query: str, words: list[tuple[tuple[int, int], str]], known: list[bool],
@@ -173,6 +208,11 @@ def file_name_words(location: str) -> frozenset[str]:
 def _squash(code: str) -> str:
     """A code's letters and digits, lower-cased: "10-K", "10K" and "10-k" are one code."""
     return "".join(ch for ch in code.lower() if ch.isalnum())
+
+
+def _capitalised(word: str) -> bool:
+    """Whether the word's first letter is a capital ("Boeing", "3M"; not "2022" nor "revenue")."""
+    return next((ch.isupper() for ch in word if ch.isalpha()), False)
 
 
 def _adjacent(query: str, a: tuple[tuple[int, int], str], b: tuple[tuple[int, int], str]) -> bool:

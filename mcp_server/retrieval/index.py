@@ -178,9 +178,10 @@ class DocumentIndex:
         return self.identity.dense_query(self.asked(query)) if self.identity is not None else query
 
     def query_vector(self, query: str, embed_query: Callable[[str], np.ndarray]) -> np.ndarray:
-        """The dense side's vector of ``query`` here: when words of it name this document, the
-        mean direction of the query and the query without them (the name counts half; dropping
-        it altogether lost the questions whose name was also their subject, bench/financebench.py)."""
+        """The dense side's vector of ``query`` here (without an opening clause naming this
+        document, ``asked``): when words of it name this document, the mean direction of the query
+        and the query without them (the name counts half; dropping it altogether lost the
+        questions whose name was also their subject, bench/financebench.py)."""
         query = self.asked(query)
         focus = self.dense_query(query)
         vector = np.asarray(embed_query(query), dtype=np.float32)

@@ -61,8 +61,8 @@ _EMPTY_BRACKETS = re.compile(r"\(\W*\)|\[\W*\]")
 _POSSESSIVE = re.compile(r"['\u2019]s\b|(?<=s)['\u2019](?!\w)")  # "Boeing's", "MGM Resorts'"
 
 
-# a query's words (character span, text), whether each names the document, the opening clauses' word count
-_Marks = tuple[list[tuple[tuple[int, int], str]], list[bool], int]
+# a query's words (character span, text), whether each names the document, the clauses naming it
+_Marks = tuple[list[tuple[tuple[int, int], str]], list[bool], list[tuple[int, int]]]
 
 
 class Identity:
@@ -100,19 +100,28 @@ class Identity:
         return [span for (span, _), flag in zip(words, named, strict=True) if flag]
 
     def asked(self, query: str) -> str:
-        """``query`` without its opening clauses when they only name the document ("In Boeing's
-        2022 Form 10-K:"): they say which document, nothing of which passage, so a passage is
-        ranked by the question that follows, as if it were asked alone. The query itself when no
-        opening clause names the document or the rest would ask nothing (two words at least)."""
-        words, _, opening = self._marks(query)
-        if not opening or opening >= len(words):
+        """``query`` without its clauses that only name the document ("In Boeing's 2022 Form
+        10-K:", ", according to PepsiCo's 2022 annual report?"): they say which document, nothing
+        of which passage, so a passage is ranked by the rest of the question, as if it were asked
+        alone. The query itself when no clause names the document or the rest would ask nothing
+        (two words at least)."""
+        words, _, clauses = self._marks(query)
+        if not clauses:
             return query
-        rest = query[words[opening][0][0]:]
+        parts, last = [], 0
+        for lo, hi in clauses:
+            parts.append(query[last:words[lo][0][0]])
+            last = words[hi][0][0] if hi < len(words) else len(query)
+        parts.append(query[last:])
+        rest = re.sub(r"\s+", " ", _EMPTY_BRACKETS.sub(" ", "".join(parts))).strip()
+        rest = re.sub(r"[\s,;:(\[]+$", "", rest)  # what led into a last clause that went
+        if query.rstrip().endswith("?") and not rest.endswith(("?", ".", "!")):
+            rest += "?"
         return rest if len(analyzer_for(self.language).tokens([rest])[0]) >= 2 else query
 
     def _marks(self, query: str) -> _Marks:
-        """The query's words (spans, text), whether each names the document, and how many of its
-        first words are opening clauses that name it."""
+        """The query's words (spans, text), whether each names the document, and the clauses
+        (word index ranges) that name it."""
         last = self._last
         if last is not None and last[0] == query:
             return last[1]
@@ -122,7 +131,7 @@ class Identity:
 
     def _read_marks(self, query: str) -> _Marks:
         if not self.tokens:
-            return [], [], 0
+            return [], [], []
         analyzer = analyzer_for(self.language)
         # words of the query with each possessive blanked out (same length, so spans stay)
         words = [(m.span(), m.group()) for m in _WORD.finditer(_POSSESSIVE.sub(lambda m: " " * len(m[0]), query))]
@@ -130,22 +139,39 @@ class Identity:
         known = [bool(t) and all(x in self.tokens for x in t) for t in tokens]
         named = [False] * len(words)
         owners: set[str] = set()
+        possessive: list[int] = []  # the word before each owner's "'s"
         for i, ((_, end), word) in enumerate(words):
             if known[i] and _POSSESSIVE.match(query, end) and _capitalised(word):
                 # the owner: this word and the capitalised identity words just before it ("Best Buy's", "3M's")
+                possessive.append(i)
                 j = i
                 while j >= 0 and known[j] and _capitalised(words[j][1]) and (
                         j == i or _adjacent(query, words[j], words[j + 1])):
                     named[j] = True
                     owners.update(tokens[j])
                     j -= 1
-        opening = 0
-        for lo, hi in _clauses(query, words)[:-1]:  # an opening clause, never the question's last one
+        clauses = _clauses(query, words)
+        unknown = [sum(1 for i in range(lo, hi) if tokens[i] and not known[i] and not _CODE.fullmatch(words[i][1]))
+                   for lo, hi in clauses]
+        naming: list[tuple[int, int]] = []
+        for c, (lo, hi) in enumerate(clauses):
             content = [i for i in range(lo, hi) if tokens[i]]
-            if any(named[i] for i in content) and 2 * sum(known[i] for i in content) >= len(content):
-                for i in range(lo, hi):  # a clause that names the document ("In Boeing's 2022 Form 10-K:")
-                    named[i] = True
-                opening = hi if opening == lo else opening
+            owned = [i for i in possessive if lo <= i < hi]
+            if not (owned and 2 * sum(known[i] for i in content) >= len(content)):
+                continue
+            last = c == len(clauses) - 1
+            if not last:  # an opening clause (never the question's last one): "In Boeing's 2022 Form 10-K:"
+                named[lo:hi] = [True] * (hi - lo)
+            # what only names the document: a heading before a colon, or, beside a question asking
+            # something else, a clause whose owner's noun is the first page's and that holds at most
+            # one other word ("..., according to PepsiCo's 2022 annual report?"), never one whose
+            # owner's noun is the subject ("What was Boeing's revenue in 2022, and ...?")
+            heading = not last and ":" in query[words[hi - 1][0][1]:words[hi][0][0]]
+            aside = len(clauses) > 1 and unknown[c] <= 1 and sum(unknown) - unknown[c] >= 2 and all(
+                self._names_a_document(words, tokens, known, i, hi) for i in owned)
+            if heading or aside:
+                named[lo:hi] = [True] * (hi - lo)
+                naming.append((lo, hi))
         for i, (_, word) in enumerate(words):
             if (known[i] and (_CODE.fullmatch(word) or (word[0].isupper() and (
                     set(tokens[i]) <= owners or _squash(word) in self.names)))) or self._code(word) is not None:
@@ -154,7 +180,26 @@ class Identity:
                 named[i] = True
         for lo, hi in self._written_together(query, words, known):
             named[lo:hi] = [True] * (hi - lo)
-        return words, named, opening
+        return words, named, naming
+
+    def _names_a_document(
+        self, words: list[tuple[tuple[int, int], str]], tokens: list[list[str]], known: list[bool], owner: int,
+        end: int,
+    ) -> bool:
+        """Whether what the owner's possessive names is the document: the last word of what follows
+        it up to a stopword (or the clause's ``end``) is on the first page or a code ("Boeing's 2022
+        Form 10-K", "PepsiCo's annual report", "Amazon's most recent 10-Q"), not the question's
+        subject ("Boeing's revenue in 2022", "Boeing's 2022 annual revenue")."""
+        head = None
+        for i in range(owner + 1, end):
+            if not tokens[i]:
+                if head is not None:
+                    break
+                continue
+            head = i
+        if head is None:
+            return True
+        return known[head] or self._code(words[head][1]) is not None
 
     def _written_together(
         self, query: str, words: list[tuple[tuple[int, int], str]], known: list[bool],

@@ -44,7 +44,7 @@ def partial_view(
     embedder's cache), so every query's dense ranking holds its own candidates only."""
     # candidates by what the question asks: the words naming the document would fill them with
     # its cover page, certifications and exhibit index (retrieval/naming.py), and their
-    # sentences by the question without an opening clause that only names the document
+    # sentences by the question without a clause that only names the document
     chosen = partial_candidates(base, base.dense_query(query), candidates)
     select = None
     if per_chunk > 0:

@@ -169,8 +169,7 @@ class DocumentIndex:
         return self if identity is self.identity else _with_identity(self, identity)
 
     def asked(self, query: str) -> str:
-        """``query`` without opening clauses that only name this document (``naming.py``): what
-        every ranking here reads."""
+        """``query`` without the clauses that only name this document: what every ranking reads."""
         return self.identity.asked(query) if self.identity is not None else query
 
     def dense_query(self, query: str) -> str:
@@ -178,17 +177,10 @@ class DocumentIndex:
         return self.identity.dense_query(self.asked(query)) if self.identity is not None else query
 
     def query_vector(self, query: str, embed_query: Callable[[str], np.ndarray]) -> np.ndarray:
-        """The dense side's vector of ``query`` here (without an opening clause naming this
-        document, ``asked``): when words of it name this document, the mean direction of the query
-        and the query without them (the name counts half; dropping it altogether lost the
-        questions whose name was also their subject, bench/financebench.py)."""
-        query = self.asked(query)
-        focus = self.dense_query(query)
-        vector = np.asarray(embed_query(query), dtype=np.float32)
-        if focus == query:
-            return vector
-        mean = vector + np.asarray(embed_query(focus), dtype=np.float32)
-        return mean / max(float(np.linalg.norm(mean)), 1e-12)
+        """The dense side's vector of ``query`` here (``naming.Identity.query_vector``)."""
+        if self.identity is None:
+            return np.asarray(embed_query(query), dtype=np.float32)
+        return self.identity.query_vector(query, embed_query)
 
     def bm25_top(self, query: str, n: int) -> list[int]:
         """Positions of the ``n`` best BM25 chunks for ``query`` (those matching a query term)."""

@@ -20,9 +20,11 @@ product, a place) is not the document's name either.
 
 Ranking then treats the naming words so:
 
-- an opening clause that names the document ("In Boeing's 2022 Form 10-K:", "According to
-  PepsiCo's annual report,") says nothing of which passage: each ranking inside the document
-  reads the question that follows it, as if asked alone (``Identity.asked``);
+- a clause that only names the document says nothing of which passage: a heading before a colon
+  ("In Boeing's 2022 Form 10-K:"), or, beside a question asking something else, a clause whose
+  owner's noun is the first page's ("According to PepsiCo's annual report, ...", "..., according
+  to Boeing's 2022 Form 10-K?"); each ranking inside the document reads the rest, as if asked
+  alone (``Identity.asked``). "What was Boeing's revenue in 2022, and ...?" keeps its clause;
 - lexical: their BM25 weight drops to what a word in half the document's chunks gets
   (``naming_factors``), so they still break ties but no longer decide;
 - dense: the query is embedded without them (``dense_query``), as the question it asks;
@@ -36,7 +38,7 @@ from __future__ import annotations
 
 import re
 import urllib.parse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -118,6 +120,19 @@ class Identity:
         if query.rstrip().endswith("?") and not rest.endswith(("?", ".", "!")):
             rest += "?"
         return rest if len(analyzer_for(self.language).tokens([rest])[0]) >= 2 else query
+
+    def query_vector(self, query: str, embed_query: Callable[[str], np.ndarray]) -> np.ndarray:
+        """The dense side's vector of ``query`` (without a clause that only names the document,
+        ``asked``): when words of it name the document, the mean direction of the query and the
+        query without them (the name counts half; dropping it altogether lost the questions whose
+        name was also their subject, bench/financebench.py)."""
+        query = self.asked(query)
+        focus = self.dense_query(query)
+        vector = np.asarray(embed_query(query), dtype=np.float32)
+        if focus == query:
+            return vector
+        mean = vector + np.asarray(embed_query(focus), dtype=np.float32)
+        return mean / max(float(np.linalg.norm(mean)), 1e-12)
 
     def _marks(self, query: str) -> _Marks:
         """The query's words (spans, text), whether each names the document, and the clauses

@@ -21,10 +21,11 @@ product, a place) is not the document's name either.
 Ranking then treats the naming words so:
 
 - a clause that only names the document says nothing of which passage: a heading before a colon
-  ("In Boeing's 2022 Form 10-K:"), or, beside a question asking something else, a clause whose
-  owner's noun is the first page's ("According to PepsiCo's annual report, ...", "..., according
-  to Boeing's 2022 Form 10-K?"); each ranking inside the document reads the rest, as if asked
-  alone (``Identity.asked``). "What was Boeing's revenue in 2022, and ...?" keeps its clause;
+  ("In Boeing's 2022 Form 10-K:"), or, beside a question asking something else, a clause with a
+  year or code whose owner's noun is the first page's ("According to PepsiCo's 2022 annual
+  report, ...", "..., according to Boeing's 2022 Form 10-K?"); each ranking inside the document
+  reads the rest, as if asked alone (``Identity.asked``). "What was Boeing's revenue in 2022, and
+  ...?" keeps its clause;
 - lexical: their BM25 weight drops to what a word in half the document's chunks gets
   (``naming_factors``), so they still break ties but no longer decide;
 - dense: the query is embedded without them (``dense_query``), as the question it asks;
@@ -178,12 +179,14 @@ class Identity:
             if not last:  # an opening clause (never the question's last one): "In Boeing's 2022 Form 10-K:"
                 named[lo:hi] = [True] * (hi - lo)
             # what only names the document: a heading before a colon, or, beside a question asking
-            # something else, a clause whose owner's noun is the first page's and that holds at most
-            # one other word ("..., according to PepsiCo's 2022 annual report?"), never one whose
-            # owner's noun is the subject ("What was Boeing's revenue in 2022, and ...?")
+            # something else, a clause with a year or code whose owner's noun is the first page's
+            # and that holds at most one other word ("..., according to PepsiCo's 2022 annual
+            # report?"); never one whose owner's noun is the subject ("What was Boeing's revenue in
+            # 2022, and ...?"), nor one without a year or code ("..., and how did it affect
+            # Boeing's stock price?": a cover page writes "stock" and "price" too)
             heading = not last and ":" in query[words[hi - 1][0][1]:words[hi][0][0]]
             aside = len(clauses) > 1 and unknown[c] <= 1 and sum(unknown) - unknown[c] >= 2 and all(
-                self._names_a_document(words, tokens, known, i, hi) for i in owned)
+                self._names_a_document(words, tokens, known, i, hi) for i in owned) and _dated(words, lo, hi)
             if heading or aside:
                 named[lo:hi] = [True] * (hi - lo)
                 naming.append((lo, hi))
@@ -268,6 +271,11 @@ def file_name_words(location: str) -> frozenset[str]:
 def _squash(code: str) -> str:
     """A code's letters and digits, lower-cased: "10-K", "10K" and "10-k" are one code."""
     return "".join(ch for ch in code.lower() if ch.isalnum())
+
+
+def _dated(words: list[tuple[tuple[int, int], str]], lo: int, hi: int) -> bool:
+    """Whether words ``lo:hi`` hold a year or a code of letters and digits ("2022", "10-K", "Q4")."""
+    return any(_CODE.fullmatch(w) for _, w in words[lo:hi])
 
 
 def _capitalised(word: str) -> bool:

@@ -117,7 +117,7 @@ class Identity:
             last = words[hi][0][0] if hi < len(words) else len(query)
         parts.append(query[last:])
         rest = re.sub(r"\s+", " ", _EMPTY_BRACKETS.sub(" ", "".join(parts))).strip()
-        rest = re.sub(r"[\s,;:(\[]+$", "", rest)  # what led into a last clause that went
+        rest = re.sub(r"[\s,;:(\[]+$", "", rest)  # the comma or bracket before a last clause left out
         if query.rstrip().endswith("?") and not rest.endswith(("?", ".", "!")):
             rest += "?"
         return rest if len(analyzer_for(self.language).tokens([rest])[0]) >= 2 else query

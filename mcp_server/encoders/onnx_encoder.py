@@ -22,6 +22,7 @@ says why.
 from __future__ import annotations
 
 import contextlib
+import glob
 import hashlib
 import json
 import logging
@@ -362,7 +363,8 @@ def prune_cache(path: Path, *, keep: int = KEEP_GRAPHS) -> None:
                     and entry.stat().st_mtime < stale:
                 entry.unlink()
     for _, graph in sorted(graphs, reverse=True)[max(0, keep - 1):]:
-        for companion in (graph, _sidecar_path(graph), graph.with_suffix(".probes.npy")):
+        # the graph and every file named after it (its sidecar, the multilingual graph's probes)
+        for companion in [graph, *graph.parent.glob(glob.escape(graph.stem) + ".*")]:
             with contextlib.suppress(OSError):
                 companion.unlink()
 

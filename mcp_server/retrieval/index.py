@@ -217,10 +217,9 @@ class DocumentIndex:
     def _fuse(
         self, query_vec: np.ndarray, query: str, n: int, mode: SearchMode, allowed: np.ndarray | None = None,
     ) -> dict[int, _Candidate]:
-        """The candidates of both rankings with their fused scores; only among ``allowed``
-        positions when given."""
+        """The candidates of both rankings with their fused scores for ``query`` as ``asked``;
+        only among ``allowed`` positions when given."""
         candidates: dict[int, _Candidate] = {}
-        query = self.asked(query)
         vec = np.ascontiguousarray(np.asarray(query_vec, dtype=np.float32).reshape(1, -1))
         dense = self._vectors.ranking(vec, n, allowed)
         bm25, coverage = self._lexical.scores(query, self.identity)
@@ -285,7 +284,7 @@ class DocumentIndex:
         in this document's own ranking order (the fusion ``search`` ranks by), only among
         ``allowed`` positions when given (exact cosines for those, no FAISS cut-off). A chunk
         without vectors (a partial index) scores -inf."""
-        fused = self._fuse(query_vec, query, n, "hybrid", allowed)
+        fused = self._fuse(query_vec, self.asked(query), n, "hybrid", allowed)
         ranked = sorted(fused.values(), key=lambda c: (-c.rrf, c.pos))
         return [(c.pos, float("-inf") if c.dense is None else c.dense) for c in ranked]
 

@@ -120,7 +120,11 @@ class Identity:
         rest = re.sub(r"[\s,;:(\[]+$", "", rest)  # the comma or bracket before a last clause left out
         if query.rstrip().endswith("?") and not rest.endswith(("?", ".", "!")):
             rest += "?"
-        return rest if len(analyzer_for(self.language).tokens([rest])[0]) >= 2 else query
+        return rest if self._asks_something(rest) else query
+
+    def _asks_something(self, text: str) -> bool:
+        """Whether what is left of a query still asks something: two words at least, stopwords aside."""
+        return len(analyzer_for(self.language).tokens([text])[0]) >= 2
 
     def query_vector(self, query: str, embed_query: Callable[[str], np.ndarray]) -> np.ndarray:
         """The dense side's vector of ``query`` (without a clause that only names the document,
@@ -255,8 +259,7 @@ class Identity:
         parts.append(query[last:])
         # brackets the naming words filled ("annual report (10-K):") go with them
         rest = re.sub(r"\s+", " ", _EMPTY_BRACKETS.sub(" ", "".join(parts))).strip(" ,:;-")
-        # what remains must still ask something: more than a couple of stopwords
-        return rest if len(analyzer_for(self.language).tokens([rest])[0]) >= 2 else query
+        return rest if self._asks_something(rest) else query
 
 
 def file_name_words(location: str) -> frozenset[str]:

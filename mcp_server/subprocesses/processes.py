@@ -80,18 +80,23 @@ def ended_with_supervisor(every: float = SUPERVISOR_CHECK_SECONDS) -> Iterator[N
     notice (each keeps both ends of its health-check pipe): they kept the port, answered /health and
     failed every call that needed the parser pool the supervisor ran, and a server started again on
     that port could not bind it. A check of the parent's pid every ``every`` seconds, in a thread,
-    while the block runs; in a process of its own (one worker, stdio, tests) nothing is watched."""
-    if multiprocessing.parent_process() is None:
+    while the block runs; in a process of its own (one worker, stdio, tests) nothing is watched.
+    The supervisor is the process that started this one, not the parent at the time the block
+    starts: a worker still starting when the supervisor was killed has been reparented already."""
+    parent = multiprocessing.parent_process()
+    if parent is None:
         yield
         return
-    supervisor = os.getppid()
+    supervisor = parent.pid
     done = threading.Event()
 
     def watch() -> None:
-        while not done.wait(every):
+        while True:
             if os.getppid() != supervisor:  # reparented: the supervisor has exited
                 log.error("server.supervisor_gone", extra={"supervisor_pid": supervisor, "action": "shutting down"})
                 os.kill(os.getpid(), signal.SIGTERM)
+                return
+            if done.wait(every):
                 return
 
     threading.Thread(target=watch, name="supervisor-watch", daemon=True).start()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 from pathlib import Path
@@ -50,3 +51,31 @@ def test_our_scripts_run_on_this_interpreter_in_isolated_mode(tmp_path: Path) ->
     done = processes.run(processes.python_argv(script, "a", "b"), timeout=60, env=ENV)
 
     assert done.stdout == "1 ['a', 'b']\n"
+
+
+def test_a_worker_whose_supervisor_was_killed_before_it_started_watching_still_shuts_down() -> None:
+    """A worker that entered ``ended_with_supervisor`` only after its supervisor's SIGKILL had been
+    reparented already: it took its new parent for the supervisor and served on for good."""
+    import subprocess
+    import sys
+
+    import psutil
+
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    supervisor = subprocess.Popen([sys.executable, str(Path(__file__).with_name("_late_worker.py")), "3"],
+                                  stdout=subprocess.PIPE, env=env, cwd=root)
+    try:
+        assert supervisor.stdout is not None
+        worker = psutil.Process(int(supervisor.stdout.readline()))
+        os.kill(supervisor.pid, signal.SIGKILL)  # before the worker watches
+        supervisor.wait()
+        worker.wait(timeout=30)  # bounded wait for its exit (psutil.TimeoutExpired), not a pause
+        assert not worker.is_running()
+    finally:
+        supervisor.kill()
+        supervisor.wait()
+        if supervisor.stdout is not None:
+            supervisor.stdout.close()
+        with contextlib.suppress(psutil.NoSuchProcess, UnboundLocalError):
+            worker.kill()

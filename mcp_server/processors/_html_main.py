@@ -28,6 +28,7 @@ from lxml import etree
 
 from mcp_server.core.errors import ProcessingError
 from mcp_server.processors._html_images import image_places, put_images_back
+from mcp_server.processors._html_teasers import drop_site_teasers
 
 __all__ = [
     "JS_SHELL_HINT", "MAX_DEPTH", "MIN_MAIN_SHARE", "MIN_MAIN_WORDS", "WHOLE_PAGE_SHARE", "MainContent", "PageFacts",
@@ -192,8 +193,9 @@ def _content_language(tree: Any) -> str:
     return ""
 
 
-def extract_main(tree: Any) -> MainContent | None:
-    """The main content of a parsed page (the tree is changed), or ``None`` when none was found."""
+def extract_main(tree: Any, page_url: str = "") -> MainContent | None:
+    """The main content of a parsed page (the tree is changed), or ``None`` when none was found;
+    ``page_url`` (its canonical address) tells the site's own links from others."""
     from trafilatura import extract
 
     places = image_places(tree)  # before the extractor changes the tree
@@ -214,7 +216,9 @@ def extract_main(tree: Any) -> MainContent | None:
     body = page.body
     blocks = list(body)
     dump = len(blocks) == 1 and blocks[0].tag == "p" and (blocks[0].text_content() or "").count("\n") >= _DUMP_LINES
-    words = len(_WORD.findall(body.text_content()))  # the article's own words, before any alt text
-    if places and put_images_back(body, places):
+    # What the extractor found, before any cut or alt text: it decides main content or whole page.
+    words = len(_WORD.findall(body.text_content()))
+    teasers = drop_site_teasers(body, page_url, min_words_left=MIN_MAIN_WORDS)
+    if places and put_images_back(body, places) or teasers:
         html = lxml.html.tostring(page, encoding="unicode")
     return MainContent(html=html, words=words, dump=dump)

@@ -123,7 +123,7 @@ class HtmlProcessor:
         if options.html_view == "full" or facts.javascript_shell:
             return _whole_page(text, encoding, page, {"extraction": "full"})
         links = _tree_links(tree)  # before the extractor changes the tree
-        main = None if cut_short else extract_main(tree)
+        main = None if cut_short else extract_main(tree, page.get("canonical_url", ""))
         reason = _not_an_article(facts, main)
         if reason or main is None:
             return _whole_page(text, encoding, page, {"extraction": "full", "extraction_reason": reason})

@@ -232,3 +232,71 @@ def test_alt_text_that_is_a_file_name_a_caption_or_a_repeat_is_left_out() -> Non
     for content in (main.content, _page(page, "full").content):
         assert "DSC_0042" not in content and caption not in content
         assert content.count("[Image: A map of the river]") == 1
+
+
+def test_an_image_that_links_to_another_page_is_left_out_and_one_linking_to_its_picture_kept() -> None:
+    page = _article_with_images(
+        "<p><a href='/writers/jane-doe/'><img src='j.jpg' alt='Jane Doe head shot'></a></p>",
+        "<p><a href='https://social.example/share?u=x'><img src='s.png' alt='Icon share this'></a>"
+        "<a href='/newsletter'><img src='n.png' alt='Subscribe to our newsletter'></a></p>",
+        "<p><a href='/images/span-large.jpg'><img src='span.jpg' alt='The eastern span from below'></a></p>",
+        "<p><a href='#gallery'><img src='g.jpg' alt='Bolts in a row on the deck'></a></p>")
+    main = _page(page)
+    assert main.metadata["extraction"] == "main"
+    for link_label in ("Jane Doe head shot", "Icon share this", "Subscribe to our newsletter"):
+        assert link_label not in main.content, link_label
+    assert "[Image: The eastern span from below]" in main.content  # links to its own full-size file
+    assert "[Image: Bolts in a row on the deck]" in main.content  # an anchor on the page (a gallery)
+    assert "[Image: Jane Doe head shot]" in _page(page, "full").content  # the whole page keeps every label
+
+
+def _article_with_teasers(canonical: str, *inserts: str) -> str:
+    paragraph = ("The harbour authority voted on Tuesday to dredge the northern channel before the spring, "
+                 "after two cargo ships ran aground in the silt within a month. ")
+    with_link = ("<p>The vote followed <a href='/news/earlier-report'>our earlier report</a> on the silt and a "
+                 f"study by the university's coastal group. {paragraph}</p>")
+    head = f"<link rel='canonical' href='{canonical}'>" if canonical else ""
+    menu = "<div class='menu'>" + "".join(f"<a href='/section{n}'>Section {n} of the paper</a> " for n in range(6))
+    return (f"<html><head><title>Harbour</title>{head}</head><body>{menu}</div><article><h1>Harbour to be dredged</h1>"
+            f"<p>First part. {paragraph * 3}</p>{inserts[0]}{with_link}<p>Second part. {paragraph * 3}</p>"
+            + "".join(inserts[1:]) + f"<p>Third part. {paragraph * 3}</p></article>"
+            "<div class='footer'>Copyright Port News Ltd. All rights reserved.</div></body></html>")
+
+
+def test_blocks_that_only_link_to_the_sites_other_pages_are_cut_from_the_article() -> None:
+    page = _article_with_teasers(
+        "https://www.port-news.example/harbour",
+        "<p><strong>READ MORE:</strong> <a href='/news/123/ships-aground'>Two ships run aground in the "
+        "northern channel</a></p>",
+        "<h3>Don't miss</h3><ul><li><a href='https://port-news.example/a'>Ferry timetable changes for the "
+        "winter season</a></li><li><a href='https://m.port-news.example/b'>New crane arrives at the container "
+        "terminal</a> [VIDEO]</li></ul>",
+        "<p><a href='#comments'>Comments</a></p>")
+    main, full = _page(page), _page(page, "full")
+    assert main.metadata["extraction"] == "main"
+    for teaser in ("READ MORE", "Two ships run aground", "Ferry timetable", "New crane arrives", "Comments"):
+        assert teaser not in main.content and teaser in full.content, teaser
+    assert "The vote followed our earlier report on the silt" in main.content  # links inside a sentence
+    assert "Third part." in main.content and "Don't miss" in main.content  # a heading that links nowhere stays
+
+
+def test_blocks_that_link_to_other_sites_or_to_an_unknown_site_stay_in_the_article() -> None:
+    sources = ("<p><a href='https://www.maritime-agency.example/report.pdf'>The agency's full report on "
+               "channel depth</a></p>")
+    absolute = "<p><a href='https://port-news.example/a'>Ferry timetable changes for the winter season</a></p>"
+    main = _page(_article_with_teasers("https://port-news.example/harbour", sources))
+    assert main.metadata["extraction"] == "main"
+    assert "The agency's full report on channel depth" in main.content
+    # without a canonical address, an absolute link is not known to be the site's own
+    unknown = _page(_article_with_teasers("", absolute))
+    assert unknown.metadata["extraction"] == "main" and "Ferry timetable changes" in unknown.content
+
+
+def test_a_page_that_is_only_links_to_its_site_keeps_them() -> None:
+    items = "".join(f"<p><a href='/guides/{n}'>Guide number {n} to the harbour and its ferries</a></p>"
+                    for n in range(12))
+    menu = "<div class='menu'>" + "".join(f"<a href='/section{n}'>Section {n}</a> " for n in range(6)) + "</div>"
+    doc = _page(f"<html><body>{menu}<article><h1>Harbour guides</h1>{items}</article>"
+                "<div class='footer'>Copyright Port News Ltd. All rights reserved.</div></body></html>")
+    assert doc.metadata["extraction"] == "main"
+    assert doc.content.count("Guide number") >= 10  # not cut down to the heading

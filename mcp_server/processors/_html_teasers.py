@@ -1,11 +1,12 @@
 """Teasers the extractor kept in a web page's main content: blocks that are links to the site's other pages.
 
-A paragraph, list item or heading whose text is nearly all link text, every link pointing to the same
-site (a relative link, an anchor on the page, or the page's own host), is the site talking about
-itself: "Related: ...", "READ MORE: ...", "DON'T MISS" lists, a tag, the next article's headline, the
-headline linking to its own page. The article's own links are either inside a sentence (a small
-share of its text) or go elsewhere (its sources, a shop, a paper): those stay. On the dev pages
-(bench/README.md) the rule cut 16 teaser blocks and 5 short article lines ("Get more ideas here").
+A paragraph, list item or heading whose text is nearly all link text (or that sits inside a link), every
+link pointing to the same site (a relative link, an anchor on the page, or the page's own host), is the
+site talking about itself: "Related: ...", "READ MORE: ...", "DON'T MISS" lists, a tag, the next
+articles' headlines, the headline linking to its own page. The article's own links are either inside
+a sentence (a small share of its text) or go elsewhere (its sources, a shop, a paper): those stay. On
+the dev pages (bench/README.md) the rule cut 19 teaser blocks and 6 short lines of the articles
+("Pro tip: Get more meal ideas here", "European Space Agency").
 
 The page's host comes from its canonical URL (the server is not told where the page came from, and
 a page read from a file has no address); without one only relative links count as the site's own.
@@ -32,8 +33,10 @@ def drop_site_teasers(body: Any, page_url: str, *, min_words_left: int) -> int:
     site, unless fewer than ``min_words_left`` words would be left (then the page is a list of links,
     not an article with teasers: kept as the extractor found it); returns how many were removed."""
     host = _host(page_url)
-    teasers = [block for block in body.iter(*_BLOCKS)
-               if not any(True for _ in block.iterdescendants(*_BLOCKS)) and _teaser(block, host)]
+    teasers: list[Any] = []
+    for block in body.iter(*_BLOCKS):  # document order: a block before the blocks inside it
+        if not any(ancestor in teasers for ancestor in block.iterancestors(*_BLOCKS)) and _teaser(block, host):
+            teasers.append(block)  # a few per page: the list is short
     cut = sum(len(_WORD.findall(block.text_content())) for block in teasers)
     if not teasers or len(_WORD.findall(body.text_content())) - cut < min_words_left:
         return 0
@@ -46,11 +49,12 @@ def drop_site_teasers(body: Any, page_url: str, *, min_words_left: int) -> int:
 
 
 def _teaser(block: Any, host: str) -> bool:
-    links = list(block.iter("a"))
+    text = _chars(block.text_content())
+    around = next(block.iterancestors("a"), None)  # a heading inside a link: all of it is link text
+    links = [around] if around is not None else list(block.iter("a"))
     if not links:
         return False
-    text = _chars(block.text_content())
-    linked = sum(_chars(link.text_content()) for link in links)
+    linked = text if around is not None else sum(_chars(link.text_content()) for link in links)
     return text > 0 and linked >= _LINK_SHARE * text and all(_same_site(link.get("href"), host) for link in links)
 
 

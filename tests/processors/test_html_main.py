@@ -271,10 +271,12 @@ def test_blocks_that_only_link_to_the_sites_other_pages_are_cut_from_the_article
         "<h3>Don't miss</h3><ul><li><a href='https://port-news.example/a'>Ferry timetable changes for the "
         "winter season</a></li><li><a href='https://m.port-news.example/b'>New crane arrives at the container "
         "terminal</a> [VIDEO]</li></ul>",
-        "<p><a href='#comments'>Comments</a></p>")
+        "<p><a href='#comments'>Comments</a></p>",
+        "<article><a href='/news/9/lighthouse'><h3>The harbour's new lighthouse opens to visitors</h3></a></article>")
     main, full = _page(page), _page(page, "full")
     assert main.metadata["extraction"] == "main"
-    for teaser in ("READ MORE", "Two ships run aground", "Ferry timetable", "New crane arrives", "Comments"):
+    for teaser in ("READ MORE", "Two ships run aground", "Ferry timetable", "New crane arrives", "Comments",
+                   "new lighthouse"):
         assert teaser not in main.content and teaser in full.content, teaser
     assert "The vote followed our earlier report on the silt" in main.content  # links inside a sentence
     assert "Third part." in main.content and "Don't miss" in main.content  # a heading that links nowhere stays

@@ -16,7 +16,7 @@ are the stable figures).
 ``--mcp`` reads the pages through ``process_document`` over MCP from a real server (pages served
 on 127.0.0.1) instead of in process. ``--show`` prints every page's figures.
 
-Goals (dev pages): F1 >= 0.96, precision >= 0.94, recall >= 0.97, median text returned <= 1.1x
+Goals (dev pages): F1 >= 0.96, precision >= 0.95, recall >= 0.97, median text returned <= 1.1x
 the article, median extraction time <= 50 ms per page.
 """
 

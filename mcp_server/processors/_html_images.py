@@ -12,8 +12,8 @@ An image's alt text is kept when it labels the image (``worth_keeping``), once, 
 paragraph or heading of the text already starts with it (a caption or the headline repeating it).
 An image that is a link to another page is that link's label, not a picture of the article: the
 author's mugshot, share icons, teaser thumbnails, a newsletter or advertising banner (on the dev
-pages, 28 of the 49 images put back were links, none the article's own; only a link to the
-picture itself, its full-size file, keeps it).
+pages, 21 of the 39 images written were links, none the article's own); a link to the picture's
+own file (its full size) or to an anchor on the page (a gallery) keeps it.
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ def drop_site_teasers(body: Any, page_url: str, *, min_words_left: int) -> int:
     teasers: list[Any] = []
     for block in body.iter(*_BLOCKS):  # document order: a block before the blocks inside it
         if not any(ancestor in teasers for ancestor in block.iterancestors(*_BLOCKS)) and _teaser(block, host):
-            teasers.append(block)  # a few per page: the list is short
+            teasers.append(block)
     cut = sum(len(_WORD.findall(block.text_content())) for block in teasers)
     if not teasers or len(_WORD.findall(body.text_content())) - cut < min_words_left:
         return 0

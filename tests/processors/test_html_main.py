@@ -302,3 +302,21 @@ def test_a_page_that_is_only_links_to_its_site_keeps_them() -> None:
                 "<div class='footer'>Copyright Port News Ltd. All rights reserved.</div></body></html>")
     assert doc.metadata["extraction"] == "main"
     assert doc.content.count("Guide number") >= 10  # not cut down to the heading
+
+
+def test_a_list_whose_every_item_opens_with_a_link_to_the_site_is_cut_and_other_lists_stay() -> None:
+    teasers = "<ul>" + "".join(
+        f"<li><a href='/news/{n}/story'>Harbour story number {n}</a><h4>A short blurb on what the story number "
+        f"{n} says about the port</h4></li>" for n in range(3)) + "</ul>"
+    steps = ("<ul><li>Boats over 20 metres need a <a href='/rules/pilot'>pilot on board</a> in the channel</li>"
+             "<li>Smaller boats keep to the marked lane on the east side</li></ul>")
+    sources = "<ul>" + "".join(
+        f"<li><a href='https://agency{n}.example/report'>Agency report {n}</a>, the survey of the silt in "
+        f"section {n} of the channel</li>" for n in range(3)) + "</ul>"
+    page = _article_with_teasers("https://port-news.example/harbour", teasers, steps, sources)
+    main = _page(page)
+    assert main.metadata["extraction"] == "main"
+    assert "Harbour story number" not in main.content and "A short blurb" not in main.content
+    assert "Harbour story number 0" in _page(page, "full").content
+    assert "- Boats over 20 metres need a pilot on board" in main.content  # opens with text
+    assert "- Agency report 2, the survey of the silt" in main.content  # links to other sites

@@ -2,7 +2,8 @@
 
 trafilatura picks the main content (chosen by measurement on real news and blog pages:
 ``bench/web_extraction.py``, bench/README.md); its HTML output goes through the same Markdown
-writer as the whole page, so headings, lists, tables and code read alike in both views. Pages
+writer as the whole page, so headings, lists, tables and code read alike in both views; the
+site's own teasers the extractor lets through are cut from it (``_html_teasers.py``). Pages
 that are not articles keep the whole cleaned page: what "too little" is was measured on the
 dev pages and the test corpus's HTML files (the constants below). A page whose text is only
 put there by JavaScript is recognised and said to be one.
@@ -219,6 +220,6 @@ def extract_main(tree: Any, page_url: str = "") -> MainContent | None:
     # What the extractor found, before any cut or alt text: it decides main content or whole page.
     words = len(_WORD.findall(body.text_content()))
     teasers = drop_site_teasers(body, page_url, min_words_left=MIN_MAIN_WORDS)
-    if places and put_images_back(body, places) or teasers:
+    if (places and put_images_back(body, places)) or teasers:
         html = lxml.html.tostring(page, encoding="unicode")
     return MainContent(html=html, words=words, dump=dump)

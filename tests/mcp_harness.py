@@ -35,9 +35,13 @@ from mcp_server.core.settings import Settings
 from mcp_server.embedding.registry import MINILM_ID
 from mcp_server.server.app import create_app
 from mcp_server.server.build import RagMCP, create_server
+from mcp_server.tools import TOOLS
 from mcp_server.tools.common import tool
 
 ROOT = Path(__file__).resolve().parent.parent
+# The tools every client must list: read from the one list the server registers (``tools.TOOLS``),
+# never a count written by hand.
+TOOL_NAMES = frozenset(fn.__name__ for fn in TOOLS)
 
 
 class ExplicitSettings(Settings):

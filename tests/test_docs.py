@@ -15,6 +15,8 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 
+from mcp_server.tools import TOOLS
+
 ROOT = Path(__file__).resolve().parents[1]
 README_MAX_LINES = 250
 DOCS = sorted([*ROOT.glob("*.md"), *ROOT.glob("docs/*.md"), *ROOT.glob("bench/*.md"),
@@ -92,6 +94,28 @@ def test_the_readme_links_to_every_reference_page() -> None:
     readme_links = {urlparse(target).path for target in links(ROOT / "README.md")}
     pages = {f"docs/{page.name}" for page in (ROOT / "docs").glob("*.md")} | {"bench/README.md", "SECURITY.md"}
     assert pages - readme_links == set()
+
+
+def tools_in_table(path: Path, section: str) -> set[str]:
+    """The tool names a Markdown table under ``## section`` starts its rows with (one row may name
+    several, as the README's row of the ``extract_*`` tools does)."""
+    text = _prose(path.read_text(encoding="utf-8"))
+    body = text.split(f"\n## {section}\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|")[1] for line in body.splitlines() if line.startswith("| `")]
+    return {name for cell in rows for name in re.findall(r"`([a-z_]+)`", cell)}
+
+
+@pytest.mark.parametrize(("page", "section"), [("README.md", "Tools"), ("docs/tools.md", "Arguments, results, timeouts")])
+def test_the_tool_tables_name_every_tool_the_server_lists(page: str, section: str) -> None:
+    assert tools_in_table(ROOT / page, section) == {fn.__name__ for fn in TOOLS}
+
+
+def test_no_page_writes_the_number_of_tools_by_hand() -> None:
+    counted = re.compile(r"\b(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|"
+                         r"fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty)[- ]+(?:MCP )?tools\b", re.I)
+    written = [f"{path.relative_to(ROOT)}: {hit}" for path in DOCS
+               for hit in counted.findall(_prose(path.read_text(encoding="utf-8")))]
+    assert written == []
 
 
 def test_anchors_follow_githubs_rules() -> None:

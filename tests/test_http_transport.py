@@ -11,7 +11,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from mcp_server.server.build import create_server
-from tests.mcp_harness import ThreadedServer, http_client, make_settings, payload, wait_forever
+from tests.mcp_harness import TOOL_NAMES, ThreadedServer, http_client, make_settings, payload, wait_forever
 
 pytestmark = pytest.mark.anyio
 
@@ -33,7 +33,7 @@ async def test_sdk_client_lists_tools_calls_a_tool_and_reads_resources(open_serv
         result = await client.call_tool("detect_language", {"text": "Ceci est une phrase en français, bien sûr."})
         formats = await client.read_resource("rag://supported-formats")
         described = await client.read_resource("rag://tool-descriptions")
-    assert len(tools) == 18
+    assert len(tools) == len(TOOL_NAMES)
     assert payload(result)["language_code"] == "fr"
     assert "pdf" in formats.contents[0].text  # type: ignore[union-attr]
     assert "retrieve_chunks" in described.contents[0].text  # type: ignore[union-attr]
@@ -65,7 +65,7 @@ def test_health_and_info_answer_json(open_server: ThreadedServer) -> None:
     info = httpx.get(f"{open_server.base}/info")
     assert health.status_code == 200 and health.json()["ready"] is True
     body = info.json()
-    assert body["name"] == "RAG Document Server" and len(body["tools"]) == 18
+    assert body["name"] == "RAG Document Server" and len(body["tools"]) == len(TOOL_NAMES)
     assert any(f["doc_type"] == "pdf" for f in body["supported_formats"])
 
 

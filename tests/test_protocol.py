@@ -11,7 +11,7 @@ import httpx
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from tests.mcp_harness import ThreadedServer, http_client, make_settings, memory_client, payload
+from tests.mcp_harness import TOOL_NAMES, ThreadedServer, http_client, make_settings, memory_client, payload
 
 pytestmark = pytest.mark.anyio
 
@@ -57,7 +57,7 @@ async def test_a_2x_client_in_legacy_mode_negotiates_the_newest_handshake_versio
         with pytest.raises(MCPError) as unknown:
             await client.call_tool("no_such_tool", {})
     assert version == "2025-11-25"
-    assert len(tools) == 18
+    assert len(tools) == len(TOOL_NAMES)
     assert unknown.value.error.code == -32602 and unknown.value.error.message == "Unknown tool: no_such_tool"
 
 
@@ -78,7 +78,7 @@ def test_a_raw_client_at_2025_06_18_initializes_lists_and_calls_tools(open_serve
     assert initialized["result"]["protocolVersion"] == "2025-06-18"
     assert initialized["result"]["serverInfo"]["name"] == "RAG Document Server"
     assert notified.status_code == 202
-    assert len(listed["result"]["tools"]) == 18
+    assert len(listed["result"]["tools"]) == len(TOOL_NAMES)
     assert "ttlMs" not in listed["result"]  # a 2026-07-28 field, not on the 2025-06-18 wire
     assert called["result"]["structuredContent"]["language_code"] == "de"
     assert called["result"].get("isError") in (None, False)

@@ -21,22 +21,16 @@ from mcp_server.server.tool_calls import OUTPUT_SCHEMA_DIALECT
 from mcp_server.server.viewer import VIEWER_URI
 from mcp_server.tools.common import tool
 from mcp_server.tools.research import MAX_QUERIES
-from tests.mcp_harness import make_settings, memory_client, payload, wait_forever
+from tests.mcp_harness import TOOL_NAMES, make_settings, memory_client, payload, wait_forever
 
 pytestmark = pytest.mark.anyio
 
-EXPECTED_TOOLS = {
-    "process_document", "chunk_document", "retrieve_chunks", "query_spreadsheet",
-    "extract_pdf_text", "extract_docx_text", "extract_pptx_text", "extract_xlsx_tables",
-    "extract_csv_tables", "extract_image_text", "detect_language", "get_system_health", "manage_cache",
-    "search_documents", "get_passage", "read_document", "verify_quote", "get_page_image",
-}
 
 
 async def test_every_tool_is_listed_with_an_output_schema_and_annotations() -> None:
     async with memory_client() as client:
         tools = (await client.list_tools()).tools
-    assert {listed.name for listed in tools} == EXPECTED_TOOLS
+    assert {listed.name for listed in tools} == TOOL_NAMES
     for listed in tools:
         assert listed.output_schema is not None, listed.name
         assert listed.output_schema["type"] == "object"
@@ -217,8 +211,8 @@ async def test_resources_are_generated_from_the_registries() -> None:
         tools = json.loads((await client.read_resource("rag://tool-descriptions")).contents[0].text)  # type: ignore[union-attr]
     assert listed == {"rag://supported-formats", "rag://tool-descriptions", VIEWER_URI}
     assert formats["formats"] == [f.describe() for f in supported_formats()]
-    assert {t["name"] for t in tools["tools"]} == EXPECTED_TOOLS
-    assert tools["tool_count"] == len(EXPECTED_TOOLS) == 18
+    assert {t["name"] for t in tools["tools"]} == TOOL_NAMES
+    assert tools["tool_count"] == len(TOOL_NAMES)
 
 
 async def test_manage_cache_rejects_unknown_actions() -> None:

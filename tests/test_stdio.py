@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from tests.mcp_harness import ROOT, payload, stdio_session
+from tests.mcp_harness import ROOT, TOOL_NAMES, payload, stdio_session
 
 pytestmark = pytest.mark.anyio
 
@@ -23,7 +23,7 @@ async def test_stdio_client_lists_tools_calls_a_tool_and_reads_resources() -> No
         result = await client.call_tool("detect_language", {"text": "Questo è un testo scritto in italiano."})
         resource = await client.read_resource("rag://supported-formats")
         bad = await client.call_tool("detect_language", {"text": None})
-    assert len(tools) == 18
+    assert len(tools) == len(TOOL_NAMES)
     assert payload(result)["language_code"] == "it"
     assert "docx" in resource.contents[0].text  # type: ignore[union-attr]
     assert payload(bad)["code"] == "VALIDATION_ERROR"

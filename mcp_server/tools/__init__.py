@@ -1,4 +1,4 @@
-"""The eighteen MCP tools: module-level functions marked with ``tools.common.tool``.
+"""The MCP tools: module-level functions marked with ``tools.common.tool``.
 
 ``TOOLS`` lists them in the order clients see them; ``server.build.create_server`` registers each one
 behind the guard. No tool module imports the server.

@@ -20,8 +20,7 @@ from tests.clients_js._calls import BAD, GOOD, MULTI_PAGE_PDF, Call, error_body
 from tests.clients_js._node import Run, inspector
 from tests.clients_js.conftest import API_KEY
 from tests.conftest import FileServer
-from tests.mcp_harness import ThreadedServer, make_settings
-from tests.test_server import EXPECTED_TOOLS
+from tests.mcp_harness import TOOL_NAMES, ThreadedServer, make_settings
 
 RESOURCES = ("rag://supported-formats", "rag://tool-descriptions")
 UNKNOWN_RESOURCE = "rag://no-such-resource"
@@ -56,7 +55,7 @@ def test_the_inspector_lists_every_tool_with_an_output_schema(printed: dict[str,
     run = printed["tools/list"]
     assert run.returncode == 0, run.printed
     tools = result_of(run)["tools"]
-    assert {tool["name"] for tool in tools} == EXPECTED_TOOLS
+    assert {tool["name"] for tool in tools} == TOOL_NAMES
     assert all(tool["outputSchema"]["type"] == "object" for tool in tools)
 
 
@@ -67,7 +66,7 @@ def test_the_inspector_lists_the_three_resources_and_reads_both_json_ones(printe
     formats = json.loads(result_of(printed["rag://supported-formats"])["contents"][0]["text"])
     tools = json.loads(result_of(printed["rag://tool-descriptions"])["contents"][0]["text"])
     assert "pdf" in {entry["doc_type"] for entry in formats["formats"]}
-    assert {entry["name"] for entry in tools["tools"]} == EXPECTED_TOOLS
+    assert {entry["name"] for entry in tools["tools"]} == TOOL_NAMES
 
 
 def test_the_inspector_shows_an_unknown_resource_as_not_found_with_its_uri(printed: dict[str, Run]) -> None:

@@ -28,8 +28,7 @@ from tests.clients_js._calls import BAD, GOOD, Call, error_body
 from tests.clients_js._node import JS_DIR, find_node, node_env, package_bin
 from tests.clients_js.conftest import API_KEY
 from tests.conftest import FileServer
-from tests.mcp_harness import ThreadedServer
-from tests.test_server import EXPECTED_TOOLS
+from tests.mcp_harness import TOOL_NAMES, ThreadedServer
 
 
 @dataclass
@@ -90,11 +89,11 @@ def text_of(result: CallToolResult) -> str:
 
 
 def test_mcp_remote_bridges_the_tool_list_and_the_three_resources(bridged: Bridged) -> None:
-    assert set(bridged.tools) == EXPECTED_TOOLS
+    assert set(bridged.tools) == TOOL_NAMES
     assert set(bridged.resources) == {"rag://supported-formats", "rag://tool-descriptions", VIEWER_URI}
     assert "globalThis.McpExtApps" in bridged.resources[VIEWER_URI]  # the citation viewer, whole
     described = json.loads(bridged.resources["rag://tool-descriptions"])["tools"]
-    assert {tool["name"] for tool in described} == EXPECTED_TOOLS
+    assert {tool["name"] for tool in described} == TOOL_NAMES
 
 
 @pytest.mark.parametrize("call", GOOD, ids=lambda call: call.id)

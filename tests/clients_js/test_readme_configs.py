@@ -23,8 +23,7 @@ from tests.clients_js._calls import BLOCKED, ENCRYPTED_PDF, error_body
 from tests.clients_js._node import Run, inspector
 from tests.clients_js.conftest import API_KEY
 from tests.conftest import FileServer
-from tests.mcp_harness import ROOT, ThreadedServer
-from tests.test_server import EXPECTED_TOOLS
+from tests.mcp_harness import ROOT, TOOL_NAMES, ThreadedServer
 
 SNIPPET_FILES = (ROOT / "README.md", ROOT / "docs" / "clients.md")
 DOCUMENTED_URL = "http://127.0.0.1:8000/mcp"
@@ -77,7 +76,7 @@ def assert_shows_error(run: Run, code: str, message: str) -> None:
 
 def assert_lists_every_tool(run: Run) -> None:
     assert run.returncode == 0, run.printed
-    assert {tool["name"] for tool in run.json()["tools"]} == EXPECTED_TOOLS
+    assert {tool["name"] for tool in run.json()["tools"]} == TOOL_NAMES
 
 
 def test_the_docs_have_every_client_snippet_and_claude_desktop_only_gets_commands() -> None:

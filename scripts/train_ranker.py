@@ -88,7 +88,7 @@ def gold_tests(context: dict[str, Any], question: dict[str, Any]) -> list[Any]:
     return tests
 
 
-def build(contexts: list[dict[str, Any]], work: Path, log: Any) -> list[dict[str, Any]]:
+def build(contexts: list[dict[str, Any]], work: Path, log: Any, per_document: int) -> list[dict[str, Any]]:
     """Per question: its head's feature matrix and labels, and its pseudo-document's number."""
     from bench.financebench import ServerPipeline
     from mcp_server.retrieval.index import fused_head, signals
@@ -96,7 +96,7 @@ def build(contexts: list[dict[str, Any]], work: Path, log: Any) -> list[dict[str
 
     pipeline = ServerPipeline(use_cache=True)
     work.mkdir(parents=True, exist_ok=True)
-    groups = [contexts[i:i + CONTEXTS_PER_DOCUMENT] for i in range(0, len(contexts), CONTEXTS_PER_DOCUMENT)]
+    groups = [contexts[i:i + per_document] for i in range(0, len(contexts), per_document)]
     rows = []
     for d, group in enumerate(groups):
         path = work / f"tatqa-{d:02d}.md"
@@ -160,8 +160,9 @@ def evaluate(rows: list[dict[str, Any]], model: dict[str, Any] | None) -> dict[s
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dry-run", action="store_true", help="fit and report only")
+    parser.add_argument("--contexts", type=int, default=CONTEXTS_PER_DOCUMENT, help="contexts per pseudo-document")
     parser.add_argument("--reuse", action="store_true",
-                        help="reuse the candidates' features of the last run (bench/results/cache/tatqa/rows.pkl)")
+                        help="reuse the features of the last run (bench/results/cache/tatqa/<contexts>/rows.pkl)")
     parser.add_argument("--out", type=Path, default=ROOT / "mcp_server" / "retrieval" / "ranker.json")
     args = parser.parse_args()
     started = time.perf_counter()
@@ -173,12 +174,12 @@ def main() -> None:
 
     folder = corpus()
     contexts = [c for name in FILES for c in json.loads((folder / name).read_text(encoding="utf-8"))]
-    work = ROOT / "bench" / "results" / "cache" / "tatqa"
+    work = ROOT / "bench" / "results" / "cache" / "tatqa" / str(args.contexts)
     saved = work / "rows.pkl"
     if args.reuse and saved.exists():
         rows = pickle.loads(saved.read_bytes())
     else:
-        rows = build(contexts, work, log)
+        rows = build(contexts, work, log, args.contexts)
         saved.write_bytes(pickle.dumps(rows))
     log(f"{len(rows)} questions; relevant candidates per head: mean {np.mean([r['y'].sum() for r in rows]):.2f}, "
         f"first relevant at fused place 1 for {np.mean([bool(r['y'][0]) for r in rows]):.3f}")
@@ -196,7 +197,7 @@ def main() -> None:
         "mean": [round(float(v), 6) for v in model["mean"]], "scale": [round(float(v), 6) for v in model["scale"]],
         "weights": [round(float(v), 6) for v in model["weights"]],
         "trained_on": {"data": "TAT-QA train/tatqa (dev + test gold), MIT", "questions": len(rows),
-                       "contexts_per_document": CONTEXTS_PER_DOCUMENT, "held_out": held_out},
+                       "contexts_per_document": args.contexts, "held_out": held_out},
     }
     if not args.dry_run:
         args.out.write_text(json.dumps(body, indent=1) + "\n", encoding="utf-8")

@@ -112,3 +112,51 @@ def test_the_signals_describe_the_candidates() -> None:
     assert found.presence.shape == (2, len(head))  # "revenue" and "2023"
     assert found.presence[:, at].all()
     assert found.numeric_query
+
+
+def _training_script():  # type: ignore[no-untyped-def]
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "scripts" / "train_ranker.py"
+    spec = importlib.util.spec_from_file_location("train_ranker", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+CONTEXT = {
+    "table": {"table": [["", "2019", "2018"], ["Total net sales", "$1,496.5", "$1,202.9"],
+                        ["Cost of services", "801.1", "700.4"]]},
+    "paragraphs": [{"order": 1, "text": "Sales by contract type: substantially all of our contracts are fixed-price."},
+                   {"order": 2, "text": "On a cost-plus contract we are paid our incurred costs plus a fee."}],
+}
+
+
+def test_training_labels_the_chunk_that_holds_the_gold_paragraph_or_table() -> None:
+    script = _training_script()
+    text = script.markdown(CONTEXT)
+    table, *paragraphs = text.split("\n\n")
+    assert table.startswith("| ") and "Total net sales" in table and len(paragraphs) == 2
+    from_text = script.gold_tests(CONTEXT, {"rel_paragraphs": ["2"], "answer_from": "text", "answer": ["fee"]})
+    from_table = script.gold_tests(CONTEXT, {"rel_paragraphs": [], "answer_from": "table", "answer": ["1,496.5"],
+                                             "derivation": ""})
+    chunks = [script.norm(part) for part in (table, *paragraphs)]
+    assert [any(t(c) for t in from_text) for c in chunks] == [False, False, True]
+    assert [any(t(c) for t in from_table) for c in chunks] == [True, False, False]
+
+
+def test_the_pairwise_fit_puts_what_is_relevant_first() -> None:
+    script = _training_script()
+    rng = np.random.default_rng(0)
+    rows = []
+    for _ in range(40):
+        x = rng.normal(size=(10, len(FEATURES)))
+        y = np.zeros(10, dtype=bool)
+        y[rng.integers(10)] = True
+        x[y, FEATURES.index("table")] += 3.0  # the relevant candidate is told by one feature
+        rows.append({"doc": 0, "x": x, "y": y})
+    model = script.fit(rows)
+    assert script.evaluate(rows, model)["mrr"] > 0.9 > script.evaluate(rows, None)["mrr"]
+    assert int(np.argmax(np.abs(model["weights"]))) == FEATURES.index("table")

@@ -11,7 +11,7 @@ BENCH_STAMP := $(VENV)/.bench-installed
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: serve test setup system-deps lint typecheck unit fuzz bench image-test wheel-test clean
+.PHONY: serve test setup system-deps lint typecheck unit fuzz bench train-ranker image-test wheel-test clean
 
 serve: setup
 	$(BIN)/python -m mcp_server --transport streamable-http --host $(HOST) --port $(PORT)
@@ -67,6 +67,12 @@ $(BENCH_STAMP): $(STAMP) pyproject.toml
 bench: setup $(BENCH_STAMP)
 	$(BIN)/python bench/squad.py
 	$(BIN)/python bench/financebench.py --per-doc
+
+# The learned ranker's weights (mcp_server/retrieval/ranker.json) rebuilt from TAT-QA in the corpus
+# (RAG_CORPUS_DIR/train/tatqa): ~25 minutes on two busy cores, not part of `make test`; see
+# docs/architecture.md "Models".
+train-ranker: setup $(BENCH_STAMP)
+	$(BIN)/python scripts/train_ranker.py
 
 # The container image and compose.yaml, proven here (minutes; not part of `make test`): see
 # scripts/image-test.sh and docs/deployment.md "Containers".

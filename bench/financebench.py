@@ -6,6 +6,7 @@
     .venv/bin/python bench/financebench.py --mcp              # + retrieve_chunks over MCP (the published figure)
     .venv/bin/python bench/financebench.py --mcp --settled    # + the same questions once each index is complete
     .venv/bin/python bench/financebench.py --docs 3M_2022_10K,ULTABEAUTY_2023Q4_EARNINGS --per-doc
+    .venv/bin/python bench/financebench.py --set dev2         # financebench-dev2: 30 questions, 23 other filings
 
 A question is a hit when a returned result's pages include one of its 1-based evidence pages;
 MRR uses the rank of the first such result (``../shared/corpus/qa/financebench-dev/README.md``).
@@ -60,7 +61,8 @@ from bench.data import (  # noqa: E402
     qa_set,
 )
 
-FINANCEBENCH = QA / "financebench-dev"
+FINANCEBENCH = QA / "financebench-dev"  # --set dev2 points it at financebench-dev2 (same format, no named file)
+SETS = {"dev": "financebench-dev", "dev2": "financebench-dev2"}
 CACHE = RESULTS / "cache"
 K = 5
 DEEP = 20  # hit@20 (a second search at top_k=20): the right page found at all, ranking vs recall
@@ -121,13 +123,17 @@ def doc_name(question: dict[str, Any]) -> str:
 
 
 def load_questions(split: str, docs: Sequence[str] = (), named: bool = False) -> list[dict[str, Any]]:
-    """The split's questions; with ``named``, each followed by its named phrasing (id + NAMED)."""
-    questions = jsonl(qa_set("financebench-dev") / "questions.jsonl")
+    """The split's questions; with ``named``, each followed by its named phrasing (id + NAMED).
+    The dev/holdout split is financebench-dev's: another set has only ``all``."""
+    questions = jsonl(FINANCEBENCH / "questions.jsonl")
     if named:
-        phrased = {q["id"]: q for q in jsonl(qa_set("financebench-dev") / "questions_named.jsonl")}
+        phrased = {q["id"]: q for q in jsonl(FINANCEBENCH / "questions_named.jsonl")}
         questions = [p for q in questions for p in (q, {**phrased[q["id"]], "id": q["id"] + NAMED})]
     names = set(map(doc_name, questions))
-    if set(DEV) | set(HOLDOUT) != names or set(DEV) & set(HOLDOUT):
+    if FINANCEBENCH.name != SETS["dev"]:
+        if split != "all":
+            raise SystemExit(f"{FINANCEBENCH.name} has no dev/holdout split: use --split all")
+    elif set(DEV) | set(HOLDOUT) != names or set(DEV) & set(HOLDOUT):
         raise SystemExit(f"the dev/holdout lists no longer partition the documents: {sorted(names)}")
     wanted = {"dev": set(DEV), "holdout": set(HOLDOUT), "all": names}[split]
     if docs:
@@ -210,6 +216,11 @@ class ServerPipeline:
         self.chunked = PickleCache(CACHE, "chunks") if use_cache else None
         self.store = EmbeddingStore(CACHE / "embeddings.sqlite") if use_cache else None
         self._wrapped: dict[int, Any] = {}
+        self.ranker = None
+        if getattr(self.settings, "learned_ranking", False):
+            from mcp_server.retrieval.learned import bundled
+
+            self.ranker = bundled()
 
     def embedder(self, inner: Any) -> Any:
         from bench._fbcache import CachedEmbedder
@@ -271,7 +282,9 @@ class ServerPipeline:
         embed_query = self.embedder(self.models.embedder_by_id(index.model_id)).embed_query
         query_vec = index.query_vector(question, embed_query) if hasattr(index, "query_vector") else \
             embed_query(question)
-        hits = index.search(query_vec, question, k, mode=mode)
+        # the learned ranker as the manager applies it (MCP_LEARNED_RANKING; absent in older checkouts)
+        extra = {"ranker": self.ranker} if self.ranker is not None else {}
+        hits = index.search(query_vec, question, k, mode=mode, **extra)
         return [Result(text=h.text or h.chunk.text, pages=tuple(h.chunk.location.pages)) for h in hits]
 
     def template_test(self, path: Path) -> Callable[[str], bool | None]:
@@ -408,9 +421,10 @@ def save(rows: Sequence[Row], questions: Sequence[dict[str, Any]], args: argpars
          seconds: float) -> Path:
     RESULTS.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    path = RESULTS / f"financebench-{args.split}-{stamp}.json"
+    path = RESULTS / f"financebench-{args.qa}-{args.split}-{stamp}.json"
     body = {
-        "when": stamp, "split": args.split, "docs": args.docs, "k": K, "seconds": round(seconds, 1),
+        "when": stamp, "set": FINANCEBENCH.name, "split": args.split, "docs": args.docs, "k": K,
+        "seconds": round(seconds, 1),
         "rows": [{"name": r.name, **r.metrics(questions), "ranks": r.ranks, "pages": r.pages,
                   "doc_seconds": r.doc_seconds, "notes": r.notes,
                   "latency_ms_median": statistics.median(r.latencies_ms) if r.latencies_ms else None,
@@ -423,6 +437,8 @@ def save(rows: Sequence[Row], questions: Sequence[dict[str, Any]], args: argpars
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--set", dest="qa", choices=sorted(SETS), default="dev",
+                        help="the QA set: financebench-dev (default) or financebench-dev2")
     parser.add_argument("--split", choices=["dev", "holdout", "all"], default="all")
     parser.add_argument("--docs", default="", help="comma-separated document names (file stems) to keep")
     parser.add_argument("--modes", default="", help="comma-separated server modes (default: every SearchMode)")
@@ -442,7 +458,8 @@ def main() -> None:
                         help="the server's MCP_PARSE_TIMEOUT for --mcp (default: the server's own, 120 s)")
     parser.add_argument("--code", type=Path, help="import mcp_server from this folder (e.g. an export of main)")
     args = parser.parse_args()
-    qa_set("financebench-dev")
+    global FINANCEBENCH
+    FINANCEBENCH = qa_set(SETS[args.qa])
     if args.code is not None:
         sys.path.insert(0, str(args.code.resolve()))
         # the --mcp server process imports it too; PYTHONSAFEPATH keeps ``-m`` from putting the
@@ -474,7 +491,7 @@ def main() -> None:
         log("MCP row done")
     seconds = time.perf_counter() - started
 
-    print(f"\nFinanceBench dev, split {args.split}: {len(questions)} questions over {len(grouped)} PDFs, k={K}; "
+    print(f"\n{FINANCEBENCH.name}, split {args.split}: {len(questions)} questions over {len(grouped)} PDFs, k={K}; "
           f"reported reference {REPORTED_REFERENCE[0]} / {REPORTED_REFERENCE[1]}, goal {GOAL[0]} / {GOAL[1]}\n")
     print(table(rows, questions))
     for row in rows:

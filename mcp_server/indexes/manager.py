@@ -52,6 +52,7 @@ from mcp_server.indexes.shared import SharedIndexStore
 from mcp_server.indexes.store import IndexStore, Manifest
 from mcp_server.indexes.tiers import IndexTiers
 from mcp_server.retrieval.index import DocumentIndex
+from mcp_server.retrieval.learned import LearnedRanker, bundled
 
 __all__ = ["ChunkSource", "IndexManager", "IndexView", "make_index_key"]
 
@@ -104,6 +105,8 @@ class IndexManager:
         if budget is not None:
             register_embedders(budget, models.embedders)
         self.runner = ModelRunner(settings.model_concurrency)
+        # the learned ranker orders the head of a complete English index (retrieval/learned.py)
+        self.ranker = bundled() if settings.learned_ranking else None
         self.budget = settings.progressive_budget
         self.candidates = settings.progressive_candidates
         self._key_locks = KeyedLock()
@@ -258,7 +261,7 @@ class IndexManager:
         rerank: bool = True,
     ) -> tuple[list[SearchHit], dict[str, float]]:
         """Hits in relevance order and timings in milliseconds (embed, search)."""
-        return await self.runner.run(_search, self.models, index, query, top_k, neighbors, rerank)
+        return await self.runner.run(_search, self.models, index, query, top_k, neighbors, rerank, self.ranker)
 
     # --- housekeeping ---------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
@@ -297,13 +300,14 @@ def _partial_base(chunks: list[Chunk], embedder: Embedder) -> DocumentIndex:
 
 def _search(
     models: ModelRegistry, index: DocumentIndex, query: str, top_k: int, neighbors: int, rerank: bool,
+    ranker: LearnedRanker | None = None,
 ) -> tuple[list[SearchHit], dict[str, float]]:
     t0 = time.perf_counter()
     # the words that name the document count half on the dense side (naming.py)
     query_vec = index.query_vector(query, models.embedder_by_id(index.model_id).embed_query)
     t1 = time.perf_counter()
     reranker = models.reranker if rerank else None
-    hits = index.search(query_vec, query, top_k, reranker=reranker, neighbors=neighbors)
+    hits = index.search(query_vec, query, top_k, reranker=reranker, neighbors=neighbors, ranker=ranker)
     t2 = time.perf_counter()
     metrics.search_timed(t1 - t0, t2 - t1)
     return hits, {"embed_ms": round((t1 - t0) * 1000, 2), "search_ms": round((t2 - t1) * 1000, 2)}

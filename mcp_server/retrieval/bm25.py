@@ -86,6 +86,22 @@ class ChunkBM25:
             scores += factor * np.asarray(self._bm25.get_scores([token] * asked.count(token)), dtype=np.float32)
         return scores, known_share(asked, tokens)
 
+    def presence(
+        self, query: str, positions: Sequence[int], identity: Identity | None = None,
+    ) -> tuple[np.ndarray, list[int]]:
+        """(query terms x ``positions``: whether the chunk holds the term; each term's document
+        frequency) for the query's distinct known terms that do not name the document."""
+        if self._bm25 is None:
+            return np.zeros((0, len(positions)), dtype=np.bool_), []
+        tokens = [t for t in dict.fromkeys(self.query_tokens(query)) if t in self._bm25.vocab_dict]
+        identity = identity if identity is not None else self.identity
+        naming = identity.naming_tokens(query) if identity is not None else set()
+        content = [t for t in tokens if t not in naming]
+        at = np.asarray(positions, dtype=np.int64)
+        rows = [np.asarray(self._bm25.get_scores([t]), dtype=np.float32)[at] > 0 for t in content]
+        matrix = np.stack(rows) if rows else np.zeros((0, len(at)), dtype=np.bool_)
+        return matrix, [self._df.get(t, 0) for t in content]
+
     def top(self, query: str, n: int, identity: Identity | None = None) -> list[int]:
         """Positions of the ``n`` best BM25 chunks for ``query`` (those matching a query term)."""
         scores, _ = self.scores(query, identity)

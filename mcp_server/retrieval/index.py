@@ -34,6 +34,7 @@ from mcp_server.encoders.embedders import Embedder, ProgressFn
 from mcp_server.encoders.rerankers import Reranker
 from mcp_server.retrieval.bm25 import ChunkBM25
 from mcp_server.retrieval.focus import FOCUS_CANDIDATES, SENTENCES_PER_CANDIDATE, UnitTerms, keep_units
+from mcp_server.retrieval.learned import CandidateSignals, LearnedRanker, digit_share, idf
 from mcp_server.retrieval.naming import Identity, file_name_words
 from mcp_server.retrieval.neighbours import expand_hits
 from mcp_server.retrieval.ranking import (
@@ -193,14 +194,14 @@ class DocumentIndex:
     def search(
         self, query_vec: np.ndarray, query: str, top_k: int = 5, *,
         reranker: Reranker | None = None, neighbors: int = 0, mode: SearchMode = "hybrid",
+        ranker: LearnedRanker | None = None,
     ) -> list[SearchHit]:
         top_k, neighbors = clamp(top_k, 1, MAX_TOP_K), clamp(neighbors, 0, MAX_NEIGHBORS)
         if not self.chunks:
             return []
         query = self.asked(query)
-        n = min(len(self.chunks), candidate_count(top_k, CANDIDATES_PER_RESULT))
-        candidates = self._fuse(query_vec, query, n, mode)
-        ranked = sorted(candidates.values(), key=lambda c: (-c.rrf, c.pos))[:n]
+        ranked = fused_head(self, query_vec, query, top_k, mode)
+        ranked = learned_order(self, ranker, query, ranked) if mode == "hybrid" else ranked
         if reranker is not None:
             ranked = rerank_head(query, ranked, reranker, lambda c: self.chunks[c.pos].text)
         chosen = drop_duplicates(ranked, lambda c: self.chunks[c.pos], identity=lambda c: c.pos, top_k=top_k)
@@ -279,13 +280,14 @@ class DocumentIndex:
     # --- cross-document search (retrieval/pool.py ranks the pooled candidates once more) ----
     def candidates(
         self, query_vec: np.ndarray, query: str, n: int, allowed: np.ndarray | None = None,
+        ranker: LearnedRanker | None = None,
     ) -> list[tuple[int, float]]:
         """The union of the dense and the BM25 top ``n`` chunks as (position, best sentence cosine),
-        in this document's own ranking order (the fusion ``search`` ranks by), only among
-        ``allowed`` positions when given (exact cosines for those, no FAISS cut-off). A chunk
-        without vectors (a partial index) scores -inf."""
-        fused = self._fuse(query_vec, self.asked(query), n, "hybrid", allowed)
-        ranked = sorted(fused.values(), key=lambda c: (-c.rrf, c.pos))
+        in this document's own ranking order (``search``'s, ``ranker`` too), only among ``allowed``
+        positions when given (exact cosines, no FAISS cut-off). Without vectors a chunk scores -inf."""
+        asked = self.asked(query)
+        fused = self._fuse(query_vec, asked, n, "hybrid", allowed)
+        ranked = learned_order(self, ranker, asked, sorted(fused.values(), key=lambda c: (-c.rrf, c.pos)))
         return [(c.pos, float("-inf") if c.dense is None else c.dense) for c in ranked]
 
     def dense_scores(self, query_vec: np.ndarray, positions: Sequence[int] | np.ndarray) -> np.ndarray:
@@ -297,3 +299,44 @@ def _with_identity(index: DocumentIndex, identity: Identity | None) -> DocumentI
     clone = copy.copy(index)
     clone.identity = identity
     return clone
+
+
+# --- the learned ranker's view of the head (retrieval/learned.py) ------------------------------
+def fused_head(
+    index: DocumentIndex, query_vec: np.ndarray, query: str, top_k: int, mode: SearchMode = "hybrid",
+) -> list[_Candidate]:
+    """The fusion's candidates for ``query`` as ``asked``, best first, as many as ``top_k`` results take."""
+    n = min(len(index.chunks), candidate_count(top_k, CANDIDATES_PER_RESULT))
+    return sorted(index._fuse(query_vec, query, n, mode).values(), key=lambda c: (-c.rrf, c.pos))[:n]
+
+
+def learnable(index: DocumentIndex) -> bool:
+    """Whether the learned ranker orders the index's head: a complete index of an English document
+    (the language it was trained on; another keeps the fusion's order)."""
+    return index.languages == ["en"] and bool(index._vectors.covered.all())
+
+
+def learned_order(
+    index: DocumentIndex, ranker: LearnedRanker | None, query: str, ranked: list[_Candidate],
+) -> list[_Candidate]:
+    """``ranked`` with its head in the learned ranker's order, when there is one and it applies."""
+    if ranker is None or not learnable(index):
+        return ranked
+    head = ranked[: ranker.head]
+    return [head[i] for i in ranker.order(signals(index, query, head))] + ranked[len(head):]
+
+
+def signals(index: DocumentIndex, query: str, head: Sequence[_Candidate]) -> CandidateSignals:
+    """What the learned ranker reads of the ``head`` candidates for ``query`` as ``asked``."""
+    pos = np.array([c.pos for c in head], dtype=np.int64)
+    presence, df = index._lexical.presence(query, pos.tolist(), index.identity)
+    chunks = index.chunks
+    return CandidateSignals(
+        fused=np.array([c.rrf * RRF_K for c in head]), bm25=np.array([c.bm25 or 0.0 for c in head]),
+        dense=np.array([-1.0 if c.dense is None else c.dense for c in head]),
+        presence=presence.astype(np.float64), idf=idf(df, len(chunks)), template=index.templates[pos],
+        table=np.array([chunks[p].content_type == "table" for p in pos], dtype=np.bool_),
+        chars=np.array([len(chunks[p].text) for p in pos], dtype=np.float64),
+        digits=np.array([digit_share(chunks[p].text) for p in pos]), position=pos / max(len(chunks), 1),
+        numeric_query=any(ch.isdigit() for ch in query),
+    )

@@ -47,6 +47,7 @@ from mcp_server.core.models import Chunk, SearchHit
 from mcp_server.encoders.rerankers import Reranker
 from mcp_server.retrieval.bm25 import analyse_chunks
 from mcp_server.retrieval.index import DocumentIndex
+from mcp_server.retrieval.learned import LearnedRanker
 from mcp_server.retrieval.passages import passage_id
 from mcp_server.retrieval.ranking import (
     BM25_WEIGHT,
@@ -103,7 +104,7 @@ class _Ranking:
 
 def search_pool(
     sources: Sequence[PoolSource], queries: Sequence[str], embed: EmbedQuery, *, top_k: int,
-    per_document: int | None = None, reranker: Reranker | None = None,
+    per_document: int | None = None, reranker: Reranker | None = None, ranker: LearnedRanker | None = None,
 ) -> list[PoolHit]:
     """The best ``top_k`` chunks of all sources (at most ``per_document`` from each), best first."""
     top_k = clamp(top_k, 1, MAX_POOL_TOP_K)
@@ -118,7 +119,7 @@ def search_pool(
 
     tokens: dict[tuple[int, int], list[str]] = {}
     rerank_n = candidate_count(top_k, POOL_CANDIDATES_PER_RESULT)
-    rankings = [_rank_one(sources, q, vector, tokens, n_each, reranker, rerank_n) for q in queries]
+    rankings = [_rank_one(sources, q, vector, tokens, n_each, reranker, rerank_n, ranker) for q in queries]
     if len(rankings) == 1:
         order = rankings[0].entries
         ranks: dict[tuple[int, int], list[int | None]] = {(e.source, e.pos): [i + 1] for i, e in enumerate(order)}
@@ -133,6 +134,7 @@ def search_pool(
 def _rank_one(
     sources: Sequence[PoolSource], query: str, vector: Callable[[str, str], np.ndarray],
     tokens: dict[tuple[int, int], list[str]], n_each: int, reranker: Reranker | None, rerank_n: int,
+    ranker: LearnedRanker | None = None,
 ) -> _Ranking:
     entries: list[_Entry] = []
     for s, src in enumerate(sources):
@@ -140,7 +142,7 @@ def _rank_one(
         if not index.chunks:
             continue
         vec = index.query_vector(query, functools.partial(vector, index.model_id))
-        found = index.candidates(vec, query, min(n_each, len(index.chunks)), src.allowed)
+        found = index.candidates(vec, query, min(n_each, len(index.chunks)), src.allowed, ranker)
         entries += [_Entry(s, pos, dense=sim, local=rank) for rank, (pos, sim) in enumerate(found)]
     if not entries:
         return _Ranking()

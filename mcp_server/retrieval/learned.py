@@ -1,0 +1,142 @@
+"""The learned ranking: a linear model, trained here, that re-orders the head of the fusion.
+
+The fusion (``ranking.fuse``) adds reciprocal ranks with hand-set weights. The learned ranker
+scores each of the head's candidates from the signals the index has already computed for it
+(its fused score and place, its dense cosine and BM25 score and their places, how much of the
+query's vocabulary it holds, weighted by rarity, whether it is a table or a template passage,
+its length, its share of digits, its place in the document) and sorts the head by that score,
+stable, the tail keeping its place. Nothing is looked up by words: the model sees numbers only.
+
+Its weights are ``ranker.json`` beside this module, written by ``scripts/train_ranker.py``
+(``make train-ranker``) from TAT-QA (MIT): financial-report tables and paragraphs with their
+questions' gold evidence, pooled into long pseudo-documents so that every question's candidates
+include other reports' tables and prose. docs/architecture.md ("Models") gives its figures.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["FEATURES", "MODEL_PATH", "CandidateSignals", "LearnedRanker", "bundled", "features"]
+
+MODEL_PATH = Path(__file__).with_name("ranker.json")
+
+FEATURES = (
+    "fused", "fused_place", "dense", "dense_gap", "bm25_share", "dense_place", "bm25_place",
+    "template", "table", "length", "coverage", "idf_coverage", "digits", "position", "numeric_digits",
+)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CandidateSignals:
+    """What the index knows of the head's candidates, best fused first (arrays of one length)."""
+
+    fused: np.ndarray  # the fusion's score (reciprocal ranks, RRF_K-scaled)
+    dense: np.ndarray  # best sentence cosine (-1 when the chunk has no vectors)
+    bm25: np.ndarray  # BM25 score (0 when no query term)
+    presence: np.ndarray  # (query terms, candidates): whether the candidate holds the term
+    idf: np.ndarray  # per query term, its inverse document frequency in the document
+    template: np.ndarray  # bool
+    table: np.ndarray  # bool
+    chars: np.ndarray  # characters
+    digits: np.ndarray  # share of the characters that are digits
+    position: np.ndarray  # chunk position / chunks in the document
+    numeric_query: bool  # the query holds a digit
+
+
+def _places(scores: np.ndarray, present: np.ndarray) -> np.ndarray:
+    """log(1 + place) of each score among the present ones (best = 1); absent ones after them all."""
+    order = np.argsort(-np.where(present, scores, -np.inf), kind="stable")
+    places = np.empty(len(scores), dtype=np.float64)
+    places[order] = np.arange(1, len(scores) + 1)
+    places[~present] = len(scores) + 1
+    return np.log1p(places)
+
+
+def features(s: CandidateSignals) -> np.ndarray:
+    """The (candidates, FEATURES) matrix of the head."""
+    n = len(s.fused)
+    has_dense = s.dense > -1
+    dense = np.where(has_dense, s.dense, 0.0)
+    top_bm25 = float(s.bm25.max()) if n and s.bm25.max() > 0 else 1.0
+    if s.presence.size:
+        coverage = s.presence.mean(axis=0)
+        weight = float(s.idf.sum())
+        idf_coverage = (s.idf @ s.presence) / weight if weight > 0 else coverage
+    else:
+        coverage = idf_coverage = np.zeros(n)
+    columns = [
+        s.fused, np.log1p(np.arange(1, n + 1)), dense, dense - (dense.max() if n else 0.0), s.bm25 / top_bm25,
+        _places(s.dense, has_dense), _places(s.bm25, s.bm25 > 0), s.template.astype(np.float64),
+        s.table.astype(np.float64), np.log1p(s.chars), coverage, idf_coverage, s.digits, s.position,
+        s.digits * float(s.numeric_query),
+    ]
+    return np.stack([np.asarray(c, dtype=np.float64) for c in columns], axis=1) if n else np.zeros((0, len(FEATURES)))
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LearnedRanker:
+    """A linear score over standardised FEATURES; ``head`` candidates are re-ordered by it."""
+
+    model_id: str
+    names: tuple[str, ...]
+    mean: np.ndarray
+    scale: np.ndarray
+    weights: np.ndarray
+    head: int
+
+    @classmethod
+    def from_dict(cls, body: dict[str, object]) -> LearnedRanker:
+        names = tuple(str(n) for n in body["features"])  # type: ignore[attr-defined]
+        if names != FEATURES:
+            raise ValueError(f"the model's features {names} are not this code's {FEATURES}")
+        arrays = {k: np.asarray(body[k], dtype=np.float64) for k in ("mean", "scale", "weights")}
+        return cls(model_id=str(body["model_id"]), names=names, head=int(body["head"]),  # type: ignore[call-overload]
+                   **arrays)
+
+    @classmethod
+    def fake(cls, head: int = 20, **weights: float) -> LearnedRanker:
+        """A model scoring by the named FEATURES only, unstandardised (``fake(table=1.0)``: tables first)."""
+        unknown = set(weights) - set(FEATURES)
+        if unknown:
+            raise ValueError(f"no such features: {sorted(unknown)}")
+        return cls(model_id="fake-ranker", names=FEATURES, head=head, mean=np.zeros(len(FEATURES)),
+                   scale=np.ones(len(FEATURES)), weights=np.array([weights.get(n, 0.0) for n in FEATURES]))
+
+    @classmethod
+    def load(cls, path: Path = MODEL_PATH) -> LearnedRanker:
+        return cls.from_dict(json.loads(path.read_text(encoding="utf-8")))
+
+    def scores(self, matrix: np.ndarray) -> np.ndarray:
+        return ((matrix - self.mean) / self.scale) @ self.weights
+
+    def order(self, signals: CandidateSignals) -> list[int]:
+        """Positions of the head's candidates, best first by the model (ties: fused order)."""
+        scores = self.scores(features(signals))
+        return [int(i) for i in np.argsort(-scores, kind="stable")]
+
+
+@functools.cache
+def bundled() -> LearnedRanker:
+    """The model shipped with the package (``ranker.json``), loaded once."""
+    return LearnedRanker.load()
+
+
+_DIGIT = re.compile(r"\d")
+
+
+def digit_share(text: str) -> float:
+    return len(_DIGIT.findall(text)) / max(len(text), 1)
+
+
+def idf(df: Sequence[int], size: int) -> np.ndarray:
+    """BM25's idf of terms found in ``df`` of ``size`` chunks."""
+    return np.array([math.log(1 + (size - d + 0.5) / (d + 0.5)) for d in df], dtype=np.float64)

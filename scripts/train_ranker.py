@@ -1,0 +1,208 @@
+"""Train the learned ranker (mcp_server/retrieval/ranker.json) from TAT-QA: ``make train-ranker``.
+
+    .venv/bin/python scripts/train_ranker.py                 # writes mcp_server/retrieval/ranker.json
+    .venv/bin/python scripts/train_ranker.py --dry-run       # fits and reports, writes nothing
+
+Data: TAT-QA (Zhu et al. 2021, MIT; ``$RAG_CORPUS_DIR/train/tatqa``, default ../shared/corpus):
+555 contexts from real financial reports, each a table and its paragraphs, with 3,331 questions
+and their gold evidence (the paragraphs, and the table when the answer comes from it). No
+evaluation set is read here.
+
+How: the contexts are pooled, in file order, into pseudo-documents of CONTEXTS_PER_DOCUMENT each
+(Markdown: the tables as tables, the paragraphs as prose), so that every question's candidates
+include other reports' tables and prose that share its words. Each pseudo-document goes through the
+server's own pipeline (processor, chunker, embedder, ``DocumentIndex``); for every question the
+fusion's head (``LearnedRanker.head`` candidates) is read as the learned ranker reads it
+(``retrieval.index.signals``), a candidate labelled relevant when it holds a gold paragraph or the
+gold table's rows. The model is a pairwise logistic regression (RankNet with a linear scorer) over
+standardised features: every (relevant, other) pair of one question's head. The last
+HELD_OUT_SHARE of the pseudo-documents is held out and the fusion's order and the model's are
+compared there (hit@5, MRR); then the model is refitted on all of them. Deterministic.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pickle
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+CONTEXTS_PER_DOCUMENT = 40
+HEAD = 20  # the head the model orders: the evidence is in the fusion's top 20 for most questions
+HELD_OUT_SHARE = 0.2
+C = 1.0  # inverse regularisation of the logistic regression
+FILES = ("tatqa_dataset_dev.json", "tatqa_dataset_test_gold.json")
+
+
+def corpus() -> Path:
+    base = Path(os.environ.get("RAG_CORPUS_DIR", ROOT.parent / "shared" / "corpus"))
+    folder = base / "train" / "tatqa"
+    if not folder.is_dir():
+        raise SystemExit(f"TAT-QA not found at {folder}: set RAG_CORPUS_DIR to a corpus holding train/tatqa")
+    return folder
+
+
+def norm(text: str) -> str:
+    return re.sub(r"[^0-9a-z]", "", text.lower())
+
+
+def markdown(context: dict[str, Any]) -> str:
+    rows = [[cell.replace("|", "/").strip() for cell in row] for row in context["table"]["table"]]
+    width = max(len(r) for r in rows)
+    rows = [r + [""] * (width - len(r)) for r in rows]
+    table = ["| " + " | ".join(rows[0]) + " |", "|" + " --- |" * width]
+    table += ["| " + " | ".join(r) + " |" for r in rows[1:]]
+    paragraphs = [p["text"] for p in sorted(context["paragraphs"], key=lambda p: p["order"])]
+    return "\n\n".join(["\n".join(table), *paragraphs])
+
+
+def gold_tests(context: dict[str, Any], question: dict[str, Any]) -> list[Any]:
+    """Tests on a chunk's normalised text, one per piece of gold evidence."""
+    tests = []
+    by_order = {str(p["order"]): p["text"] for p in context["paragraphs"]}
+    for order in question.get("rel_paragraphs", []):
+        text = norm(by_order.get(str(order), ""))
+        if len(text) >= 20:
+            probes = {text[:60], text[-60:]}  # a paragraph cut between two chunks counts in either
+            tests.append(lambda chunk, probes=probes: any(p in chunk for p in probes))
+    if "table" in question.get("answer_from", ""):
+        labels = {norm(r[0]) for r in context["table"]["table"] if r and len(norm(r[0])) >= 6}
+        numbers = {norm(n) for n in re.findall(r"\d[\d,.]*\d", " ".join(map(str, question["answer"]
+                   if isinstance(question["answer"], list) else [question["answer"]])) + " " +
+                   question.get("derivation", "")) if len(norm(n)) >= 3}
+        if labels:
+            def table_test(chunk: str, labels: set[str] = labels, numbers: set[str] = numbers) -> bool:
+                held = sum(label in chunk for label in labels)
+                return held >= max(1, len(labels) // 2) or (held >= 1 and any(n in chunk for n in numbers))
+            tests.append(table_test)
+    return tests
+
+
+def build(contexts: list[dict[str, Any]], work: Path, log: Any, per_document: int) -> list[dict[str, Any]]:
+    """Per question: its head's feature matrix and labels, and its pseudo-document's number."""
+    from bench.financebench import ServerPipeline
+    from mcp_server.retrieval.index import fused_head, signals
+    from mcp_server.retrieval.learned import features
+
+    pipeline = ServerPipeline(use_cache=True)
+    work.mkdir(parents=True, exist_ok=True)
+    groups = [contexts[i:i + per_document] for i in range(0, len(contexts), per_document)]
+    rows = []
+    for d, group in enumerate(groups):
+        path = work / f"tatqa-{d:02d}.md"
+        path.write_text("\n\n".join(markdown(c) for c in group) + "\n", encoding="utf-8")
+        document, key, _, _ = pipeline.process(path)
+        index, stats = pipeline.index(document, key)
+        normed = [norm(c.text) for c in index.chunks]
+        embed = pipeline.embedder(pipeline.models.embedder_by_id(index.model_id)).embed_query
+        kept = 0
+        for context in group:
+            for question in context["questions"]:
+                tests = gold_tests(context, question)
+                if not tests:
+                    continue
+                query = index.asked(question["question"])
+                head = fused_head(index, index.query_vector(query, embed), query, 5)[:HEAD]
+                labels = np.array([any(t(normed[c.pos]) for t in tests) for c in head])
+                if labels.any() and not labels.all():
+                    rows.append({"doc": d, "x": features(signals(index, query, head)), "y": labels})
+                    kept += 1
+        log(f"document {d}: {len(group)} contexts, {stats['chunks']} chunks, {kept} questions with a relevant "
+            "and an irrelevant candidate in the head")
+    return rows
+
+
+def pairs(rows: list[dict[str, Any]], mean: np.ndarray, scale: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    diffs = []
+    for row in rows:
+        x = (row["x"] - mean) / scale
+        pos, neg = x[row["y"]], x[~row["y"]]
+        diffs.append((pos[:, None, :] - neg[None, :, :]).reshape(-1, x.shape[1]))
+    d = np.concatenate(diffs)
+    return np.concatenate([d, -d]), np.concatenate([np.ones(len(d)), np.zeros(len(d))])
+
+
+def fit(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    from sklearn.linear_model import LogisticRegression
+
+    every = np.concatenate([r["x"] for r in rows])
+    mean, scale = every.mean(axis=0), every.std(axis=0)
+    scale[scale < 1e-9] = 1.0
+    x, y = pairs(rows, mean, scale)
+    model = LogisticRegression(C=C, fit_intercept=False, max_iter=2000).fit(x, y)
+    return {"mean": mean, "scale": scale, "weights": model.coef_[0]}
+
+
+def evaluate(rows: list[dict[str, Any]], model: dict[str, Any] | None) -> dict[str, float]:
+    hits, rr = [], []
+    for row in rows:
+        if model is None:
+            order = np.arange(len(row["y"]))
+        else:
+            scores = ((row["x"] - model["mean"]) / model["scale"]) @ model["weights"]
+            order = np.argsort(-scores, kind="stable")
+        first = int(np.flatnonzero(row["y"][order])[0]) + 1
+        hits.append(first <= 5)
+        rr.append(1 / first)
+    return {"hit@5": float(np.mean(hits)), "mrr": float(np.mean(rr)), "questions": len(rows)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dry-run", action="store_true", help="fit and report only")
+    parser.add_argument("--contexts", type=int, default=CONTEXTS_PER_DOCUMENT, help="contexts per pseudo-document")
+    parser.add_argument("--reuse", action="store_true",
+                        help="reuse the features of the last run (bench/results/cache/tatqa/<contexts>/rows.pkl)")
+    parser.add_argument("--out", type=Path, default=ROOT / "mcp_server" / "retrieval" / "ranker.json")
+    args = parser.parse_args()
+    started = time.perf_counter()
+
+    def log(message: str) -> None:
+        print(f"[{time.perf_counter() - started:6.1f}s] {message}", file=sys.stderr, flush=True)
+
+    from mcp_server.retrieval.learned import FEATURES
+
+    folder = corpus()
+    contexts = [c for name in FILES for c in json.loads((folder / name).read_text(encoding="utf-8"))]
+    work = ROOT / "bench" / "results" / "cache" / "tatqa" / str(args.contexts)
+    saved = work / "rows.pkl"
+    if args.reuse and saved.exists():
+        rows = pickle.loads(saved.read_bytes())
+    else:
+        rows = build(contexts, work, log, args.contexts)
+        saved.write_bytes(pickle.dumps(rows))
+    log(f"{len(rows)} questions; relevant candidates per head: mean {np.mean([r['y'].sum() for r in rows]):.2f}, "
+        f"first relevant at fused place 1 for {np.mean([bool(r['y'][0]) for r in rows]):.3f}")
+    documents = sorted({r["doc"] for r in rows})
+    cut = documents[int(len(documents) * (1 - HELD_OUT_SHARE))]
+    train, held = [r for r in rows if r["doc"] < cut], [r for r in rows if r["doc"] >= cut]
+    held_out = {"fusion": evaluate(held, None), "learned": evaluate(held, fit(train))}
+    log(f"held out (documents {cut}+): {json.dumps(held_out)}")
+    model = fit(rows)
+    log(f"on all: fusion {evaluate(rows, None)}, learned (fitted on them) {evaluate(rows, model)}")
+    for name, weight in sorted(zip(FEATURES, model["weights"], strict=True), key=lambda item: -abs(item[1])):
+        log(f"  {name:16s} {weight:+.3f}")
+    body = {
+        "model_id": "tatqa-linear-v1", "features": list(FEATURES), "head": HEAD,
+        "mean": [round(float(v), 6) for v in model["mean"]], "scale": [round(float(v), 6) for v in model["scale"]],
+        "weights": [round(float(v), 6) for v in model["weights"]],
+        "trained_on": {"data": "TAT-QA train/tatqa (dev + test gold), MIT", "questions": len(rows),
+                       "contexts_per_document": args.contexts, "held_out": held_out},
+    }
+    if not args.dry_run:
+        args.out.write_text(json.dumps(body, indent=1) + "\n", encoding="utf-8")
+        log(f"wrote {args.out.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()

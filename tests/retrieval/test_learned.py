@@ -1,0 +1,162 @@
+"""The learned ranker: the bundled model loads, and the index orders its head by it where it applies."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+from mcp_server.encoders import FakeEmbedder
+from mcp_server.retrieval import DocumentIndex
+from mcp_server.retrieval.index import fused_head, signals
+from mcp_server.retrieval.learned import FEATURES, MODEL_PATH, LearnedRanker, bundled
+from tests.retrieval._chunks import make_chunks
+
+TEXTS = [
+    "Revenue grew in the year as the company sold more services; revenue growth came from new customers.",
+    "The weather in the region was mild, and the harbour stayed open through the winter months.",
+    "| Item | 2023 | 2022 |\n| --- | --- | --- |\n| Revenue | 4,210 | 3,950 |\n| Cost of revenue | 2,100 | 2,020 |",
+    "Our employees volunteered in local schools and planted trees along the river.",
+    "Management discussed revenue, the revenue outlook and how revenue is recognised over time.",
+]
+
+
+def build(texts: list[str], *, table: int | None = None, language: str = "") -> tuple[DocumentIndex, FakeEmbedder]:
+    embedder = FakeEmbedder()
+    chunks = make_chunks(texts, language=language)
+    if table is not None:
+        chunks[table] = dataclasses.replace(chunks[table], content_type="table")
+    return DocumentIndex.build(chunks, embedder.embed([c.text for c in chunks]), model_id=embedder.model_id), embedder
+
+
+def ranked(index: DocumentIndex, embedder: FakeEmbedder, query: str, ranker: LearnedRanker | None) -> list[str]:
+    return [h.chunk.text for h in index.search(embedder.embed_query(query), query, 5, ranker=ranker)]
+
+
+def test_the_bundled_model_loads_with_the_features_this_code_computes() -> None:
+    body = json.loads(MODEL_PATH.read_text(encoding="utf-8"))
+    model = bundled()
+    assert model.names == FEATURES == tuple(body["features"])
+    assert len(model.weights) == len(model.mean) == len(model.scale) == len(FEATURES)
+    assert np.all(model.scale > 0)
+    assert body["trained_on"]["data"].startswith("TAT-QA")
+
+
+def test_a_model_for_other_features_is_refused() -> None:
+    body = json.loads(MODEL_PATH.read_text(encoding="utf-8"))
+    with pytest.raises(ValueError, match="features"):
+        LearnedRanker.from_dict({**body, "features": [*body["features"][1:], "something else"]})
+
+
+def test_the_learned_ranker_reorders_the_head_of_an_english_index() -> None:
+    index, embedder = build(TEXTS, table=2)
+    query = "What was revenue in 2023?"
+    fused = ranked(index, embedder, query, None)
+    learned = ranked(index, embedder, query, LearnedRanker.fake(table=1.0))
+    assert fused[0] != TEXTS[2]
+    assert learned[0] == TEXTS[2]
+    assert sorted(learned) == sorted(fused)  # the same results, another order
+
+
+def test_the_learned_order_keeps_the_fused_order_among_equal_scores() -> None:
+    index, embedder = build(TEXTS, table=2)
+    query = "What was revenue in 2023?"
+    assert ranked(index, embedder, query, LearnedRanker.fake()) == ranked(index, embedder, query, None)
+
+
+def test_a_document_in_another_language_keeps_the_fused_order() -> None:
+    index, embedder = build(TEXTS, table=2, language="de")
+    query = "What was revenue in 2023?"
+    assert index.languages == ["de"]
+    assert ranked(index, embedder, query, LearnedRanker.fake(table=1.0)) == ranked(index, embedder, query, None)
+
+
+def test_a_partial_index_keeps_the_fused_order() -> None:
+    embedder = FakeEmbedder()
+    chunks = make_chunks(TEXTS)
+    chunks[2] = dataclasses.replace(chunks[2], content_type="table")
+    partial = DocumentIndex.embed(chunks, embedder, only=[0, 2, 4])
+    query = "What was revenue in 2023?"
+    assert partial.coverage < 1
+    assert ranked(partial, embedder, query, LearnedRanker.fake(table=1.0)) == ranked(partial, embedder, query, None)
+
+
+def test_the_pool_takes_each_documents_learned_order() -> None:
+    from mcp_server.retrieval.pool import PoolSource, search_pool
+
+    index, embedder = build(TEXTS, table=2)
+    index.key = "k" * 32
+    query = "What was revenue in 2023?"
+
+    def embed(model_id: str, text: str) -> np.ndarray:
+        return embedder.embed_query(text)
+
+    def pooled(ranker: LearnedRanker | None) -> list[str]:
+        hits = search_pool([PoolSource(index=index)], [query], embed, top_k=5, ranker=ranker)
+        return [h.hit.chunk.text for h in hits]
+
+    assert pooled(None)[0] != TEXTS[2]
+    assert pooled(LearnedRanker.fake(table=1.0))[0] == TEXTS[2]
+
+
+def test_the_signals_describe_the_candidates() -> None:
+    index, embedder = build(TEXTS, table=2)
+    query = "revenue 2023"
+    head = fused_head(index, embedder.embed_query(query), query, 5)
+    found = signals(index, query, head)
+    at = [c.pos for c in head].index(2)
+    assert found.table[at] and found.table.sum() == 1
+    assert found.digits[at] > 0.1
+    assert found.presence.shape == (2, len(head))  # "revenue" and "2023"
+    assert found.presence[:, at].all()
+    assert found.numeric_query
+
+
+def _training_script():  # type: ignore[no-untyped-def]
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "scripts" / "train_ranker.py"
+    spec = importlib.util.spec_from_file_location("train_ranker", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+CONTEXT = {
+    "table": {"table": [["", "2019", "2018"], ["Total net sales", "$1,496.5", "$1,202.9"],
+                        ["Cost of services", "801.1", "700.4"]]},
+    "paragraphs": [{"order": 1, "text": "Sales by contract type: substantially all of our contracts are fixed-price."},
+                   {"order": 2, "text": "On a cost-plus contract we are paid our incurred costs plus a fee."}],
+}
+
+
+def test_training_labels_the_chunk_that_holds_the_gold_paragraph_or_table() -> None:
+    script = _training_script()
+    text = script.markdown(CONTEXT)
+    table, *paragraphs = text.split("\n\n")
+    assert table.startswith("| ") and "Total net sales" in table and len(paragraphs) == 2
+    from_text = script.gold_tests(CONTEXT, {"rel_paragraphs": ["2"], "answer_from": "text", "answer": ["fee"]})
+    from_table = script.gold_tests(CONTEXT, {"rel_paragraphs": [], "answer_from": "table", "answer": ["1,496.5"],
+                                             "derivation": ""})
+    chunks = [script.norm(part) for part in (table, *paragraphs)]
+    assert [any(t(c) for t in from_text) for c in chunks] == [False, False, True]
+    assert [any(t(c) for t in from_table) for c in chunks] == [True, False, False]
+
+
+def test_the_pairwise_fit_puts_what_is_relevant_first() -> None:
+    script = _training_script()
+    rng = np.random.default_rng(0)
+    rows = []
+    for _ in range(40):
+        x = rng.normal(size=(10, len(FEATURES)))
+        y = np.zeros(10, dtype=bool)
+        y[rng.integers(10)] = True
+        x[y, FEATURES.index("table")] += 3.0  # the relevant candidate is told by one feature
+        rows.append({"doc": 0, "x": x, "y": y})
+    model = script.fit(rows)
+    assert script.evaluate(rows, model)["mrr"] > 0.9 > script.evaluate(rows, None)["mrr"]
+    assert int(np.argmax(np.abs(model["weights"]))) == FEATURES.index("table")

@@ -70,7 +70,7 @@ def test_near_duplicates_in_a_book_are_those_a_pairwise_comparison_finds() -> No
     texts = [book[at:at + 1500] for at in range(0, len(book), 1500)]
     # two copies with a few words changed (near-duplicates), two that are half another page
     texts += [texts[3].replace("the", "a", 6), texts[40].replace("and", "or", 2),
-              texts[77][:700] + texts[120][700:], texts[150][:300] + " ".join(["words"] * 250)]
+              texts[77][:700] + texts[110][700:], texts[125][:300] + " ".join(["words"] * 250)]
     expected = _pairwise_near_duplicates(texts)
     assert [i for i, duplicate in enumerate(expected) if duplicate] == [3, 40, len(texts) - 4, len(texts) - 3]
     assert _near_duplicates(texts).tolist() == expected

@@ -211,17 +211,20 @@ class Shelved:
         self.chars += [len(r["text"]) for r in found["results"][:5]]
 
 
-async def _warm_up(server: Shelved, names: list[str]) -> None:
-    """Every filing searched once, alone (built if the index folder misses it)."""
+async def _warm_up(servers: list[Shelved], names: list[str]) -> None:
+    """Every filing searched once, alone (built if the index folder misses it), by every server in
+    turn: none stays idle long enough for its idle trim (MCP_IDLE_TRIM_SECONDS) while another warms up."""
     for name in names:
-        body = await call(server.mcp, "search_documents", {"document_urls": [server.files.url(name)],
-                                                           "query": "total revenue", "top_k": 1})
-        if body["documents"][0]["status"] != "ok":
-            raise RuntimeError(f"{name} failed on {server.name}: {body['documents'][0]}")
-    async with mcp_session(server.mcp) as client:
-        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-    server.max_documents = tools["search_documents"].input_schema["properties"]["document_urls"]["maxItems"]
-    server.gets_after_warmup = server.files.gets
+        for server in servers:
+            body = await call(server.mcp, "search_documents", {"document_urls": [server.files.url(name)],
+                                                               "query": "total revenue", "top_k": 1})
+            if body["documents"][0]["status"] != "ok":
+                raise RuntimeError(f"{name} failed on {server.name}: {body['documents'][0]}")
+    for server in servers:
+        async with mcp_session(server.mcp) as client:
+            tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        server.max_documents = tools["search_documents"].input_schema["properties"]["document_urls"]["maxItems"]
+        server.gets_after_warmup = server.files.gets
 
 
 async def shelves(args: argparse.Namespace) -> None:
@@ -250,8 +253,7 @@ async def shelves(args: argparse.Namespace) -> None:
                 process = stack.enter_context(server_process(env=env, code=code, ready_timeout=600))
                 rss = stack.enter_context(RssSampler(process.process.pid))
                 measured.append(Shelved(name, process.mcp_url, files, rss))
-            for server in measured:
-                await _warm_up(server, names)
+            await _warm_up(measured, names)
             print(f"{len(names)} filings, {len(asked)} questions; warm-up done, load average {load_average()}",
                   flush=True)
             for i, question in enumerate(asked):
@@ -269,12 +271,14 @@ async def shelves(args: argparse.Namespace) -> None:
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
     for server in measured:
         again = server.files.gets - server.gets_after_warmup
-        for shelf, seconds in server.seconds.items():
-            print(f"| {server.name} | {shelf} | {len(seconds)} | {statistics.median(seconds):.2f} | "
-                  f"{percentile(seconds, 0.95):.2f} | {hit_rate(server.ranks[shelf], 5):.3f} | "
-                  f"{server.first[shelf] / len(seconds):.3f} | {again} | {server.rss.peak / 2**30:.2f} |")
+        for label, seconds in server.seconds.items():
+            print(f"| {server.name} | {label} | {len(seconds)} | {statistics.median(seconds):.2f} | "
+                  f"{percentile(seconds, 0.95):.2f} | {hit_rate(server.ranks[label], 5):.3f} | "
+                  f"{server.first[label] / len(seconds):.3f} | {again} | {server.rss.peak / 2**30:.2f} |")
     for server in measured:
-        print(f"\n{server.name}: {statistics.mean(server.chars or [0]):.0f} characters per result (top 5)", end="")
+        print(f"\n{server.name}: {statistics.mean(server.chars or [0]):.0f} characters per result (top 5); seconds "
+              + "; ".join(f"{label}: " + " ".join(f"{s:.1f}" for s in seconds)
+                          for label, seconds in server.seconds.items()), end="")
     print()
 
 

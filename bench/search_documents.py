@@ -27,8 +27,9 @@ then each question goes to ``search_documents`` over a shelf drawn for it: its o
 once (shelf-of-all, up to 50; a server that allows fewer documents per call is skipped there). With
 ``--baseline CHECKOUT`` a second server runs that checkout's code on the same index folder and the
 calls alternate between the two, so the machine's load falls on both alike. Prints warm p50/p95 per
-server and shelf, the documents the file server was asked for again meanwhile, the servers' peak
-RSS, hit@5 (the right filing on a gold page) and how often the right filing comes first.
+server and shelf, the GETs the file server answered after the warm-up (in brackets those answered 304
+Not Modified: a conditional request once a URL is older than MCP_REVALIDATE_AFTER_S), the servers'
+peak RSS, hit@5 (the right filing on a gold page) and how often the right filing comes first.
 
 The questions are CC BY-NC and stay in ../shared: nothing here copies them.
 """
@@ -195,7 +196,7 @@ class Shelved:
         self.seconds: dict[str, list[float]] = {}
         self.ranks: dict[str, list[int | None]] = {}
         self.first: dict[str, int] = {}
-        self.chars: list[int] = []
+        self.chars: dict[str, list[int]] = {}
         self.gets_after_warmup = 0
         self.max_documents = 0
 
@@ -208,7 +209,7 @@ class Shelved:
         self.ranks.setdefault(shelf, []).append(first_hit(found["results"], doc_url, pages))
         self.first[shelf] = self.first.get(shelf, 0) + bool(
             found["results"] and found["results"][0]["document_url"] == doc_url)
-        self.chars += [len(r["text"]) for r in found["results"][:5]]
+        self.chars.setdefault(shelf, []).extend(len(r["text"]) for r in found["results"][:5])
 
 
 async def _warm_up(servers: list[Shelved], names: list[str]) -> None:
@@ -266,17 +267,18 @@ async def shelves(args: argparse.Namespace) -> None:
                         await server.ask(f"all {len(names)}", [server.files.url(n) for n in names], question,
                                          server.files.url(own))
     print(f"\nload average {load_average()} at the end; {os.cpu_count()} cores\n")
-    print("| server | shelf | calls | warm p50 s | warm p95 s | hit@5 | right filing first | documents downloaded "
-          "again | peak RSS GB |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("| server | shelf | calls | warm p50 s | warm p95 s | hit@5 | right filing first | characters per result "
+          "(top 5) | GETs after the warm-up (304s) | peak RSS GB |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for server in measured:
-        again = server.files.gets - server.gets_after_warmup
+        again = f"{server.files.gets - server.gets_after_warmup} ({server.files.not_modified})"
         for label, seconds in server.seconds.items():
             print(f"| {server.name} | {label} | {len(seconds)} | {statistics.median(seconds):.2f} | "
                   f"{percentile(seconds, 0.95):.2f} | {hit_rate(server.ranks[label], 5):.3f} | "
-                  f"{server.first[label] / len(seconds):.3f} | {again} | {server.rss.peak / 2**30:.2f} |")
+                  f"{server.first[label] / len(seconds):.3f} | {statistics.mean(server.chars[label] or [0]):.0f} | "
+                  f"{again} | {server.rss.peak / 2**30:.2f} |")
     for server in measured:
-        print(f"\n{server.name}: {statistics.mean(server.chars or [0]):.0f} characters per result (top 5); seconds "
+        print(f"\n{server.name}: seconds "
               + "; ".join(f"{label}: " + " ".join(f"{s:.1f}" for s in seconds)
                           for label, seconds in server.seconds.items()), end="")
     print()

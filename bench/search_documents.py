@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/search_documents.py [--index-dir DIR] [--questions N]
     .venv/bin/python bench/search_documents.py --cold [--runs 2] [--set skewed|even]
+    .venv/bin/python bench/search_documents.py --shelves --index-dir DIR [--questions 15] [--baseline /work/main]
 
 Quality (default): a real server process, ``../shared/corpus/qa/financebench-dev/docs`` served on
 127.0.0.1. Every question goes to ``search_documents`` over all 12 PDFs at once (the question
@@ -18,6 +19,18 @@ all five in one call, each measurement on a fresh server process with an empty i
 Prints the medians and the ratio of the 5-document call to the slowest single document (goal
 <= 1.3), with the sum of the single times (what one after another would cost).
 
+Shelves (``--shelves``): the filings of financebench-dev and -dev2 (~35 PDFs) on a running server whose
+index folder (``--index-dir``, kept between runs: the first run builds every index, minutes per 10-K)
+holds them all. Each server first searches every filing once (its download and index become known),
+then each question goes to ``search_documents`` over a shelf drawn for it: its own filing and 19 others
+(shelf-of-20, ``--shelf``, drawn anew per question, the same draws for every server), then over every filing at
+once (shelf-of-all, up to 50; a server that allows fewer documents per call is skipped there). With
+``--baseline CHECKOUT`` a second server runs that checkout's code on the same index folder and the
+calls alternate between the two, so the machine's load falls on both alike. Prints warm p50/p95 per
+server and shelf, the GETs the file server answered after the warm-up (in brackets those answered 304
+Not Modified: a conditional request once a URL is older than MCP_REVALIDATE_AFTER_S), the servers'
+peak RSS, hit@5 (the right filing on a gold page) and how often the right filing comes first.
+
 The questions are CC BY-NC and stay in ../shared: nothing here copies them.
 """
 
@@ -25,7 +38,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
+import random
 import statistics
 import sys
 import tempfile
@@ -43,9 +58,10 @@ from bench.data import (  # noqa: E402
     jsonl,
     load_average,
     mrr,
+    percentile,
     qa_set,
 )
-from bench.servers import FileServer, call_tool, mcp_session, server_env, server_process  # noqa: E402
+from bench.servers import FileServer, RssSampler, call_tool, mcp_session, server_env, server_process  # noqa: E402
 
 FINANCEBENCH = QA / "financebench-dev"  # not in the repository: RAG_CORPUS_DIR or ../shared
 SETS = {
@@ -168,6 +184,106 @@ async def cold(args: argparse.Namespace) -> None:
     print(f"| ratio to the slowest alone (goal <= 1.3) | {statistics.median(together) / slowest:.2f} |")
 
 
+SHELF_SETS = ("financebench-dev", "financebench-dev2")
+
+
+class Shelved:
+    """One server under measurement: its file server (to count what it downloads), its latencies,
+    its quality figures and its peak RSS."""
+
+    def __init__(self, name: str, mcp: str, files: FileServer, rss: RssSampler) -> None:
+        self.name, self.mcp, self.files, self.rss = name, mcp, files, rss
+        self.seconds: dict[str, list[float]] = {}
+        self.ranks: dict[str, list[int | None]] = {}
+        self.first: dict[str, int] = {}
+        self.chars: dict[str, list[int]] = {}
+        self.gets_after_warmup = 0
+        self.max_documents = 0
+
+    async def ask(self, shelf: str, urls: list[str], question: dict[str, Any], doc_url: str) -> None:
+        started = time.perf_counter()
+        found = await call(self.mcp, "search_documents", {"document_urls": urls, "query": question["question"],
+                                                         "top_k": 10})
+        self.seconds.setdefault(shelf, []).append(time.perf_counter() - started)
+        pages = {e["page"] for e in question["evidence"]}
+        self.ranks.setdefault(shelf, []).append(first_hit(found["results"], doc_url, pages))
+        self.first[shelf] = self.first.get(shelf, 0) + bool(
+            found["results"] and found["results"][0]["document_url"] == doc_url)
+        self.chars.setdefault(shelf, []).extend(len(r["text"]) for r in found["results"][:5])
+
+
+async def _warm_up(servers: list[Shelved], names: list[str]) -> None:
+    """Every filing searched once, alone (built if the index folder misses it), by every server in
+    turn: none stays idle long enough for its idle trim (MCP_IDLE_TRIM_SECONDS) while another warms up."""
+    for name in names:
+        for server in servers:
+            body = await call(server.mcp, "search_documents", {"document_urls": [server.files.url(name)],
+                                                               "query": "total revenue", "top_k": 1})
+            if body["documents"][0]["status"] != "ok":
+                raise RuntimeError(f"{name} failed on {server.name}: {body['documents'][0]}")
+    for server in servers:
+        async with mcp_session(server.mcp) as client:
+            tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        server.max_documents = tools["search_documents"].input_schema["properties"]["document_urls"]["maxItems"]
+        server.gets_after_warmup = server.files.gets
+
+
+async def shelves(args: argparse.Namespace) -> None:
+    folders = [qa_set(name) for name in SHELF_SETS]
+    questions = [q for folder in folders for q in jsonl(folder / "questions.jsonl")]
+    with tempfile.TemporaryDirectory(prefix="bench-shelves-docs-") as docs:
+        for folder in folders:  # one folder of links to the filings: one file server per measured server
+            for pdf in (folder / "docs").glob("*.pdf"):
+                os.symlink(pdf, Path(docs) / pdf.name)
+        names = sorted(p.name for p in Path(docs).iterdir())
+        if args.filings:  # the smallest ones (an index folder still being built holds those first)
+            names = sorted(sorted(names, key=lambda n: (Path(docs) / n).stat().st_size)[: args.filings])
+        questions = [q for q in questions if Path(q["doc"]).name in names]
+        asked = random.Random(args.seed).sample(questions, min(args.questions or 15, len(questions)))
+        size = min(args.shelf, len(names))
+        codes = {"this": Path(__file__).resolve().parent.parent}
+        if args.baseline:
+            codes["baseline"] = args.baseline
+        env = {**SERVER_ENV, "MCP_INDEX_DIR": str(args.index_dir)}
+        if args.memory_budget_mb is not None:  # shelves that outgrow what a worker keeps in memory
+            env["MCP_MEMORY_BUDGET_MB"] = str(args.memory_budget_mb)
+        with contextlib.ExitStack() as stack:
+            measured = []
+            for name, code in codes.items():
+                files = stack.enter_context(FileServer(Path(docs)))
+                process = stack.enter_context(server_process(env=env, code=code, ready_timeout=600))
+                rss = stack.enter_context(RssSampler(process.process.pid))
+                measured.append(Shelved(name, process.mcp_url, files, rss))
+            await _warm_up(measured, names)
+            print(f"{len(names)} filings, {len(asked)} questions; warm-up done, load average {load_average()}",
+                  flush=True)
+            for i, question in enumerate(asked):
+                own = Path(question["doc"]).name
+                others = random.Random(args.seed * 1000 + i).sample([n for n in names if n != own], size - 1)
+                for server in measured:  # the same shelf for every server, one after the other
+                    shelf = [server.files.url(n) for n in [own, *others]]
+                    await server.ask(f"shelf of {size}", shelf, question, server.files.url(own))
+                    if len(names) <= server.max_documents:
+                        await server.ask(f"all {len(names)}", [server.files.url(n) for n in names], question,
+                                         server.files.url(own))
+    print(f"\nload average {load_average()} at the end; {os.cpu_count()} cores\n")
+    print("| server | shelf | calls | warm p50 s | warm p95 s | hit@5 | right filing first | characters per result "
+          "(top 5) | GETs after the warm-up (304s) | peak RSS GB |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for server in measured:
+        again = f"{server.files.gets - server.gets_after_warmup} ({server.files.not_modified})"
+        for label, seconds in server.seconds.items():
+            print(f"| {server.name} | {label} | {len(seconds)} | {statistics.median(seconds):.2f} | "
+                  f"{percentile(seconds, 0.95):.2f} | {hit_rate(server.ranks[label], 5):.3f} | "
+                  f"{server.first[label] / len(seconds):.3f} | {statistics.mean(server.chars[label] or [0]):.0f} | "
+                  f"{again} | {server.rss.peak / 2**30:.2f} |")
+    for server in measured:
+        print(f"\n{server.name}: seconds "
+              + "; ".join(f"{label}: " + " ".join(f"{s:.1f}" for s in seconds)
+                          for label, seconds in server.seconds.items()), end="")
+    print()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--index-dir", type=Path, help="reuse this index folder across runs (quality mode)")
@@ -177,8 +293,19 @@ def main() -> None:
     parser.add_argument("--cold", action="store_true", help="measure cold time instead of quality")
     parser.add_argument("--set", choices=sorted(SETS), default="skewed", help="the five documents of --cold")
     parser.add_argument("--runs", type=int, default=1, help="runs of --cold (medians)")
+    parser.add_argument("--shelves", action="store_true", help="warm shelves of 20 and of every filing")
+    parser.add_argument("--baseline", type=Path, help="--shelves: also a server on this checkout's code")
+    parser.add_argument("--seed", type=int, default=47, help="--shelves: the questions' and shelves' draws")
+    parser.add_argument("--shelf", type=int, default=20, help="--shelves: documents per drawn shelf")
+    parser.add_argument("--filings", type=int, default=0, help="--shelves: only the N smallest filings")
+    parser.add_argument("--memory-budget-mb", type=int, help="--shelves: MCP_MEMORY_BUDGET_MB of every server")
     args = parser.parse_args()
     qa_set("financebench-dev")
+    if args.shelves:
+        if args.index_dir is None:
+            parser.error("--shelves needs --index-dir (kept between runs: the first run builds every index)")
+        asyncio.run(shelves(args))
+        return
     asyncio.run(cold(args) if args.cold else quality(args))
 
 

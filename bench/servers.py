@@ -143,6 +143,15 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002
         pass
 
+    def do_GET(self) -> None:
+        self.server.gets += 1  # type: ignore[attr-defined]  # FileServer.gets: the documents asked for
+        super().do_GET()
+
+    def send_response(self, code: int, message: str | None = None) -> None:
+        if code == 304:  # an If-Modified-Since the file has not passed: FileServer.not_modified
+            self.server.not_modified += 1  # type: ignore[attr-defined]
+        super().send_response(code, message)
+
 
 class FileServer:
     """A threaded HTTP server on 127.0.0.1 serving one folder; ``url(path)`` builds links. A context
@@ -152,12 +161,23 @@ class FileServer:
         handler = functools.partial(_QuietHandler, directory=str(directory))
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.httpd.daemon_threads = True
+        self.httpd.gets = self.httpd.not_modified = 0  # type: ignore[attr-defined]
         self.base = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self.thread.start()
 
     def url(self, relative: str) -> str:
         return f"{self.base}/{relative.lstrip('/')}"
+
+    @property
+    def gets(self) -> int:
+        """GET requests served so far (downloads, conditional or not)."""
+        return int(self.httpd.gets)  # type: ignore[attr-defined]
+
+    @property
+    def not_modified(self) -> int:
+        """Of those, the ones answered 304 Not Modified (no body)."""
+        return int(self.httpd.not_modified)  # type: ignore[attr-defined]
 
     def close(self) -> None:
         self.httpd.shutdown()

@@ -13,8 +13,8 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, TextContent
 
 from mcp_server.core.logging import configure_logging
+from mcp_server.core.settings import Settings
 from mcp_server.pipeline.reading import DPI_RANGE, MAX_READ_TOKENS, MIN_READ_TOKENS
-from mcp_server.pipeline.research import MAX_DOCUMENTS
 from mcp_server.processors import supported_formats
 from mcp_server.server.build import create_server
 from mcp_server.server.tool_calls import OUTPUT_SCHEMA_DIALECT
@@ -22,6 +22,8 @@ from mcp_server.server.viewer import VIEWER_URI
 from mcp_server.tools.common import tool
 from mcp_server.tools.research import MAX_QUERIES
 from tests.mcp_harness import TOOL_NAMES, make_settings, memory_client, payload, wait_forever
+
+SEARCH_MAX_DOCUMENTS = Settings.model_fields["search_max_documents"].default
 
 pytestmark = pytest.mark.anyio
 
@@ -45,7 +47,7 @@ async def test_every_tool_parameter_is_listed_with_a_description_and_its_bounds(
         for parameter, schema in listed.input_schema.get("properties", {}).items():
             assert schema.get("description"), f"{name}.{parameter} has no description"
     search = tools["search_documents"].input_schema["properties"]
-    assert (search["document_urls"]["minItems"], search["document_urls"]["maxItems"]) == (1, MAX_DOCUMENTS)
+    assert (search["document_urls"]["minItems"], search["document_urls"]["maxItems"]) == (1, SEARCH_MAX_DOCUMENTS)
     assert search["queries"]["anyOf"][0]["maxItems"] == MAX_QUERIES
     assert search["per_document"]["anyOf"][0]["minimum"] == 1
     assert tools["manage_cache"].input_schema["properties"]["action"]["enum"] == ["stats", "clear", "drop"]
@@ -63,8 +65,8 @@ async def test_every_tool_parameter_is_listed_with_a_description_and_its_bounds(
 @pytest.mark.parametrize(
     ("tool_name", "arguments", "argument", "fragment"),
     [
-        ("search_documents", {"document_urls": [f"https://example.com/{n}.pdf" for n in range(MAX_DOCUMENTS + 1)],
-                              "query": "x"}, "document_urls", f"at most {MAX_DOCUMENTS} items"),
+        ("search_documents", {"document_urls": [f"https://a.example/{n}.pdf" for n in range(SEARCH_MAX_DOCUMENTS + 1)],
+                              "query": "x"}, "document_urls", f"at most {SEARCH_MAX_DOCUMENTS} items"),
         ("search_documents", {"document_urls": [], "query": "x"}, "document_urls", "at least 1 item"),
         ("search_documents", {"document_urls": ["https://example.com/a.pdf"], "query": "x",
                               "queries": ["y"] * (MAX_QUERIES + 1)}, "queries", f"at most {MAX_QUERIES} items"),

@@ -16,13 +16,15 @@ from typing import Annotated, Any, Literal
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-__all__ = ["Settings", "TimeoutClass", "host_rule_key"]
+__all__ = ["SEARCH_DOCUMENTS_CEILING", "Settings", "TimeoutClass", "host_rule_key"]
 
 TimeoutClass = Literal["document", "extraction", "utility"]
 CommaList = Annotated[list[str], NoDecode]
 
 
 # RFC 9110 token characters; headers the downloader sets itself may not be configured.
+# search_max_documents may be raised up to this (the tool signature's bound; the schema shows the setting)
+SEARCH_DOCUMENTS_CEILING = 500
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _RESERVED_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection", "te", "upgrade",
                                "if-none-match", "if-modified-since", "accept-encoding"})
@@ -135,6 +137,13 @@ class Settings(BaseSettings):
     timeout_utility: float = Field(30, gt=0, description="Timeout of utility tools (seconds).")
     max_text_length: int = Field(100_000, ge=1, description="Longest text argument accepted (characters).")
     max_url_length: int = Field(2048, ge=16, description="Longest URL accepted.")
+    search_max_documents: int = Field(
+        50, ge=1, le=SEARCH_DOCUMENTS_CEILING,
+        description="Most documents one search_documents call may search (the tool schema's maxItems). Each costs "
+        "one rate-limit token; an indexed one ~5-20 MB of the memory budget while cached, and its index is loaded "
+        "from disk (tens of ms) when the cache no longer holds it; one never seen is downloaded, parsed and "
+        "indexed in the call (a 10-K: a minute or more of CPU).",
+    )
 
     # --- fetching -----------------------------------------------------------------------
     fetch_allowlist: CommaList = Field(
@@ -330,7 +339,9 @@ class Settings(BaseSettings):
     cache_max_downloads: int = Field(50, ge=1, description="Download cache entries.")
     cache_max_download_bytes: int = Field(500 * 1024 * 1024, ge=1, description="Download cache bytes.")
     cache_max_documents: int = Field(50, ge=1, description="Processed-document cache entries.")
-    cache_max_retrievers: int = Field(20, ge=1, description="In-memory retriever (index) entries.")
+    cache_max_retrievers: int = Field(
+        100, ge=1, description="In-memory retriever (index) entries (the memory budget bounds their bytes): at least "
+        "search_max_documents, or a shelf's indexes evict each other from one call to the next.")
     index_dir: Path = Field(Path("faiss_indexes"), description="Folder of persisted FAISS indexes.")
     memory_budget_mb: int = Field(
         768, ge=0,

@@ -143,6 +143,26 @@ class IndexManager:
         view = await self.open(content_sha256, chunker_version, config_key, chunks, progress=progress)
         return view.index, view.cached
 
+    async def stored(self, content_sha256: str, chunker_version: str, config_key: str) -> IndexView | None:
+        """The complete index when memory, the disk or the shared store holds it; None otherwise
+        (never builds, nor waits for a build): a known URL's document is searched without its bytes."""
+        key = self.index_key(content_sha256, chunker_version, config_key)
+        if self._memory.get(key) is None and key in self._pending:
+            return None
+        async with self._key_locks.hold(key):
+            index = self._memory.get(key)
+            if index is not None:
+                self.counters["memory_hits"] += 1
+                metrics.index_lookup("memory")
+            else:
+                index, found = await self.tiers.find(key, manifest_check(self.models, chunker_version))
+                if index is None:
+                    return None
+                self.counters["disk_hits"] += 1
+                metrics.index_lookup(found)
+                await self._remember(key, index)
+        return IndexView(key=key, index=index, complete=True, cached=True)
+
     async def open(
         self, content_sha256: str, chunker_version: str, config_key: str, chunks: ChunkSource, *,
         query: str | None = None, progress: Progress | None = None, location: str = "",

@@ -36,13 +36,12 @@ from mcp_server.retrieval.passages import passage_id
 from mcp_server.retrieval.pool import PoolSource, search_pool
 
 __all__ = [
-    "MAX_DOCUMENTS", "MAX_PASSAGE_NEIGHBORS", "Budgeted", "DocumentOutcome", "Found", "MultiSearch", "PageRanges",
+    "MAX_PASSAGE_NEIGHBORS", "Budgeted", "DocumentOutcome", "Found", "MultiSearch", "PageRanges",
     "PassageWindow", "Research", "pack_texts",
 ]
 
 log = logging.getLogger(__name__)
 
-MAX_DOCUMENTS = 20
 MAX_PASSAGE_NEIGHBORS = 5
 
 

@@ -40,7 +40,7 @@ from mcp_server.embedding.registry import ModelRegistry
 from mcp_server.embedding.runner import ModelRunner
 from mcp_server.fetch import Fetcher
 from mcp_server.indexes.manager import IndexManager, IndexView
-from mcp_server.pipeline.downloads import Downloads
+from mcp_server.pipeline.downloads import Downloads, Known
 from mcp_server.pipeline.parsing import Parsing
 from mcp_server.processors import DocumentInput, ProcessOptions, View, document_input
 from mcp_server.processors.sandbox import ParserPool
@@ -113,6 +113,13 @@ FAILURE_ENTRIES = 1000
 SNIFFED_ENTRIES = 4096
 
 
+def _content_key(sha256: str, ocr_languages: str, doc_type: str, view: View) -> str:
+    parts = [PROCESSING_VERSION, sha256, ocr_languages]
+    if doc_type == "html" and view == "main":  # the whole page keeps the key it always had
+        parts.append(f"html-main/{MAIN_CONTENT_VERSION}")
+    return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
+
+
 def _ms(since: float) -> float:
     return round((time.perf_counter() - since) * 1000, 2)
 
@@ -180,7 +187,7 @@ class DocumentService:
         """Forget one URL's download (the next call downloads it again) and a remembered failed
         parse of its bytes; indexes stay, keyed by content: the same bytes find theirs again."""
         cached = await cache_get(self.downloads, url)
-        removed = {"download": int(await cache_delete(self.downloads, url)), "failure": 0}
+        removed = {"download": int(await self._downloads.drop(url)), "failure": 0}
         if cached is not None:  # under either view's key (a web page's main content has its own)
             for key in {self.content_key(cached), self.content_key(cached, "html", "main")}:
                 removed["failure"] += int(await cache_delete(self.failures, key))
@@ -199,16 +206,13 @@ class DocumentService:
 
     def content_key(self, fetched: FetchedDocument, doc_type: str = "", view: View = "full") -> str:
         """The document and index cache key of the bytes (and of a web page's view)."""
-        parts = [PROCESSING_VERSION, fetched.sha256, self.options.ocr_languages]
-        if doc_type == "html" and view == "main":  # the whole page keeps the key it always had
-            parts.append(f"html-main/{MAIN_CONTENT_VERSION}")
-        return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
+        return _content_key(fetched.sha256, self.options.ocr_languages, doc_type, view)
 
-    async def _locate(self, url: str, *, expect: Sequence[str] = (), tool: str = "",
-                      progress: Progress | None = None, view: View | None = None) -> _Located:
-        """Download (or take from the cache) and sniff; ``expect`` limits the types."""
+    async def _locate(self, url: str, *, expect: Sequence[str] = (), tool: str = "", progress: Progress | None = None,
+                      view: View | None = None, fetched: FetchedDocument | None = None) -> _Located:
+        """Download (or take from the cache, or ``fetched``) and sniff; ``expect`` limits the types."""
         started = time.perf_counter()
-        fetched = await self.fetch(url)
+        fetched = fetched or await self.fetch(url)
         timings = {"download": _ms(started)}
         inp = await self.sniff(fetched)
         if expect and inp.doc_type not in expect:
@@ -218,8 +222,10 @@ class DocumentService:
         chosen = view or self.options.html_view  # the server's default (``html_view``) unless asked
         options = self.options if chosen == self.options.html_view else dataclasses.replace(
             self.options, html_view=chosen)
-        return _Located(input=inp, content_key=self.content_key(fetched, inp.doc_type, chosen), timings_ms=timings,
-                        source=Source.of(fetched), options=options)
+        content_key = self.content_key(fetched, inp.doc_type, chosen)
+        self._downloads.learn(url, chosen, fetched, content_key, inp.doc_type)
+        return _Located(input=inp, content_key=content_key, timings_ms=timings, source=Source.of(fetched),
+                        options=options)
 
     async def process(
         self, url: str, *, expect: Sequence[str] = (), tool: str = "", progress: Progress | None = None,
@@ -282,8 +288,10 @@ class DocumentService:
         """The document's search index, bytes -> content key -> index: from memory or disk when
         known (no parse), else parsed, chunked and built. With ``query``, a big document may get a
         partial index (vectors for that query's candidates) while the complete one builds in the
-        background; without, always the complete one."""
-        located = await self._locate(url, progress=progress, view=view)
+        background; without, always the complete one. A known URL's stored index needs no download."""
+        if isinstance(stored := await _stored(self, url, view or self.options.html_view), Indexed):
+            return stored
+        located = await self._locate(url, progress=progress, view=view, fetched=stored)
         timings = dict(located.timings_ms)
 
         async def make_chunks() -> Sequence[Chunk]:
@@ -341,9 +349,26 @@ class DocumentService:
 
     async def clear(self) -> dict[str, Any]:
         return {
-            "download": await cache_clear(self.downloads),
+            "download": await self._downloads.clear(),
             "document": await cache_clear(self.documents),
             "retriever": await self.indexes.clear(),
             "failure": await cache_clear(self.failures),
             **{layer.name: await cache_clear(layer) for layer in self.extra_layers},
         }
+
+
+async def _stored(service: DocumentService, url: str, view: View) -> Indexed | FetchedDocument | None:
+    """The index of what ``url`` held when last downloaded, if still fresh (or confirmed by a 304)
+    and in memory or on disk: found without downloading, sniffing or parsing; else the new bytes a
+    conditional request brought, or None."""
+    started = time.perf_counter()
+    known = await service._downloads.known(service.fetcher, url, view)
+    if not isinstance(known, Known):
+        return known
+    found = await service.indexes.stored(known.content_key, CHUNKER_VERSION, service._index_config())
+    if found is None:
+        return None
+    chunks = found.index.chunks
+    source = Source(sha256=known.sha256, fetched_at=known.fetched_at, validated_at=known.validated_at)
+    return Indexed(view=found, doc_type=chunks[0].doc_type if chunks else known.doc_type,
+                   timings_ms={"download": 0.0, "index": _ms(started)}, source=source)

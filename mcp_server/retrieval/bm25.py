@@ -8,6 +8,7 @@ where the filing writes "cash flows", "Umsatzwachstum" where a text writes "Umsa
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Container, Sequence
 from typing import TYPE_CHECKING
 
@@ -46,12 +47,26 @@ class ChunkBM25:
             for token in set(tokens):
                 self._df[token] = self._df.get(token, 0) + 1
         self.identity = _identity(chunks, corpus, self.languages[0])
+        # the tokens of the chunks a search across documents pooled (``tokens_of``): ~2 KB a chunk
+        self._tokens: dict[int, list[str]] = {}
+        self._lock = threading.Lock()
         self._bm25: bm25s.BM25 | None = None
         if any(corpus):  # bm25s cannot index a corpus without a single token
             import bm25s  # at the first index, not at start: bm25s brings SciPy (~10 MB of a worker)
 
             self._bm25 = bm25s.BM25()
             self._bm25.index(corpus, show_progress=False)
+
+    def tokens_of(self, chunks: Sequence[Chunk], positions: Sequence[int]) -> list[list[str]]:
+        """The BM25 tokens of the ``chunks`` (this index's) at ``positions``, each analysed once: a
+        search across documents pools some chunks of each, and the next question pools many again."""
+        with self._lock:
+            missing = [p for p in dict.fromkeys(positions) if p not in self._tokens]
+        if missing:
+            analysed = analyse_chunks([chunks[p] for p in missing])
+            with self._lock:
+                self._tokens.update(zip(missing, analysed, strict=True))
+        return [self._tokens[p] for p in positions]
 
     def query_tokens(self, query: str) -> list[str]:
         """The query's BM25 tokens as this document's analyzers read them (known or not); an

@@ -92,8 +92,8 @@ class DocumentIndex:
         self.chunks = list(chunks)
         self.model_id = model_id
         self._set_vectors(faiss_index, owners)
-        self._lexical = ChunkBM25(self.chunks)  # the partial indexes of a document, copies, share it
-        self.languages, self.identity = self._lexical.languages, self._lexical.identity
+        self.lexical = ChunkBM25(self.chunks)  # the partial indexes of a document, copies, share it
+        self.languages, self.identity = self.lexical.languages, self.lexical.identity
         self._unit_terms = UnitTerms(self.chunks, self.languages)  # the focus of the dense side, shared too
         # found at the first search (or warm()); shared by the copies as well
         texts = [c.text for c in self.chunks]
@@ -185,7 +185,7 @@ class DocumentIndex:
 
     def bm25_top(self, query: str, n: int) -> list[int]:
         """Positions of the ``n`` best BM25 chunks for ``query`` (those matching a query term)."""
-        return self._lexical.top(self.asked(query), n, self.identity)
+        return self.lexical.top(self.asked(query), n, self.identity)
 
     def __len__(self) -> int:
         return len(self.chunks)
@@ -223,7 +223,7 @@ class DocumentIndex:
         candidates: dict[int, _Candidate] = {}
         vec = np.ascontiguousarray(np.asarray(query_vec, dtype=np.float32).reshape(1, -1))
         dense = self._vectors.ranking(vec, n, allowed)
-        bm25, coverage = self._lexical.scores(query, self.identity)
+        bm25, coverage = self.lexical.scores(query, self.identity)
         weight = BM25_WEIGHT * lexical_weight(coverage, query, self.languages)
         if mode == "hybrid" and weight >= BM25_WEIGHT and self._vectors.covered.all():
             dense = self._focused(vec[0], query, dense, n, allowed)
@@ -261,7 +261,7 @@ class DocumentIndex:
         shares few: its cross-lingual ranking stays whole), where some sentence shares a query word
         (a question in other words than the text's is the dense side's alone), and where the vectors
         are the chunks' sentences."""
-        lexical = set(self._lexical.top(self.dense_query(query), FOCUS_CANDIDATES, self.identity))
+        lexical = set(self.lexical.top(self.dense_query(query), FOCUS_CANDIDATES, self.identity))
         if allowed is not None:
             lexical &= set(np.asarray(allowed).tolist())
         pool = np.array(sorted({pos for pos, _ in dense} | lexical), dtype=np.int64)
@@ -275,7 +275,7 @@ class DocumentIndex:
 
     def query_tokens(self, query: str) -> list[str]:
         """The query's BM25 tokens as this document's analyzers read them (known or not)."""
-        return self._lexical.query_tokens(query)
+        return self.lexical.query_tokens(query)
 
     # --- cross-document search (retrieval/pool.py ranks the pooled candidates once more) ----
     def candidates(

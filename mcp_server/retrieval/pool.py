@@ -45,7 +45,6 @@ import numpy as np
 from mcp_server.core.bounds import clamp
 from mcp_server.core.models import Chunk, SearchHit
 from mcp_server.encoders.rerankers import Reranker
-from mcp_server.retrieval.bm25 import analyse_chunks
 from mcp_server.retrieval.index import DocumentIndex
 from mcp_server.retrieval.learned import LearnedRanker
 from mcp_server.retrieval.passages import passage_id
@@ -211,10 +210,14 @@ def _pooled_bm25(
     sources: Sequence[PoolSource], entries: list[_Entry], query: str, tokens: dict[tuple[int, int], list[str]],
 ) -> tuple[np.ndarray, float]:
     """BM25 over the pooled candidates (one IDF for all), and the share of the query's words they know."""
-    missing = [(e.source, e.pos) for e in entries if (e.source, e.pos) not in tokens]
-    if missing:  # each chunk as its own document's BM25 reads it (its language's analyzer)
-        chunks = [sources[s].index.chunks[p] for s, p in missing]
-        tokens.update(zip(missing, analyse_chunks(chunks), strict=True))
+    missing: dict[int, list[int]] = {}
+    for e in entries:
+        if (e.source, e.pos) not in tokens:
+            missing.setdefault(e.source, []).append(e.pos)
+    for source, positions in missing.items():  # each chunk as its own document's BM25 reads it, once
+        index = sources[source].index
+        tokens.update(zip(((source, p) for p in positions), index.lexical.tokens_of(index.chunks, positions),
+                          strict=True))
     corpus = [tokens[e.source, e.pos] for e in entries]
     scores = np.zeros(len(entries), dtype=np.float64)
     if not any(corpus):  # bm25s cannot index a corpus without a single token

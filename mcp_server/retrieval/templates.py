@@ -31,12 +31,17 @@ MIN_SHINGLES = 20  # shorter chunks (a heading, a lone row) are too short to cal
 INDEX_LINES = 0.6  # share of a chunk's lines that are index entries
 MIN_INDEX_LINES = 5
 _COMMON_SHINGLE = 50  # a shingle in more chunks than this is a phrase, not a copied passage
+_PAIRS_PER_BATCH = 1 << 21  # pairs of chunks counted at once (16 MB of codes)
+# odd 64-bit multipliers: a shingle's code is the sum of its word ids times these (mod 2**64)
+_MULTIPLIERS = [np.uint64(m) for m in (0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9,
+                                       0xD6E8FEB86659FD93, 0xFF51AFD7ED558CCD)]
 
 _WORDS = re.compile(r"\w+")
 _NUMBER = re.compile(r"\d[\d,.]*")
 MAX_ENTRY_CHARS = 150  # an index entry is one short line
 # "Management's Discussion ....... 35", "Item 7. | Management's Discussion | 35": words, then a page number
-_ENDS_WITH_PAGE = re.compile(r"[^\W\d_].*[\s|.](\d{1,3})$")
+_ENDS_WITH_PAGE = re.compile(r"[\s|.](\d{1,3})$")  # after a letter (``_LETTER``): one pass, no backtracking
+_LETTER = re.compile(r"[^\W\d_]")
 # "31.1 | Certification of ...", "10.2* Agreement ...": a dotted entry number, then words
 _STARTS_WITH_ENTRY = re.compile(r"^\d{1,3}\.\d{1,3}[A-Za-z]?\W*\s+[^\W\d_]")
 
@@ -51,29 +56,60 @@ def template_mask(texts: Sequence[str]) -> np.ndarray:
 
 
 def _near_duplicates(texts: Sequence[str]) -> np.ndarray:
-    shingles = [_shingles(t) for t in texts]
-    postings: dict[int, list[int]] = {}
-    for i, grams in enumerate(shingles):
-        if len(grams) >= MIN_SHINGLES:
-            for gram in grams:
-                postings.setdefault(gram, []).append(i)
-    shared: dict[tuple[int, int], int] = {}
-    for holders in postings.values():
-        if 1 < len(holders) <= _COMMON_SHINGLE:
-            for a in range(len(holders)):
-                for b in range(a + 1, len(holders)):
-                    pair = (holders[a], holders[b])
-                    shared[pair] = shared.get(pair, 0) + 1
+    """Chunks sharing a DUPLICATE_JACCARD of their shingles with another, counted with arrays: the
+    pairs of chunks that share a shingle run into millions on a book (a loop over them took seconds)."""
+    grams, owners = _shingles(texts)
+    sizes = np.bincount(owners, minlength=len(texts))
+    kept = sizes[owners] >= MIN_SHINGLES  # shorter chunks hold no postings
+    grams, owners = grams[kept], owners[kept]
+    starts = np.flatnonzero(np.r_[True, grams[1:] != grams[:-1]]) if len(grams) else np.zeros(0, np.int64)
+    holders = np.diff(np.r_[starts, len(grams)])
+    counted: list[tuple[np.ndarray, np.ndarray]] = []
+    for k in np.unique(holders[(holders > 1) & (holders <= _COMMON_SHINGLE)]).tolist():
+        first, second = np.triu_indices(k, 1)
+        groups, step = starts[holders == k], max(1, _PAIRS_PER_BATCH // len(first))
+        for at in range(0, len(groups), step):
+            rows = owners[groups[at:at + step, None] + np.arange(k)]
+            pairs = rows[:, first].ravel() * len(texts) + rows[:, second].ravel()  # owners ascend per shingle
+            counted.append(np.unique(pairs, return_counts=True))
     mask = np.zeros(len(texts), dtype=bool)
-    for (a, b), common in shared.items():
-        if common / (len(shingles[a]) + len(shingles[b]) - common) >= DUPLICATE_JACCARD:
-            mask[a] = mask[b] = True
+    if not counted:
+        return mask
+    pairs = np.concatenate([p for p, _ in counted])
+    order = np.argsort(pairs, kind="stable")
+    pairs, counts = pairs[order], np.concatenate([c for _, c in counted])[order]
+    firsts = np.flatnonzero(np.r_[True, pairs[1:] != pairs[:-1]])
+    pairs, common = pairs[firsts], np.add.reduceat(counts, firsts)
+    a, b = pairs // len(texts), pairs % len(texts)
+    similar = common / (sizes[a] + sizes[b] - common) >= DUPLICATE_JACCARD
+    mask[a[similar]] = mask[b[similar]] = True
     return mask
 
 
-def _shingles(text: str) -> set[int]:
-    words = _WORDS.findall(MARKER_LINE.sub("", text).lower())
-    return {hash(tuple(words[i : i + SHINGLE])) for i in range(len(words) - SHINGLE + 1)}
+def _shingles(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Every distinct (shingle, chunk) of the texts as two arrays sorted by shingle, then chunk: a
+    shingle is a 64-bit code of its SHINGLE words' hashes."""
+    found: list[str] = []
+    ends = np.zeros(len(texts), dtype=np.int64)
+    for i, text in enumerate(texts):
+        found += _WORDS.findall(MARKER_LINE.sub("", text).lower())
+        ends[i] = len(found)
+    words = np.fromiter(map(hash, found), dtype=np.int64, count=len(found)).view(np.uint64)  # a word's code
+    counts = np.diff(np.r_[0, ends])
+    owner_of_word = np.repeat(np.arange(len(texts), dtype=np.int64), counts)
+    # a shingle starts at each word with SHINGLE - 1 more of its own chunk after it
+    last_start = np.repeat(ends - SHINGLE, counts)
+    valid = np.arange(len(words)) <= last_start
+    grams = np.zeros(int(valid.sum()), dtype=np.uint64)
+    positions = np.flatnonzero(valid)
+    for offset, multiplier in enumerate(_MULTIPLIERS):
+        grams += words[positions + offset] * multiplier  # wraps modulo 2**64, as a hash should
+    owners = owner_of_word[positions]
+    order = np.lexsort((owners, grams))
+    grams, owners = grams[order], owners[order]
+    distinct = np.r_[True, (grams[1:] != grams[:-1]) | (owners[1:] != owners[:-1])] if len(grams) else \
+        np.zeros(0, dtype=bool)
+    return grams[distinct], owners[distinct]
 
 
 def _index_page(text: str) -> bool:
@@ -88,7 +124,8 @@ def _index_page(text: str) -> bool:
         if len(line) > MAX_ENTRY_CHARS:
             continue
         ends = _ENDS_WITH_PAGE.search(line)
-        if ends and len(_NUMBER.findall(line)) <= 2 and int(ends[1]) >= page:
+        if ends and _LETTER.search(line, 0, ends.start()) and len(_NUMBER.findall(line)) <= 2 \
+                and int(ends[1]) >= page:
             entries, page = entries + 1, int(ends[1])
         elif _STARTS_WITH_ENTRY.match(line):
             entries += 1

@@ -117,6 +117,8 @@ class RagMCP(MCPServer[AppContext]):
         spec = spec_of(fn)
         tool = Tool.from_function(fn, title=spec.title, annotations=spec.annotations(), meta=meta,
                                   structured_output=True)
+        for parameter, setting in spec.max_items:  # the signature holds the ceiling; the schema the setting
+            tool.parameters["properties"][parameter]["maxItems"] = getattr(self.rag_settings, setting)
         schema = tool.fn_metadata.output_schema
         if schema is not None and schema.get("$schema") != OUTPUT_SCHEMA_DIALECT:
             tool.fn_metadata.output_schema = {"$schema": OUTPUT_SCHEMA_DIALECT, **schema}

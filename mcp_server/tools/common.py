@@ -63,6 +63,8 @@ class ToolSpec:
     idempotent: bool = True
     open_world: bool = False
     destructive: bool = False
+    # list parameters whose most items a setting decides: (parameter, settings field); the schema shows it
+    max_items: tuple[tuple[str, str], ...] = ()
 
     def annotations(self) -> ToolAnnotations:
         return ToolAnnotations(
@@ -76,11 +78,11 @@ class ToolSpec:
 
 def tool(
     kind: TimeoutClass, *, title: str, read_only: bool = True, idempotent: bool = True, open_world: bool = False,
-    destructive: bool = False,
+    destructive: bool = False, max_items: tuple[tuple[str, str], ...] = (),
 ) -> Callable[[F], F]:
     """Mark a function as a tool with its timeout class and annotations; nothing is registered."""
     spec = ToolSpec(kind=kind, title=title, read_only=read_only, idempotent=idempotent, open_world=open_world,
-                    destructive=destructive)
+                    destructive=destructive, max_items=max_items)
 
     def mark(fn: F) -> F:
         setattr(fn, _SPEC, spec)

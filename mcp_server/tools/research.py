@@ -7,8 +7,10 @@ from typing import Annotated
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
+from mcp_server.core.errors import ValidationError
+from mcp_server.core.settings import SEARCH_DOCUMENTS_CEILING
 from mcp_server.middleware.http import client_identity
-from mcp_server.pipeline.research import MAX_DOCUMENTS, MAX_PASSAGE_NEIGHBORS, DocumentOutcome, PageRanges, Research
+from mcp_server.pipeline.research import MAX_PASSAGE_NEIGHBORS, DocumentOutcome, PageRanges, Research
 from mcp_server.tools.common import MaxTokens, PageView, Query, app_of, fit_budget, progress_of, require_text, tool
 from mcp_server.tools.schemas import (
     DocumentError,
@@ -40,12 +42,13 @@ def _status(outcome: DocumentOutcome, results: int) -> DocumentStatus:
                           cached=outcome.cached, results=results, source=source_info(outcome.source))
 
 
-@tool("document", title="Search documents", open_world=True)
+@tool("document", title="Search documents", open_world=True,
+      max_items=(("document_urls", "search_max_documents"),))
 async def search_documents(
     document_urls: Annotated[list[str], Field(
-        min_length=1, max_length=MAX_DOCUMENTS,
-        description=f"http(s) URLs of the documents to search together (1-{MAX_DOCUMENTS}; a URL given twice is "
-                    "searched once).")],
+        min_length=1, max_length=SEARCH_DOCUMENTS_CEILING,
+        description="http(s) URLs of the documents to search together (at most maxItems, the server's "
+                    "search_max_documents, 50 by default; a URL given twice is searched once).")],
     query: Query,
     ctx: Context,
     queries: Annotated[list[str] | None, Field(
@@ -61,7 +64,7 @@ async def search_documents(
     max_tokens: MaxTokens = None,
     view: PageView = None,
 ) -> SearchResult:
-    """Search several documents at once (1-20 URLs): the top_k best passages across all of them,
+    """Search several documents at once (up to 50 URLs by default): the top_k best passages across all of them,
     best first, with scores that compare across documents.
 
     queries adds other phrasings of the question (their rankings are fused); per_document keeps at
@@ -72,6 +75,9 @@ async def search_documents(
     """
     app = app_of(ctx)
     settings = app.settings
+    if len(document_urls) > settings.search_max_documents:
+        raise ValidationError(f"argument 'document_urls' should have at most {settings.search_max_documents} items "
+                              f"(search_max_documents), not {len(document_urls)}", argument="document_urls")
     urls = list(dict.fromkeys(u.strip() for u in document_urls))  # a URL given twice is searched once
     phrasings = [require_text(query, "query", settings.max_text_length)]
     for extra in queries or []:

@@ -192,7 +192,7 @@ def test_a_first_answer_to_a_named_question_embeds_the_content_not_the_pages_tha
     base = DocumentIndex.embed(filing_chunks(), embedder, only=())
     query = "In Northwind Traders' 2022 annual report on Form 10-K: what was the gross margin of the stores?"
     # the whole question's best BM25 chunks are the answer and then the pages that repeat the name...
-    assert set(CERTIFICATIONS) <= {base.chunks[p].text for p in base._lexical.top(query, 4)}
+    assert set(CERTIFICATIONS) <= {base.chunks[p].text for p in base.lexical.top(query, 4)}
     assert not set(CERTIFICATIONS) & {base.chunks[p].text for p in partial_candidates(base, query, 4)}
     # ...the partial index embeds those of what it asks: the answer, the income statement, the body
     view = partial_view(base, query, embedder, 4)

@@ -6,11 +6,13 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+import pytest
 
 from mcp_server.encoders import FakeReranker
 from mcp_server.retrieval import DocumentIndex
 from mcp_server.retrieval.passages import passage_id
 from mcp_server.retrieval.pool import PoolSource, search_pool
+from mcp_server.text.analysis import Analyzer
 from tests.retrieval._chunks import make_chunks
 
 QUERY = np.array([1.0, 0.0, 0.0, 0.0], dtype=np.float32)
@@ -166,3 +168,21 @@ def test_a_code_the_question_writes_picks_one_companys_10q_over_its_10k() -> Non
     assert named_sources(sources, f"In {northwind}' 2022 Form 10-K: what was the gross margin?") == {0}
     assert named_sources(sources, f"In {northwind}' 2022 filing: what was the gross margin?") == {0, 1}
     assert named_sources(sources, "In Contoso Foods' 2022 Form 10-Q: what was the gross margin?") == {2}
+
+
+def test_pooled_chunks_are_analysed_once_per_index_and_rank_as_when_analysed_afresh(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    texts = ["apple pie recipe with cinnamon", "apple orchard in autumn", "river boats at dawn", "apple juice press"]
+    first, second = doc("a", [0.5, 0.4, 0.3, 0.2], texts), doc("b", [0.6, 0.1, 0.2, 0.3], texts[::-1])
+    sources = [PoolSource(index=first), PoolSource(index=second)]
+    fresh = search_pool(sources, ["apple pie"], embed, top_k=6)
+    analysed: list[str] = []
+    real = Analyzer.tokens
+    monkeypatch.setattr(Analyzer, "tokens", lambda self, batch: analysed.extend(batch) or real(self, batch))
+    again = search_pool(sources, ["apple pie"], embed, top_k=6)
+    other = search_pool(sources, ["orchard boats"], embed, top_k=6)
+    assert not set(analysed) & set(texts)  # every pooled chunk's tokens were kept by its index at the first search
+    assert [(h.source, h.hit.chunk.chunk_index, h.hit.bm25) for h in again] == [
+        (h.source, h.hit.chunk.chunk_index, h.hit.bm25) for h in fresh]
+    assert other and other[0].hit.bm25 is not None and other[0].hit.bm25 > 0

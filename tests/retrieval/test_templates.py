@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
-from mcp_server.retrieval.templates import template_mask
+import itertools
+import re
+
+from mcp_server.retrieval.templates import (
+    _COMMON_SHINGLE,
+    DUPLICATE_JACCARD,
+    MIN_SHINGLES,
+    SHINGLE,
+    _near_duplicates,
+    template_mask,
+)
+from tests.conftest import CORPUS
 from tests.retrieval._filing import BODY, CERTIFICATIONS, CONTENTS, COVER, SIGNATURES
 
 EXHIBITS = (
@@ -32,3 +43,34 @@ def test_statement_tables_numbered_lists_and_prose_are_content() -> None:
     numbered = "\n".join(f"{i}. A risk that could reduce our sales, number {i}, described at length here." for i in
                          range(1, 8))
     assert template_mask([other_period, numbered, SIGNATURES, *BODY]).tolist() == [False] * (3 + len(BODY))
+
+
+def _pairwise_near_duplicates(texts: list[str]) -> list[bool]:
+    """The definition, pair by pair: shingle sets of at least MIN_SHINGLES sharing a Jaccard of
+    DUPLICATE_JACCARD or more, counting only shingles held by at most _COMMON_SHINGLE of them."""
+    sets = []
+    for text in texts:
+        words = re.findall(r"\w+", text.lower())
+        sets.append({tuple(words[i:i + SHINGLE]) for i in range(len(words) - SHINGLE + 1)})
+    eligible = [i for i, grams in enumerate(sets) if len(grams) >= MIN_SHINGLES]
+    holders: dict[tuple[str, ...], int] = {}
+    for i in eligible:
+        for gram in sets[i]:
+            holders[gram] = holders.get(gram, 0) + 1
+    mask = [False] * len(texts)
+    for a, b in itertools.combinations(eligible, 2):
+        common = sum(1 for gram in sets[a] & sets[b] if holders[gram] <= _COMMON_SHINGLE)
+        if common / (len(sets[a]) + len(sets[b]) - common) >= DUPLICATE_JACCARD:
+            mask[a] = mask[b] = True
+    return mask
+
+
+def test_near_duplicates_in_a_book_are_those_a_pairwise_comparison_finds() -> None:
+    book = (CORPUS / "docs" / "txt" / "book-war-and-peace-1225p.txt").read_text(encoding="utf-8")[:200_000]
+    texts = [book[at:at + 1500] for at in range(0, len(book), 1500)]
+    # two copies with a few words changed (near-duplicates), two that are half another page
+    texts += [texts[3].replace("the", "a", 6), texts[40].replace("and", "or", 2),
+              texts[77][:700] + texts[110][700:], texts[125][:300] + " ".join(["words"] * 250)]
+    expected = _pairwise_near_duplicates(texts)
+    assert [i for i, duplicate in enumerate(expected) if duplicate] == [3, 40, len(texts) - 4, len(texts) - 3]
+    assert _near_duplicates(texts).tolist() == expected

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from mcp_server.pipeline.research import MAX_DOCUMENTS
+from mcp_server.core.settings import Settings
 from mcp_server.retrieval.index import RRF_K
 from tests.conftest import FileServer, serve_copies
 from tests.fetch.servers import LoopbackServer, respond
@@ -146,10 +146,23 @@ async def test_bad_search_arguments_are_validation_errors_naming_the_argument(
     assert f"'{argument}'" in body["error"]
 
 
-async def test_more_than_twenty_documents_are_refused(mcp: ThreadedServer, files: FileServer) -> None:
-    urls = [files.url(f"doc-{n}.txt") for n in range(MAX_DOCUMENTS + 1)]
+async def test_more_documents_than_the_setting_allows_are_refused(mcp: ThreadedServer, files: FileServer) -> None:
+    urls = [files.url(f"doc-{n}.txt") for n in range(Settings.model_fields["search_max_documents"].default + 1)]
     failed, body = await search(mcp, document_urls=urls, query="x")
     assert failed and body["code"] == "VALIDATION_ERROR" and "'document_urls'" in body["error"]
+
+
+async def test_the_document_limit_is_a_setting_the_tool_schema_shows(files: FileServer, tmp_path: Path) -> None:
+    urls = [files.url(f"{name}.txt") for name in ("alpha", "beta", "gamma")]
+    with ThreadedServer(make_settings(index_dir=tmp_path, search_max_documents=2)) as server:
+        async with http_client(server.mcp_url) as client:
+            listed = {tool.name: tool for tool in (await client.list_tools()).tools}
+        refused, body = await search(server, document_urls=urls, query="memo")
+        failed, two = await search(server, document_urls=urls[:2], query="memo")
+    assert listed["search_documents"].input_schema["properties"]["document_urls"]["maxItems"] == 2
+    assert refused and body["code"] == "VALIDATION_ERROR" and body["argument"] == "document_urls", body
+    assert "at most 2 items" in body["error"] and "search_max_documents" in body["error"]
+    assert not failed and [d["status"] for d in two["documents"]] == ["ok", "ok"]
 
 
 async def test_each_document_counts_against_the_rate_limit(files: FileServer, tmp_path: Path) -> None:

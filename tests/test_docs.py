@@ -105,7 +105,8 @@ def tools_in_table(path: Path, section: str) -> set[str]:
     return {name for cell in rows for name in re.findall(r"`([a-z_]+)`", cell)}
 
 
-@pytest.mark.parametrize(("page", "section"), [("README.md", "Tools"), ("docs/tools.md", "Arguments, results, timeouts")])
+@pytest.mark.parametrize(("page", "section"),
+                         [("README.md", "Tools"), ("docs/tools.md", "Arguments, results, timeouts")])
 def test_the_tool_tables_name_every_tool_the_server_lists(page: str, section: str) -> None:
     assert tools_in_table(ROOT / page, section) == {fn.__name__ for fn in TOOLS}
 

@@ -329,7 +329,7 @@ def learned_order(
 def signals(index: DocumentIndex, query: str, head: Sequence[_Candidate]) -> CandidateSignals:
     """What the learned ranker reads of the ``head`` candidates for ``query`` as ``asked``."""
     pos = np.array([c.pos for c in head], dtype=np.int64)
-    presence, df = index._lexical.presence(query, pos.tolist(), index.identity)
+    presence, df = index.lexical.presence(query, pos.tolist(), index.identity)
     chunks = index.chunks
     return CandidateSignals(
         fused=np.array([c.rrf * RRF_K for c in head]), bm25=np.array([c.bm25 or 0.0 for c in head]),

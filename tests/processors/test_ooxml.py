@@ -18,7 +18,7 @@ from mcp_server.processors.ooxml import OleProcessor, guard_ooxml
 from mcp_server.processors.pptx import PptxProcessor
 from mcp_server.processors.xlsx import XlsxProcessor
 
-from ._office_helpers import billion_laughs, many_entries, xxe, zip_bomb
+from ._office_helpers import MAIN_PART, billion_laughs, insert_doctype, many_entries, rewrite_part, xxe, zip_bomb
 
 OPTIONS = ProcessOptions()
 PROCESSORS = {"docx": DocxProcessor(), "pptx": PptxProcessor(), "xlsx": XlsxProcessor()}
@@ -68,8 +68,9 @@ def test_a_zip_with_too_many_entries_is_refused(corpus_dir: Path) -> None:
 
 @pytest.mark.parametrize("kind", ["docx", "pptx", "xlsx"])
 def test_billion_laughs_in_any_ooxml_format_is_refused(corpus_dir: Path, kind: str) -> None:
-    with pytest.raises(ProcessingError, match="XML entity declarations are not allowed"):
+    with pytest.raises(ProcessingError, match="entity-expansion bomb") as info:
         _process(kind, billion_laughs(_source(corpus_dir, kind), kind))
+    assert info.value.details["reason"] == "bomb" and info.value.details["part"]
 
 
 @pytest.mark.parametrize("kind", ["docx", "pptx", "xlsx"])
@@ -79,9 +80,19 @@ def test_an_external_entity_is_refused_and_the_local_file_never_leaks(
     secret = tmp_path / "secret.txt"
     secret.write_text(MARKER)
     data = xxe(_source(corpus_dir, kind), kind, secret, SMALL[kind][1] or b"<sheets>")
-    with pytest.raises(ProcessingError, match="XML entity declarations are not allowed") as info:
+    with pytest.raises(ProcessingError, match="no external entities") as info:
         _process(kind, data)
+    assert info.value.details["reason"] == "unsafe_xml"
     assert MARKER not in str(info.value.to_dict())
+
+
+@pytest.mark.parametrize("kind", ["docx", "pptx", "xlsx"])
+def test_a_part_that_only_names_its_dtd_passes_the_guard_as_openoffice_org_writes_them(
+    corpus_dir: Path, kind: str
+) -> None:
+    named = '<!DOCTYPE script:module PUBLIC "-//OpenOffice.org//DTD OfficeDocument 1.0//EN" "module.dtd">'
+    data = rewrite_part(_source(corpus_dir, kind), MAIN_PART[kind], lambda xml: insert_doctype(xml, named))
+    guard_ooxml(data, OPTIONS, kind=kind.upper())
 
 
 def test_the_parsers_themselves_do_not_resolve_external_entities(corpus_dir: Path, tmp_path: Path) -> None:

@@ -131,3 +131,35 @@ def _mutate(original: bytes, data: st.DataObject) -> bytes:
     if data.draw(st.booleans()):
         buf = buf[: data.draw(st.integers(0, len(buf)))]
     return bytes(buf)
+
+
+def _as_macro_enabled(data: bytes, main_type: str) -> bytes:
+    """The package saved as Word saves a .docm: its main part under the macro-enabled content type,
+    a VBA project beside it (whose bytes must never come back)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as source, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as package:
+        for info in source.infolist():
+            member = source.read(info)
+            if info.filename == "[Content_Types].xml":
+                member = member.replace(
+                    b"application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml",
+                    main_type.encode())
+                member = member.replace(b"</Types>", b'<Default Extension="bin" '
+                                        b'ContentType="application/vnd.ms-office.vbaProject"/></Types>')
+            package.writestr(info, member)
+        package.writestr("word/vbaProject.bin", b"Attribute VB_Name = \"MACRO-SOURCE\"\nSub AutoOpen()\nEnd Sub")
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("main_type", [
+    "application/vnd.ms-word.document.macroEnabled.main+xml",  # .docm
+    "application/vnd.ms-word.template.macroEnabledTemplate.main+xml",  # .dotm
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.template.main+xml",  # .dotx
+])
+def test_a_macro_enabled_document_or_template_is_read_as_docx_and_its_macros_never_returned(
+    corpus_dir: Path, main_type: str,
+) -> None:
+    data = (corpus_dir / "docs" / "docx" / "testWORD.docx").read_bytes()
+    doc = DocxProcessor().process(DocumentInput(data=_as_macro_enabled(data, main_type), doc_type="docx"), OPTIONS)
+    assert doc.content == DocxProcessor().process(DocumentInput(data=data, doc_type="docx"), OPTIONS).content
+    assert "MACRO-SOURCE" not in doc.content and "AutoOpen" not in doc.content

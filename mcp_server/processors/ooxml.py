@@ -3,11 +3,11 @@
 An OOXML file (docx/pptx/xlsx) is a zip of XML parts. Before any parser opens it we read only
 the zip's central directory and refuse:
 
-- more than ``zip_max_entries`` members, a member whose declared size is more than
-  ``zip_max_ratio`` times its compressed size, or more than ``zip_max_uncompressed_bytes`` in
-  total (zip bombs: a 1 GB member of zeros is refused without inflating anything; reads later
-  cannot exceed the declared sizes because ``zipfile`` truncates at ``file_size`` and checks
-  the CRC);
+- more than ``zip_max_entries`` members, more than ``zip_max_uncompressed_bytes`` in total, or a
+  member (or the archive in all) declaring more than ``zip_ratio_grace_bytes`` at more than
+  ``zip_max_ratio`` times its compressed size (zip bombs: a 1 GB member of zeros is refused
+  without inflating anything; reads later cannot exceed the declared sizes because ``zipfile``
+  truncates at ``file_size`` and checks the CRC);
 - any XML part whose DOCTYPE declares external or parameter entities (XXE), or internal entities
   that would expand past ``_doctype.MAX_EXPANSION`` (billion laughs); a DOCTYPE that only names
   its DTD (OpenOffice.org's macro parts) or declares a few small entities passes
@@ -130,29 +130,40 @@ def guard_ooxml(data: bytes, options: ProcessOptions, *, kind: str) -> None:
 
 
 def check_zip_limits(infos: list[zipfile.ZipInfo], options: ProcessOptions) -> None:
+    """Refuse a zip from its directory: too many entries, too many bytes in all, or expansion like a
+    bomb's. A ratio counts only past ``zip_ratio_grace_bytes`` (a member's, or the whole archive's):
+    a 1.4 MB picture of one colour in a Word file expands 269x and is no bomb, while a member, or
+    many, expanding far past the grace at that ratio is."""
     if len(infos) > options.zip_max_entries:
         raise ProcessingError(
             f"zip has {len(infos)} entries, more than the limit zip_max_entries={options.zip_max_entries}",
-            limit="zip_max_entries",
+            reason="too_large", limit="zip_max_entries",
         )
-    total = 0
+    total = packed = 0
     for info in infos:
-        if info.file_size > 0:
+        if info.file_size > options.zip_ratio_grace_bytes:
             # compress_size 0 with content is an infinite ratio, not a division error.
             ratio = info.file_size / info.compress_size if info.compress_size else float("inf")
             if ratio > options.zip_max_ratio:
                 raise ProcessingError(
-                    f"zip member {info.filename!r} expands {ratio:.0f}x, more than the limit "
-                    f"zip_max_ratio={options.zip_max_ratio:g}",
-                    limit="zip_max_ratio",
+                    f"zip member {info.filename!r} expands {ratio:.0f}x to {info.file_size:,} bytes, more than "
+                    f"the limit zip_max_ratio={options.zip_max_ratio:g} (a zip bomb)",
+                    reason="bomb", limit="zip_max_ratio",
                 )
         total += info.file_size
+        packed += info.compress_size
         if total > options.zip_max_uncompressed_bytes:
             raise ProcessingError(
                 "zip declares more uncompressed bytes than the limit "
                 f"zip_max_uncompressed_bytes={options.zip_max_uncompressed_bytes}",
-                limit="zip_max_uncompressed_bytes",
+                reason="too_large", limit="zip_max_uncompressed_bytes",
             )
+    if total > options.zip_ratio_grace_bytes and total > options.zip_max_ratio * max(packed, 1):
+        raise ProcessingError(
+            f"zip members expand {total / max(packed, 1):.0f}x in all to {total:,} bytes, more than the limit "
+            f"zip_max_ratio={options.zip_max_ratio:g} (a zip bomb)",
+            reason="bomb", limit="zip_max_ratio",
+        )
 
 
 def _check_prolog(zf: zipfile.ZipFile, info: zipfile.ZipInfo, kind: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import tracemalloc
+import zipfile
 from pathlib import Path
 
 import docx
@@ -46,12 +47,42 @@ def bomb_docx(corpus_dir: Path) -> bytes:
 def test_a_docx_holding_a_gigabyte_of_zeros_is_refused_without_inflating_it(bomb_docx: bytes) -> None:
     tracemalloc.start()
     try:
-        with pytest.raises(ProcessingError, match="zip_max_ratio"):
+        with pytest.raises(ProcessingError, match="zip_max_ratio") as info:
             _process("docx", bomb_docx)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
     assert peak < 64 * 1024 * 1024
+    assert info.value.details["reason"] == "bomb"
+
+
+def _with_members(source: bytes, members: dict[str, bytes]) -> bytes:
+    out = io.BytesIO(source)
+    with zipfile.ZipFile(out, "a", zipfile.ZIP_DEFLATED) as package:
+        for name, data in members.items():
+            package.writestr(name, data)
+    return out.getvalue()
+
+
+def test_a_small_member_that_compresses_a_thousandfold_is_no_bomb(corpus_dir: Path) -> None:
+    # A picture of one colour, an embedded OLE object of zeros: small in absolute terms.
+    data = _with_members(_source(corpus_dir, "docx"), {"word/media/blank.bmp": bytes(2 * 1024 * 1024)})
+    assert "This is a sample Microsoft Word Document." in _process("docx", data)
+
+
+def test_many_small_members_that_expand_past_the_grace_in_all_are_a_bomb(corpus_dir: Path) -> None:
+    zeros = {f"word/media/zeros{n}.bin": bytes(1024 * 1024) for n in range(40)}  # each under the 16 MiB grace
+    with pytest.raises(ProcessingError, match="expand .* in all") as info:
+        guard_ooxml(_with_members(_source(corpus_dir, "docx"), zeros), OPTIONS, kind="DOCX")
+    assert info.value.details["reason"] == "bomb" and info.value.details["limit"] == "zip_max_ratio"
+
+
+def test_one_member_just_past_the_grace_at_a_bombs_ratio_is_refused(corpus_dir: Path) -> None:
+    options = ProcessOptions(zip_ratio_grace_bytes=1024 * 1024)
+    data = _with_members(_source(corpus_dir, "docx"), {"word/media/zeros.bin": bytes(1024 * 1024 + 1)})
+    with pytest.raises(ProcessingError, match="'word/media/zeros.bin' expands") as info:
+        guard_ooxml(data, options, kind="DOCX")
+    assert info.value.details["reason"] == "bomb"
 
 
 def test_the_total_declared_size_limit_is_enforced_even_when_ratios_are_fine(bomb_docx: bytes) -> None:

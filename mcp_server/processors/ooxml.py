@@ -91,6 +91,9 @@ def _ole_kind(data: bytes) -> str | None:
     for kind, names in _OLE_STREAMS:
         if streams & set(names):
             return kind
+    # A message written without its property stream still keeps its MAPI properties at the root.
+    if any(name.startswith("__substg1.0_") for name in streams):
+        return "msg"
     return None
 
 

@@ -59,9 +59,9 @@ def read_xlsx(data: bytes, options: ProcessOptions) -> list[RawSheet]:
     except MCPServerError:
         raise
     except Exception as exc:  # openpyxl/pandas/zipfile/lxml errors on broken workbooks
-        repaired = _plain_styles(data)
-        if repaired is not None:
-            with contextlib.suppress(Exception):  # the first error is the one worth naming
+        with contextlib.suppress(Exception):  # a damaged package fails here too: the first error is named
+            repaired = _plain_styles(data)
+            if repaired is not None:
                 return _read(repaired)
         raise ProcessingError(f"the XLSX file could not be parsed: {type(exc).__name__}", reason="corrupt") from exc
 

@@ -289,6 +289,7 @@ async def test_encrypted_and_truncated_corpus_files_give_a_clear_error(
     message = str(body["error"])
     assert "File \"" not in message and "line " not in message
     assert any(word in message.lower() for word in ("password", "encrypted", "truncated", "corrupt")), message
+    assert body["reason"] == ("encrypted" if "password" in message.lower() else "corrupt"), body
 
 
 @pytest.mark.parametrize("name", ["multi_page.pdf", "testRotated+10.png", "test.jpg"])
@@ -302,7 +303,7 @@ async def test_truncated_files_give_a_clear_error(
     failed, body, _ = await call_while_healthy(warm, "process_document", {"document_url": url}, within=10)
     # A PDF with its tail cut is repaired by MuPDF and may still yield its first pages.
     if failed:
-        assert body["code"] == "PROCESSING_ERROR", body
+        assert body["code"] == "PROCESSING_ERROR" and body["reason"] == "corrupt", body
         assert "Traceback" not in str(body)
 
 

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import contextlib
 import io
+import struct
 import zipfile
 from pathlib import Path
 
+import docx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mcp_server.core.errors import ProcessingError
 from mcp_server.core.models import ProcessedDocument
+from mcp_server.processors._embedded import _native
 from mcp_server.processors.base import DocumentInput, ProcessOptions
 from mcp_server.processors.docx import DocxProcessor
 
@@ -163,3 +166,53 @@ def test_a_macro_enabled_document_or_template_is_read_as_docx_and_its_macros_nev
     doc = DocxProcessor().process(DocumentInput(data=_as_macro_enabled(data, main_type), doc_type="docx"), OPTIONS)
     assert doc.content == DocxProcessor().process(DocumentInput(data=data, doc_type="docx"), OPTIONS).content
     assert "MACRO-SOURCE" not in doc.content and "AutoOpen" not in doc.content
+
+
+def _with_embedding(source: bytes, name: str, data: bytes) -> bytes:
+    out = io.BytesIO(source)
+    with zipfile.ZipFile(out, "a", zipfile.ZIP_DEFLATED) as package:
+        package.writestr(f"word/embeddings/{name}", data)
+    return out.getvalue()
+
+
+def test_an_embedded_workbook_is_read_after_the_documents_own_text(corpus_dir: Path) -> None:
+    # Word keeps an embedded workbook as the .xlsx package itself under word/embeddings/.
+    workbook = (corpus_dir / "docs" / "xlsx" / "stanley-cups.xlsx").read_bytes()
+    data = _with_embedding((corpus_dir / "docs" / "docx" / "testWORD.docx").read_bytes(),
+                           "Microsoft_Excel_Worksheet.xlsx", workbook)
+    doc = DocxProcessor().process(DocumentInput(data=data, doc_type="docx"), OPTIONS)
+    own = doc.content.index("This is a sample Microsoft Word Document.")
+    assert own < doc.content.index("## Embedded: Microsoft_Excel_Worksheet.xlsx") < doc.content.index("Stanley Cups")
+    assert doc.metadata["embedded_objects"] == ["Microsoft_Excel_Worksheet.xlsx"]
+    at = doc.content.index("Stanley Cups")
+    assert any(loc.heading_path[:1] == ("Embedded: Microsoft_Excel_Worksheet.xlsx",)
+               for loc in doc.locations if loc.start <= at < loc.end)
+    flat = DocxProcessor().process(DocumentInput(data=data, doc_type="docx"), ProcessOptions(archive_max_depth=0))
+    assert "Stanley Cups" not in flat.content  # embedded objects count as one level of nesting
+
+
+def test_a_file_wrapped_by_the_object_packager_is_unwrapped() -> None:
+    payload = b"Quarterly figures, embedded as a text file."
+    temp = b"C:\\Temp\\notes.txt\0"
+    stream = (struct.pack("<IH", 0, 2) + b"notes.txt\0" + b"C:\\Docs\\notes.txt\0" + struct.pack("<I", 0x30000)
+              + struct.pack("<I", len(temp)) + temp + struct.pack("<I", len(payload)) + payload)
+    assert _native(stream, "oleObject1.bin") == ("notes.txt", payload)
+    assert _native(stream[:-5], "oleObject1.bin") is None  # truncated: nothing, not an error
+
+
+def test_a_word_file_without_text_says_why_it_is_empty(corpus_dir: Path) -> None:
+    from mcp_server.processors import process_document
+
+    blank = io.BytesIO()
+    docx.Document().save(blank)
+    pictured = io.BytesIO()
+    document = docx.Document()
+    document.add_picture(str(corpus_dir / "docs" / "png" / "image_metadata.png"))
+    document.save(pictured)
+    options = ProcessOptions(detect_language=False)
+    for data, why in ((blank.getvalue(), "no_text"), (pictured.getvalue(), "images_only")):
+        doc = process_document(DocumentInput(data=data, doc_type="docx"), options)
+        assert doc.content.strip() == "" and doc.metadata["empty_reason"] == why
+    read = process_document(DocumentInput(data=(corpus_dir / "docs" / "docx" / "testWORD.docx").read_bytes(),
+                                          doc_type="docx"), options)
+    assert "empty_reason" not in read.metadata

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import posixpath
 import zipfile
 from typing import ClassVar
 
@@ -63,11 +64,22 @@ class DocxProcessor:
         return dataclasses.replace(read, metadata={**read.metadata, "empty_reason": _why_empty(doc.data)})
 
 
+# Pictures OCR'd in a document with no text of its own: a scan is a few pages; OCR takes ~1 s each.
+_MAX_PICTURES = 20
+
+
 def _with_embedded(read: ProcessedDocument, data: bytes, options: ProcessOptions) -> ProcessedDocument:
     """The document with the text of its embedded objects (a workbook, a PDF, another document)
-    after its own, each under a ``## Embedded: name`` heading; objects with no text are left out."""
+    after its own, each under a ``## Embedded: name`` heading; objects with no text are left out.
+    A document with no text of its own has its pictures read too (OCR, as an image download is):
+    a scanned page pasted into Word."""
     with zipfile.ZipFile(io.BytesIO(data)) as package:  # the guard has opened it already
-        files = embedded_files(package, "word/embeddings/")[: options.archive_max_members]
+        files = embedded_files(package, "word/embeddings/")
+        if not read.content.strip():
+            pictures = [info for info in package.infolist() if info.filename.startswith("word/media/")
+                        and not info.is_dir()][:_MAX_PICTURES]
+            files += [(posixpath.basename(info.filename), package.read(info)) for info in pictures]
+        files = files[: options.archive_max_members]
     if not files or options.nesting >= options.archive_max_depth:
         return read
     inner = deeper(options, "embedded objects")

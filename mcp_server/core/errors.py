@@ -12,6 +12,10 @@
 Library exceptions are translated where they enter (downloader, processors, models); tools
 never raise to the client: the guard in ``middleware/guard.py`` turns these into
 ``{"error", "code", "request_id"}`` results.
+
+A ``PROCESSING_ERROR`` always carries one of the stable ``REASONS`` as ``reason`` (docs/formats.md
+lists them): the raise site names it; else an error with a ``limit`` is ``too_large``, an
+unsupported format ``unsupported_format`` and anything else ``corrupt``.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "REASONS",
     "DownloadError",
     "MCPServerError",
     "ModelLoadError",
@@ -80,13 +85,41 @@ class DownloadError(MCPServerError):
     default_message = "Download failed"
 
 
+# Why a document was refused: a few stable codes a caller can act on (docs/formats.md, "Refusals").
+REASONS: dict[str, str] = {
+    "encrypted": "password required: the document is encrypted",
+    "corrupt": "truncated, damaged or not the format it claims (fuzzer-made files land here)",
+    "unsupported_format": "a format the server does not read (binary data, an unknown container)",
+    "legacy_format": "an OLE container of no format the server reads (kept from before the list)",
+    "too_large": "over a size or count limit (pages, pixels, bytes, entries, members, values)",
+    "too_deep": "nested deeper than a limit (archives in archives, markup, recursion)",
+    "bomb": "expands far beyond its size (a zip bomb, XML entity expansion)",
+    "unsafe_xml": "XML that refers outside itself (external or parameter entities)",
+    "timeout": "parsing or OCR took longer than its limit",
+    "crashed": "the parser crashed on this document (it runs in a worker; the server is unharmed)",
+    "out_of_memory": "the parser ran out of its memory limit on this document",
+    "converter_missing": "LibreOffice, needed for this format, is not installed",
+    "converter_timeout": "the LibreOffice conversion took longer than its limit",
+    "converter_crashed": "LibreOffice crashed on this document",
+    "ocr_missing": "Tesseract, needed to read this image, is not installed",
+    "unavailable": "the parser pool was stopped or the call cancelled (retry)",
+}
+
+
 class ProcessingError(MCPServerError):
     code = "PROCESSING_ERROR"
     default_message = "Document could not be processed"
+    default_reason = "corrupt"
+
+    def __init__(self, message: str | None = None, **details: Any) -> None:
+        if "reason" not in details:
+            details["reason"] = "too_large" if "limit" in details else self.default_reason
+        super().__init__(message, **details)
 
 
 class UnsupportedFormatError(ProcessingError):
     default_message = "unsupported format"
+    default_reason = "unsupported_format"
 
 
 class ModelLoadError(MCPServerError):

@@ -232,7 +232,14 @@ class Settings(BaseSettings):
     ocr_languages: str = Field("eng", description="Tesseract languages, e.g. 'eng+deu'.")
     ocr_timeout: float = Field(60, gt=0, description="Tesseract timeout per image (seconds).")
     zip_max_entries: int = Field(10_000, ge=1, description="OOXML: most zip entries.")
-    zip_max_ratio: float = Field(100, gt=1, description="OOXML: highest per-entry compression ratio.")
+    zip_max_ratio: float = Field(
+        100, gt=1, description="OOXML and zips: highest compression ratio of a member, or of the archive in all, "
+        "that expands past MCP_ZIP_RATIO_GRACE_BYTES.",
+    )
+    zip_ratio_grace_bytes: int = Field(
+        16 * 1024 * 1024, ge=0, description="OOXML and zips: a member, or an archive in all, expanding to at most "
+        "this many bytes is not judged by its ratio (a picture of one colour compresses 100-300x).",
+    )
     zip_max_uncompressed_bytes: int = Field(
         1024 * 1024 * 1024, ge=1, description="OOXML: most total declared uncompressed bytes."
     )

@@ -14,6 +14,7 @@ registered declarations, so nothing that lists formats can drift from what is ac
 from __future__ import annotations
 
 import dataclasses
+import re
 
 from mcp_server.core.errors import MCPServerError, ProcessingError, UnsupportedFormatError
 from mcp_server.core.models import FetchedDocument, ProcessedDocument
@@ -65,6 +66,7 @@ __all__ = [
     "converter_available",
     "detect_type",
     "document_input",
+    "empty_reason",
     "format_for",
     "get_processor",
     "process_document",
@@ -136,7 +138,8 @@ def process_document(inp: DocumentInput, options: ProcessOptions) -> ProcessedDo
     except (MCPServerError, MemoryError):
         raise
     except RecursionError as exc:
-        raise ProcessingError("the document is nested too deeply to parse", doc_type=inp.doc_type) from exc
+        raise ProcessingError("the document is nested too deeply to parse", reason="too_deep",
+                              doc_type=inp.doc_type) from exc
     except Exception as exc:
         # A library error the processor did not translate: still a clear, typed answer.
         raise ProcessingError(
@@ -162,8 +165,26 @@ def _fallback(inp: DocumentInput) -> tuple[Processor, DocumentInput]:
     )
 
 
+# Lines that are structure, not text: a slide's or a sheet's marker, an empty heading.
+_MARKERS = re.compile(r"^[ \t]*(-{3}[ \t]*Slide \d+[ \t]*-{3}|={3}[ \t]*Sheet:.*={3}|#+)[ \t]*$", re.MULTILINE)
+_TEXT = re.compile(r"\w")
+
+
+def empty_reason(doc: ProcessedDocument) -> str | None:
+    """Why an answer holds no text (None when it holds some): the processor's own word
+    (``metadata["empty_reason"]``: ``embedded_only``, ``images_only``...), else ``images_only`` when
+    the document had pictures (OCR found nothing in them), else ``no_text``."""
+    if _TEXT.search(_MARKERS.sub("", doc.content)):
+        return None
+    given = doc.metadata.get("empty_reason")
+    return str(given) if given else "images_only" if doc.images else "no_text"
+
+
 def _enrich(doc: ProcessedDocument, options: ProcessOptions) -> ProcessedDocument:
     changes: dict[str, object] = {}
+    why = empty_reason(doc)
+    if why is not None:
+        changes["metadata"] = {**doc.metadata, "empty_reason": why}
     if not doc.extracted_urls and doc.content:
         changes["extracted_urls"] = extract_urls(doc.content)
     if options.detect_language and doc.detected_language == "en" and doc.content:

@@ -13,10 +13,13 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-import docx
 from docx.document import Document
+from docx.opc.constants import CONTENT_TYPE as CT
+from docx.opc.part import PartFactory
 from docx.oxml.ns import qn
 from docx.oxml.text.run import CT_R
+from docx.package import Package
+from docx.parts.document import DocumentPart
 
 from mcp_server.core.markup import heading_line
 from mcp_server.core.models import ExtractedTable, Location, ProcessedDocument
@@ -39,7 +42,29 @@ _HEADER_FOOTERS = (
 
 def read(data: bytes) -> ProcessedDocument:
     """The document in ``data`` converted; python-docx's own exceptions pass through."""
-    return _Converter(docx.Document(io.BytesIO(data))).convert()
+    return _Converter(_open(data)).convert()
+
+
+# The main part of a macro-enabled document (.docm) or a template (.dotx, .dotm) is the same
+# WordprocessingML as a .docx's under another content type; python-docx's ``Document()`` accepts
+# only the .docx one. Macros (``word/vbaProject.bin``) are never read, run or returned.
+_WORD_MAIN_TYPES = (
+    CT.WML_DOCUMENT_MAIN,
+    "application/vnd.ms-word.document.macroEnabled.main+xml",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.template.main+xml",
+    "application/vnd.ms-word.template.macroEnabledTemplate.main+xml",
+)
+
+
+def _open(data: bytes) -> Document:
+    # python-docx picks a part's class by content type from this table; the macro-enabled and
+    # template main parts get the .docx one (idempotent; only parser workers import this module).
+    for content_type in _WORD_MAIN_TYPES:
+        PartFactory.part_type_for.setdefault(content_type, DocumentPart)
+    part = Package.open(io.BytesIO(data)).main_document_part
+    if not isinstance(part, DocumentPart):
+        raise ValueError(f"not a Word document: its main part is {part.content_type!r}")
+    return part.document
 
 
 class _Converter:

@@ -28,7 +28,7 @@ def deeper(options: ProcessOptions, what: str) -> ProcessOptions:
     if options.nesting >= options.archive_max_depth:
         raise ProcessingError(
             f"{what} nested more than {options.archive_max_depth} deep (the limit archive_max_depth)",
-            limit="archive_max_depth",
+            reason="too_deep", limit="archive_max_depth",
         )
     return dataclasses.replace(options, nesting=options.nesting + 1)
 

@@ -47,7 +47,7 @@ def open_pdf(data: bytes) -> pymupdf.Document:
     # An empty user password (copy protection only) is tried by MuPDF itself on open.
     if pdf.needs_pass and not pdf.authenticate(""):
         pdf.close()
-        raise ProcessingError("password required: the PDF is encrypted", encrypted=True)
+        raise ProcessingError("password required: the PDF is encrypted", reason="encrypted", encrypted=True)
     try:
         pages = pdf.page_count
     except (pymupdf.FileDataError, RuntimeError, ValueError) as exc:  # a page tree MuPDF cannot repair

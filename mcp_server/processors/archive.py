@@ -2,12 +2,13 @@
 
 Only the central directory is read before anything is inflated, and the archive is refused
 (SECURITY P1, as for OOXML packages) when it declares more than ``zip_max_entries`` entries, a
-member expanding more than ``zip_max_ratio`` times, or more than ``zip_max_uncompressed_bytes``
-in all; a zip bomb is refused from its directory, in milliseconds, without inflating a byte (and
-``zipfile`` never reads past a member's declared size). More than ``archive_max_members`` files,
-or archives inside archives (or messages) more than ``archive_max_depth`` deep, fail with a clear
-error too. Encrypted members are named but not read; so are members that fail to parse, with the
-reason. Recognised as a zip that is no OOXML, OpenDocument or EPUB package.
+member (or all of them) expanding more than ``zip_max_ratio`` times to more than
+``zip_ratio_grace_bytes``, or more than ``zip_max_uncompressed_bytes`` in all; a zip bomb is
+refused from its directory, in milliseconds, without inflating a byte (and ``zipfile`` never reads
+past a member's declared size). More than ``archive_max_members`` files, or archives inside
+archives (or messages) more than ``archive_max_depth`` deep, fail with a clear error too.
+Encrypted members are named but not read; so are members that fail to parse, with the reason.
+Recognised as a zip that is no OOXML, OpenDocument or EPUB package.
 """
 
 from __future__ import annotations

@@ -47,6 +47,7 @@ class ProcessOptions:
     max_image_pixels: int = 89_478_485
     zip_max_entries: int = 10_000
     zip_max_ratio: float = 100.0
+    zip_ratio_grace_bytes: int = 16 * 1024 * 1024
     zip_max_uncompressed_bytes: int = 1024 * 1024 * 1024
     max_rows_per_sheet: int = 20
     detect_language: bool = True
@@ -67,6 +68,7 @@ class ProcessOptions:
             max_image_pixels=settings.max_image_pixels,
             zip_max_entries=settings.zip_max_entries,
             zip_max_ratio=settings.zip_max_ratio,
+            zip_ratio_grace_bytes=settings.zip_ratio_grace_bytes,
             zip_max_uncompressed_bytes=settings.zip_max_uncompressed_bytes,
             max_rows_per_sheet=settings.max_rows_per_sheet,
             office_command=settings.office_command,

@@ -68,10 +68,11 @@ class CsvProcessor:
 def read_csv(doc: DocumentInput) -> tuple[RawSheet, str, str]:
     """The file's rows as one sheet named after the file, plus the encoding and delimiter used."""
     if doc.data.startswith(_ARCHIVES):
-        raise ProcessingError("compressed or archived CSV is not supported (archives are not unpacked)")
+        raise ProcessingError("compressed or archived CSV is not supported (archives are not unpacked)",
+                              reason="unsupported_format")
     text, encoding = decode_bytes(doc.data, doc.charset)
     if "\x00" in text:
-        raise ProcessingError("the CSV file holds binary data (NUL characters)")
+        raise ProcessingError("the CSV file holds binary data (NUL characters)", reason="unsupported_format")
     delimiter = _sniff_delimiter(text[:_SNIFF_CHARS])
     try:
         rows = [list(r) for r in csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)]

@@ -5,7 +5,8 @@ table of contents (the EPUB 3 nav document, else the EPUB 2 NCX) the chapter tit
 missing from it takes its XHTML ``<title>``, else its first heading). Each chapter's XHTML is read
 by the HTML processor, with every image replaced by ``[Image: alt text]`` first. The zip passes
 the same directory limits as every archive (SECURITY P1) before anything is inflated; the XML of
-the container and package is parsed by defusedxml (no DTDs, no entities).
+the container, package and NCX is parsed by ``_doctype.parse_xml`` (a DOCTYPE, as every Project
+Gutenberg book has, and internal entities read with their expansion bounded; nothing external).
 
 Why not ebooklib: it parses with lxml's default parser (entities resolved) and reads the whole
 book into memory objects; four small XML files and the spine are all that is needed here.
@@ -22,12 +23,11 @@ from urllib.parse import unquote
 from xml.etree.ElementTree import Element
 
 from bs4 import BeautifulSoup, XMLParsedAsHTMLWarning
-from defusedxml import ElementTree
-from defusedxml.common import DefusedXmlException
 
 from mcp_server.core.errors import MCPServerError, ProcessingError
 from mcp_server.core.markup import HEADINGS
 from mcp_server.core.models import ProcessedDocument
+from mcp_server.processors._doctype import parse_xml
 from mcp_server.processors._members import Parts, check_count
 from mcp_server.processors.base import DocumentInput, ProcessOptions
 from mcp_server.processors.formats import Chunking, Format, Magic
@@ -65,7 +65,7 @@ class EpubProcessor:
                 return _read(book, options)
             except MCPServerError:
                 raise
-            except (KeyError, DefusedXmlException, ElementTree.ParseError, zipfile.BadZipFile, OSError) as exc:
+            except (KeyError, zipfile.BadZipFile, OSError) as exc:
                 raise ProcessingError(f"the EPUB file could not be parsed: {type(exc).__name__}",
                                       reason="corrupt") from exc
 
@@ -155,7 +155,7 @@ def _soup(xhtml: bytes) -> BeautifulSoup:
 
 
 def _xml(book: zipfile.ZipFile, name: str) -> Element:
-    return ElementTree.fromstring(book.read(name), forbid_dtd=True)
+    return parse_xml(book.read(name))
 
 
 def _join(base: str, href: str) -> str:

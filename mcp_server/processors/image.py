@@ -80,7 +80,7 @@ class ImageProcessor:
     def process(self, doc: DocumentInput, options: ProcessOptions) -> ProcessedDocument:
         image, source_format, frames = open_image(doc.data, options.max_image_pixels)
         if not ocr_available():
-            raise ProcessingError(INSTALL_HINT)
+            raise ProcessingError(INSTALL_HINT, reason="ocr_missing")
         result = ocr_image(image, languages=options.ocr_languages, timeout=options.ocr_timeout)
         metadata = {
             "width": image.width,

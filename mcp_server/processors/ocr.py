@@ -61,18 +61,18 @@ def prepare_for_ocr(image: Image.Image) -> Image.Image:
 def ocr_image(image: Image.Image, *, languages: str, timeout: float) -> OcrResult:
     """Words with confidence > 0, laid out as lines and paragraphs."""
     if not ocr_available():
-        raise ProcessingError(INSTALL_HINT)
+        raise ProcessingError(INSTALL_HINT, reason="ocr_missing")
     pytesseract = _pytesseract()
     try:
         data = pytesseract.image_to_data(
             prepare_for_ocr(image), lang=languages, timeout=timeout, output_type=pytesseract.Output.DICT
         )
     except pytesseract.TesseractNotFoundError as exc:
-        raise ProcessingError(INSTALL_HINT) from exc
+        raise ProcessingError(INSTALL_HINT, reason="ocr_missing") from exc
     except pytesseract.TesseractError as exc:
         raise ProcessingError(f"OCR failed: {str(exc.message).strip()[:200]}") from exc
     except RuntimeError as exc:  # pytesseract reports its timeout as a bare RuntimeError
-        raise ProcessingError(f"OCR took longer than {timeout:g} s") from exc
+        raise ProcessingError(f"OCR took longer than {timeout:g} s", reason="timeout") from exc
     return _assemble(data)
 
 

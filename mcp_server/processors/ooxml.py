@@ -3,15 +3,17 @@
 An OOXML file (docx/pptx/xlsx) is a zip of XML parts. Before any parser opens it we read only
 the zip's central directory and refuse:
 
-- more than ``zip_max_entries`` members, a member whose declared size is more than
-  ``zip_max_ratio`` times its compressed size, or more than ``zip_max_uncompressed_bytes`` in
-  total (zip bombs: a 1 GB member of zeros is refused without inflating anything; reads later
-  cannot exceed the declared sizes because ``zipfile`` truncates at ``file_size`` and checks
-  the CRC);
-- any XML part whose prolog declares a DOCTYPE or ENTITY (billion laughs, XXE). The parsers
-  are safe on their own (python-docx and python-pptx parse with ``resolve_entities=False``,
-  openpyxl uses defusedxml when it is installed); this check is a second fence that does not
-  depend on library internals.
+- more than ``zip_max_entries`` members, more than ``zip_max_uncompressed_bytes`` in total, or a
+  member (or the archive in all) declaring more than ``zip_ratio_grace_bytes`` at more than
+  ``zip_max_ratio`` times its compressed size (zip bombs: a 1 GB member of zeros is refused
+  without inflating anything; reads later cannot exceed the declared sizes because ``zipfile``
+  truncates at ``file_size`` and checks the CRC);
+- any XML part whose DOCTYPE declares external or parameter entities (XXE), or internal entities
+  that would expand past ``_doctype.MAX_EXPANSION`` (billion laughs); a DOCTYPE that only names
+  its DTD (OpenOffice.org's macro parts) or declares a few small entities passes
+  (``_doctype.check_doctype``). The parsers are safe on their own (python-docx and python-pptx
+  parse with ``resolve_entities=False``, openpyxl uses defusedxml when it is installed); this check
+  is a second fence that does not depend on library internals.
 
 A file in an OLE/CFB container (magic ``D0 CF 11 E0``) is an encrypted OOXML package
 (``EncryptionInfo`` + ``EncryptedPackage`` streams), a legacy binary .doc/.xls/.ppt, an Outlook
@@ -31,6 +33,7 @@ import olefile
 
 from mcp_server.core.errors import ProcessingError
 from mcp_server.core.models import ProcessedDocument
+from mcp_server.processors._doctype import check_doctype, decode_xml_head, prolog_of
 from mcp_server.processors.base import DocumentInput, ProcessOptions
 from mcp_server.processors.formats import Format, Magic
 
@@ -47,14 +50,13 @@ __all__ = [
 OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 ENCRYPTED_MESSAGE = "password required: the document is encrypted"
 LEGACY_MESSAGE = "an OLE compound file of no format this server reads (not Word, Excel, PowerPoint or Outlook)"
-ENTITY_MESSAGE = "XML entity declarations are not allowed"
 
 # How much of each XML part's start is inspected. A DOCTYPE may only appear in the prolog,
 # before the root element; OOXML prologs are a one-line declaration.
 _PROLOG_BYTES = 16 * 1024
 _DECLARATION = re.compile(r"<!\s*(DOCTYPE|ENTITY)", re.IGNORECASE)
-# The first start tag of an element (not "<?" or "<!"): the prolog ends there.
-_ROOT_START = re.compile(r"<[A-Za-z_]")
+# A part declaring entities is read whole to count its references; Office writes none.
+_ENTITY_PART_BYTES = 32 * 1024 * 1024
 _XML_SUFFIXES = (".xml", ".rels", ".vml")
 
 
@@ -89,6 +91,9 @@ def _ole_kind(data: bytes) -> str | None:
     for kind, names in _OLE_STREAMS:
         if streams & set(names):
             return kind
+    # A message written without its property stream still keeps its MAPI properties at the root.
+    if any(name.startswith("__substg1.0_") for name in streams):
+        return "msg"
     return None
 
 
@@ -128,63 +133,71 @@ def guard_ooxml(data: bytes, options: ProcessOptions, *, kind: str) -> None:
 
 
 def check_zip_limits(infos: list[zipfile.ZipInfo], options: ProcessOptions) -> None:
+    """Refuse a zip from its directory: too many entries, too many bytes in all, or expansion like a
+    bomb's. A ratio counts only past ``zip_ratio_grace_bytes`` (a member's, or the whole archive's):
+    a 1.4 MB picture of one colour in a Word file expands 269x and is no bomb, while a member, or
+    many, expanding far past the grace at that ratio is."""
     if len(infos) > options.zip_max_entries:
         raise ProcessingError(
             f"zip has {len(infos)} entries, more than the limit zip_max_entries={options.zip_max_entries}",
-            limit="zip_max_entries",
+            reason="too_large", limit="zip_max_entries",
         )
-    total = 0
+    total = packed = 0
     for info in infos:
-        if info.file_size > 0:
+        if info.file_size > options.zip_ratio_grace_bytes:
             # compress_size 0 with content is an infinite ratio, not a division error.
             ratio = info.file_size / info.compress_size if info.compress_size else float("inf")
             if ratio > options.zip_max_ratio:
                 raise ProcessingError(
-                    f"zip member {info.filename!r} expands {ratio:.0f}x, more than the limit "
-                    f"zip_max_ratio={options.zip_max_ratio:g}",
-                    limit="zip_max_ratio",
+                    f"zip member {info.filename!r} expands {ratio:.0f}x to {info.file_size:,} bytes, more than "
+                    f"the limit zip_max_ratio={options.zip_max_ratio:g} (a zip bomb)",
+                    reason="bomb", limit="zip_max_ratio",
                 )
         total += info.file_size
+        packed += info.compress_size
         if total > options.zip_max_uncompressed_bytes:
             raise ProcessingError(
                 "zip declares more uncompressed bytes than the limit "
                 f"zip_max_uncompressed_bytes={options.zip_max_uncompressed_bytes}",
-                limit="zip_max_uncompressed_bytes",
+                reason="too_large", limit="zip_max_uncompressed_bytes",
             )
+    if total > options.zip_ratio_grace_bytes and total > options.zip_max_ratio * max(packed, 1):
+        raise ProcessingError(
+            f"zip members expand {total / max(packed, 1):.0f}x in all to {total:,} bytes, more than the limit "
+            f"zip_max_ratio={options.zip_max_ratio:g} (a zip bomb)",
+            reason="bomb", limit="zip_max_ratio",
+        )
 
 
 def _check_prolog(zf: zipfile.ZipFile, info: zipfile.ZipInfo, kind: str) -> None:
     try:
         with zf.open(info) as member:
             head = member.read(_PROLOG_BYTES)
+            text = decode_xml_head(head)
+            prolog = prolog_of(text)
+            if prolog is None and info.file_size > len(head):
+                # A prolog longer than we read could hide declarations further on.
+                raise ProcessingError(f"an XML part's prolog runs past {_PROLOG_BYTES // 1024} KiB",
+                                      reason="unsafe_xml", part=info.filename)
+            prolog = text if prolog is None else prolog
+            if not _DECLARATION.search(prolog):
+                return
+            if "<!ENTITY" in prolog.upper():
+                # Entities declared: every reference in the part counts towards the expansion bound.
+                if info.file_size > _ENTITY_PART_BYTES:
+                    raise ProcessingError(f"an XML part declaring entities is larger than {_ENTITY_PART_BYTES:,} "
+                                          "bytes", reason="too_large", part=info.filename)
+                text = decode_xml_head(head + member.read())
+    except ProcessingError:
+        raise
     except Exception as exc:  # BadZipFile, zlib.error, EOFError, NotImplementedError (method)
         raise ProcessingError(
             f"the file is truncated or corrupt (not a valid {kind} zip)", reason="corrupt"
         ) from exc
-    text = _decode_head(head)
-    root = _ROOT_START.search(text)
-    prolog = text[: root.start()] if root else text
-    if _DECLARATION.search(prolog):
-        raise ProcessingError(ENTITY_MESSAGE, part=info.filename)
-    if root is None and info.file_size > len(head):
-        # A prolog longer than we read could hide a DOCTYPE further on.
-        raise ProcessingError(ENTITY_MESSAGE, part=info.filename)
-
-
-def _decode_head(head: bytes) -> str:
-    """Decode enough of an XML part's start to look for declarations (UTF-8/16/32 aware)."""
-    if head.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):
-        encoding = "utf-32"
-    elif head.startswith((b"\xff\xfe", b"\xfe\xff")):
-        encoding = "utf-16"
-    elif head.startswith(b"<\x00"):
-        encoding = "utf-16-le"
-    elif head.startswith(b"\x00<"):
-        encoding = "utf-16-be"
-    else:
-        # Markup is ASCII in every ASCII-compatible encoding; latin-1 never fails.
-        encoding = "latin-1"
-    return head.decode(encoding, errors="ignore")
+    try:
+        check_doctype(text, prolog)
+    except ProcessingError as exc:
+        raise ProcessingError(exc.message, **exc.details, part=info.filename) from exc
 
 
 class OleProcessor:

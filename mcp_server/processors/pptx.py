@@ -52,4 +52,5 @@ class PptxProcessor:
         except MCPServerError:
             raise
         except Exception as exc:  # python-pptx/lxml/KeyError on broken packages
-            raise ProcessingError(f"the PPTX file could not be parsed: {type(exc).__name__}") from exc
+            raise ProcessingError(f"the PPTX file could not be parsed: {type(exc).__name__}",
+                                  reason="corrupt") from exc

@@ -84,7 +84,7 @@ class ParserPool:
     async def run(self, fn: Callable[..., T], *args: Any, timeout: float | None = None) -> T:
         """``fn(*args)`` in a worker; ``fn`` and the arguments must pickle (module-level)."""
         if self._closed:
-            raise ProcessingError("the parser pool is closed")
+            raise ProcessingError("the parser pool is closed", reason="unavailable")
         limit = self._timeout if timeout is None else timeout
         if self._shared is not None:
             return await self._shared.run(fn, args, limit)
@@ -186,10 +186,10 @@ class _SharedPool:
             connection = self._connection()
         except (OSError, EOFError, multiprocessing.AuthenticationError) as exc:
             log.warning("parser.service_unreachable", extra={"error": repr(exc)})
-            return "error", ProcessingError("the parser pool was stopped")
+            return "error", ProcessingError("the parser pool was stopped", reason="unavailable")
         if job.cancelled:
             self._release(connection)
-            return "error", ProcessingError("the parser call was cancelled")
+            return "error", ProcessingError("the parser call was cancelled", reason="unavailable")
         try:
             connection.send(request)
             del request
@@ -203,7 +203,7 @@ class _SharedPool:
         except (OSError, EOFError) as exc:
             connection.close()
             log.warning("parser.service_lost", extra={"error": repr(exc)})
-            return "error", ProcessingError("the parser pool was stopped")
+            return "error", ProcessingError("the parser pool was stopped", reason="unavailable")
         self._release(connection)
         try:
             outcome: tuple[str, Any] = pickle.loads(answer)  # noqa: S301 - our own parser process's answer

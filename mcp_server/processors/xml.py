@@ -2,8 +2,9 @@
 siblings numbered (``rss/channel/item[3]/title: ...``), attributes as ``path/@name``. Locations
 by the first two steps below the root, so an RSS item or a record is one section.
 
-Parsed with defusedxml (no DTDs, entities or external references: billion laughs and XXE are
-clear errors). XHTML is the HTML processor's; this takes XML the HTML sniffer does not claim.
+Parsed by ``_doctype.parse_xml``: a DOCTYPE and internal entities are read, with their expansion
+bounded; external references and parameter entities are refused (billion laughs and XXE are clear
+errors). XHTML is the HTML processor's; this takes XML the HTML sniffer does not claim.
 """
 
 from __future__ import annotations
@@ -14,11 +15,8 @@ from collections.abc import Iterator
 from typing import ClassVar
 from xml.etree.ElementTree import Element
 
-from defusedxml import ElementTree
-from defusedxml.common import DefusedXmlException
-
-from mcp_server.core.errors import ProcessingError
 from mcp_server.core.models import ProcessedDocument
+from mcp_server.processors._doctype import parse_xml
 from mcp_server.processors._paths import lines_document
 from mcp_server.processors.base import DocumentInput, ProcessOptions
 from mcp_server.processors.encoding import decode_sample
@@ -46,12 +44,7 @@ class XmlProcessor:
     )
 
     def process(self, doc: DocumentInput, options: ProcessOptions) -> ProcessedDocument:
-        try:
-            root = ElementTree.fromstring(doc.data, forbid_dtd=True)
-        except DefusedXmlException as exc:
-            raise ProcessingError("XML DTDs and entity declarations are not allowed", reason="entities") from exc
-        except ElementTree.ParseError as exc:
-            raise ProcessingError(f"not valid XML: {exc}", reason="corrupt") from exc
+        root = parse_xml(doc.data)
         content, locations, count = lines_document(_walk(root))
         return ProcessedDocument(content=content, doc_type="xml", locations=locations,
                                  metadata={"root": _name(root.tag), "value_count": count})

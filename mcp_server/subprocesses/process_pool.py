@@ -138,7 +138,7 @@ def call(fn: Callable[..., T], args: tuple[Any, ...]) -> T:
     except MCPServerError:
         raise
     except MemoryError:
-        raise ProcessingError("the parser crashed on this document", reason="out of memory") from None
+        raise ProcessingError("the parser crashed on this document", reason="out_of_memory") from None
     except Exception as exc:
         raise failed(exc) from None
 
@@ -169,11 +169,11 @@ def typed_error(exc: BaseException, limit: float) -> MCPServerError:
     if isinstance(exc, MCPServerError):
         return exc
     if isinstance(exc, (TimeoutError, concurrent.futures.TimeoutError)):
-        return ProcessingError(f"parsing took longer than {limit:g} s", limit=limit)
+        return ProcessingError(f"parsing took longer than {limit:g} s", reason="timeout", limit=limit)
     if isinstance(exc, ProcessExpired):
-        return ProcessingError("the parser crashed on this document", exitcode=exc.exitcode)
+        return ProcessingError("the parser crashed on this document", reason="crashed", exitcode=exc.exitcode)
     if isinstance(exc, concurrent.futures.CancelledError):
-        return ProcessingError("the parser pool was stopped")
+        return ProcessingError("the parser pool was stopped", reason="unavailable")
     return failed(exc)  # e.g. arguments that do not pickle
 
 
@@ -343,7 +343,7 @@ def _answer(connection: Connection, limit: float, future: concurrent.futures.Fut
 def _outcome(future: concurrent.futures.Future[Any], limit: float) -> bytes:
     """A finished job's answer as the worker unpickles it."""
     if future.cancelled():
-        return pickle.dumps(("error", ProcessingError("the parser pool was stopped")))
+        return pickle.dumps(("error", ProcessingError("the parser pool was stopped", reason="unavailable")))
     exc = future.exception()
     if exc is None:
         return future.result()

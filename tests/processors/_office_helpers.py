@@ -27,7 +27,7 @@ def rewrite_part(source: bytes, part: str, transform: object) -> bytes:
     return out.getvalue()
 
 
-def _insert_dtype(xml: bytes, dtd: str) -> bytes:
+def insert_doctype(xml: bytes, dtd: str) -> bytes:
     """Put ``dtd`` after the XML declaration (where a DOCTYPE must go)."""
     if xml.startswith(b"<?xml"):
         end = xml.index(b"?>") + 2
@@ -36,7 +36,7 @@ def _insert_dtype(xml: bytes, dtd: str) -> bytes:
 
 
 def billion_laughs(source: bytes, kind: str) -> bytes:
-    return rewrite_part(source, MAIN_PART[kind], lambda xml: _insert_dtype(xml, BILLION_LAUGHS_DTD))
+    return rewrite_part(source, MAIN_PART[kind], lambda xml: insert_doctype(xml, BILLION_LAUGHS_DTD))
 
 
 def xxe(source: bytes, kind: str, secret: Path, anchor: bytes) -> bytes:
@@ -44,7 +44,7 @@ def xxe(source: bytes, kind: str, secret: Path, anchor: bytes) -> bytes:
     dtd = f'<!DOCTYPE doc [<!ENTITY xxe SYSTEM "{secret.as_uri()}">]>'
 
     def transform(xml: bytes) -> bytes:
-        return _insert_dtype(xml, dtd).replace(anchor, b"&xxe;", 1)
+        return insert_doctype(xml, dtd).replace(anchor, b"&xxe;", 1)
 
     return rewrite_part(source, MAIN_PART[kind], transform)
 

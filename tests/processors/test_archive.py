@@ -49,7 +49,7 @@ def test_a_zip_bomb_is_refused_from_its_directory_before_anything_is_inflated() 
     assert len(bomb) < 2_000_000
     with pytest.raises(ProcessingError, match="expands") as info:
         read(bomb)
-    assert info.value.details["limit"] == "zip_max_ratio"
+    assert info.value.details["limit"] == "zip_max_ratio" and info.value.details["reason"] == "bomb"
 
 
 def test_archives_nested_deeper_than_the_limit_are_a_clear_error() -> None:

@@ -11,6 +11,7 @@ import re
 import shutil
 import stat
 import time
+import zipfile
 from pathlib import Path
 
 import olefile
@@ -161,3 +162,30 @@ def test_opendocument_and_legacy_office_are_recognised_from_their_bytes_alone() 
                                ("doc/test.doc", "doc"), ("xls/test.xls", "xls"), ("ppt/powerpoint_sample.ppt", "ppt"),
                                ("msg/test_outlook_msg.msg", "msg")]:
         assert detect_type((DOCS / relative).read_bytes(), "application/octet-stream", "download") == expected
+
+
+def _with_basic_macros(data: bytes) -> bytes:
+    """An OpenDocument package with the Basic library part OpenOffice.org 3 writes beside a macro
+    (listed in the manifest, as LibreOffice requires): it names its DTD in a DOCTYPE."""
+    module = "Basic/Standard/Module1.xml"
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as source, zipfile.ZipFile(out, "w") as package:
+        for info in source.infolist():
+            member = source.read(info)
+            if info.filename == "META-INF/manifest.xml":
+                entry = f'<manifest:file-entry manifest:full-path="{module}" manifest:media-type="text/xml"/>'
+                member = member.replace(b"</manifest:manifest>", f"{entry}</manifest:manifest>".encode())
+            package.writestr(info, member)
+        package.writestr(module, '<?xml version="1.0" encoding="UTF-8"?>\n<!DOCTYPE script:module PUBLIC '
+                         '"-//OpenOffice.org//DTD OfficeDocument 1.0//EN" "module.dtd">\n<script:module '
+                         'xmlns:script="http://openoffice.org/2000/script" script:name="Module1" '
+                         'script:language="StarBasic">Sub Main\nMsgBox "MACRO-BODY"\nEnd Sub</script:module>')
+    return out.getvalue()
+
+
+@needs_libreoffice
+def test_an_opendocument_file_with_openoffice_macro_parts_is_read_without_its_macros() -> None:
+    data = _with_basic_macros((DOCS / "odt" / "testWORD.odt").read_bytes())
+    doc = process_document(DocumentInput(data=data, doc_type=detect_type(data, "", "macro.odt")), OPTIONS)
+    assert doc.doc_type == "odt" and "MACRO-BODY" not in doc.content
+    assert words(read("odt/testWORD.odt")[1]) <= words(doc.content)

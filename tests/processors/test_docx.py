@@ -4,17 +4,22 @@ from __future__ import annotations
 
 import contextlib
 import io
+import struct
 import zipfile
 from pathlib import Path
 
+import docx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from PIL import Image
 
 from mcp_server.core.errors import ProcessingError
 from mcp_server.core.models import ProcessedDocument
+from mcp_server.processors._embedded import _native
 from mcp_server.processors.base import DocumentInput, ProcessOptions
 from mcp_server.processors.docx import DocxProcessor
+from mcp_server.processors.ocr import ocr_available
 
 OPTIONS = ProcessOptions()
 
@@ -131,3 +136,97 @@ def _mutate(original: bytes, data: st.DataObject) -> bytes:
     if data.draw(st.booleans()):
         buf = buf[: data.draw(st.integers(0, len(buf)))]
     return bytes(buf)
+
+
+def _as_macro_enabled(data: bytes, main_type: str) -> bytes:
+    """The package saved as Word saves a .docm: its main part under the macro-enabled content type,
+    a VBA project beside it (whose bytes must never come back)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as source, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as package:
+        for info in source.infolist():
+            member = source.read(info)
+            if info.filename == "[Content_Types].xml":
+                member = member.replace(
+                    b"application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml",
+                    main_type.encode())
+                member = member.replace(b"</Types>", b'<Default Extension="bin" '
+                                        b'ContentType="application/vnd.ms-office.vbaProject"/></Types>')
+            package.writestr(info, member)
+        package.writestr("word/vbaProject.bin", b"Attribute VB_Name = \"MACRO-SOURCE\"\nSub AutoOpen()\nEnd Sub")
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("main_type", [
+    "application/vnd.ms-word.document.macroEnabled.main+xml",  # .docm
+    "application/vnd.ms-word.template.macroEnabledTemplate.main+xml",  # .dotm
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.template.main+xml",  # .dotx
+])
+def test_a_macro_enabled_document_or_template_is_read_as_docx_and_its_macros_never_returned(
+    corpus_dir: Path, main_type: str,
+) -> None:
+    data = (corpus_dir / "docs" / "docx" / "testWORD.docx").read_bytes()
+    doc = DocxProcessor().process(DocumentInput(data=_as_macro_enabled(data, main_type), doc_type="docx"), OPTIONS)
+    assert doc.content == DocxProcessor().process(DocumentInput(data=data, doc_type="docx"), OPTIONS).content
+    assert "MACRO-SOURCE" not in doc.content and "AutoOpen" not in doc.content
+
+
+def _with_embedding(source: bytes, name: str, data: bytes) -> bytes:
+    out = io.BytesIO(source)
+    with zipfile.ZipFile(out, "a", zipfile.ZIP_DEFLATED) as package:
+        package.writestr(f"word/embeddings/{name}", data)
+    return out.getvalue()
+
+
+def test_an_embedded_workbook_is_read_after_the_documents_own_text(corpus_dir: Path) -> None:
+    # Word keeps an embedded workbook as the .xlsx package itself under word/embeddings/.
+    workbook = (corpus_dir / "docs" / "xlsx" / "stanley-cups.xlsx").read_bytes()
+    data = _with_embedding((corpus_dir / "docs" / "docx" / "testWORD.docx").read_bytes(),
+                           "Microsoft_Excel_Worksheet.xlsx", workbook)
+    doc = DocxProcessor().process(DocumentInput(data=data, doc_type="docx"), OPTIONS)
+    own = doc.content.index("This is a sample Microsoft Word Document.")
+    assert own < doc.content.index("## Embedded: Microsoft_Excel_Worksheet.xlsx") < doc.content.index("Stanley Cups")
+    assert doc.metadata["embedded_objects"] == ["Microsoft_Excel_Worksheet.xlsx"]
+    at = doc.content.index("Stanley Cups")
+    assert any(loc.heading_path[:1] == ("Embedded: Microsoft_Excel_Worksheet.xlsx",)
+               for loc in doc.locations if loc.start <= at < loc.end)
+    flat = DocxProcessor().process(DocumentInput(data=data, doc_type="docx"), ProcessOptions(archive_max_depth=0))
+    assert "Stanley Cups" not in flat.content  # embedded objects count as one level of nesting
+
+
+def test_a_file_wrapped_by_the_object_packager_is_unwrapped() -> None:
+    payload = b"Quarterly figures, embedded as a text file."
+    temp = b"C:\\Temp\\notes.txt\0"
+    stream = (struct.pack("<IH", 0, 2) + b"notes.txt\0" + b"C:\\Docs\\notes.txt\0" + struct.pack("<I", 0x30000)
+              + struct.pack("<I", len(temp)) + temp + struct.pack("<I", len(payload)) + payload)
+    assert _native(stream, "oleObject1.bin") == ("notes.txt", payload)
+    assert _native(stream[:-5], "oleObject1.bin") is None  # truncated: nothing, not an error
+
+
+def test_a_word_file_without_text_says_why_it_is_empty(corpus_dir: Path) -> None:
+    from mcp_server.processors import process_document
+
+    blank = io.BytesIO()
+    docx.Document().save(blank)
+    pictured = io.BytesIO()
+    document = docx.Document()
+    picture = io.BytesIO()
+    Image.new("RGB", (200, 120), "white").save(picture, "PNG")  # a picture with no words in it
+    document.add_picture(picture)
+    document.save(pictured)
+    options = ProcessOptions(detect_language=False)
+    for data, why in ((blank.getvalue(), "no_text"), (pictured.getvalue(), "images_only")):
+        doc = process_document(DocumentInput(data=data, doc_type="docx"), options)
+        assert doc.content.strip() == "" and doc.metadata["empty_reason"] == why
+    read = process_document(DocumentInput(data=(corpus_dir / "docs" / "docx" / "testWORD.docx").read_bytes(),
+                                          doc_type="docx"), options)
+    assert "empty_reason" not in read.metadata
+
+
+@pytest.mark.skipif(not ocr_available(), reason="tesseract is not installed")
+def test_a_word_file_of_scanned_pictures_is_read_through_ocr(corpus_dir: Path) -> None:
+    scanned = io.BytesIO()
+    document = docx.Document()
+    document.add_picture(str(corpus_dir / "docs" / "png" / "testOCR.png"))
+    document.save(scanned)
+    doc = DocxProcessor().process(DocumentInput(data=scanned.getvalue(), doc_type="docx"), OPTIONS)
+    assert "This file contains some words." in doc.content and "empty_reason" not in doc.metadata

@@ -13,6 +13,8 @@ import pytest
 from mcp_server.core.errors import ProcessingError
 from mcp_server.core.models import ProcessedDocument
 from mcp_server.processors import DocumentInput, ProcessOptions, detect_type, process_document
+from mcp_server.processors.eml import html_to_text
+from mcp_server.processors.msg import decode_html_body
 from tests.conftest import DOCS
 
 OPTIONS = ProcessOptions(detect_language=False)
@@ -167,3 +169,16 @@ def test_a_truncated_msg_is_a_clear_error() -> None:
     data = (DOCS / "msg" / "test_outlook_msg.msg").read_bytes()
     with pytest.raises(ProcessingError):
         process_document(DocumentInput(data=data[:3000], doc_type="msg"), OPTIONS)
+
+
+@pytest.mark.parametrize(("code_page", "encoded"), [
+    ("cp1251", "<html><body><p>Привет, мир: отчёт за квартал</p></body></html>".encode("cp1251") + b"\0\0"),
+    ("koi8_r", "<html><body><p>Привет, мир: отчёт за квартал</p></body></html>".encode("koi8_r")),
+    ("utf-8", "<html><body><p>Привет, мир: отчёт за квартал</p></body></html>".encode()),
+])
+def test_an_outlook_html_body_stored_as_bytes_is_decoded_by_the_messages_code_page(
+    code_page: str, encoded: bytes,
+) -> None:
+    # PR_HTML is binary: Outlook stores it in the code page PR_INTERNET_CPID names (1251: Cyrillic).
+    text = html_to_text(decode_html_body(encoded, code_page))
+    assert "Привет, мир: отчёт за квартал" in text and "\ufffd" not in text

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import tracemalloc
+import zipfile
 from pathlib import Path
 
 import docx
@@ -18,7 +19,7 @@ from mcp_server.processors.ooxml import OleProcessor, guard_ooxml
 from mcp_server.processors.pptx import PptxProcessor
 from mcp_server.processors.xlsx import XlsxProcessor
 
-from ._office_helpers import billion_laughs, many_entries, xxe, zip_bomb
+from ._office_helpers import MAIN_PART, billion_laughs, insert_doctype, many_entries, rewrite_part, xxe, zip_bomb
 
 OPTIONS = ProcessOptions()
 PROCESSORS = {"docx": DocxProcessor(), "pptx": PptxProcessor(), "xlsx": XlsxProcessor()}
@@ -46,12 +47,42 @@ def bomb_docx(corpus_dir: Path) -> bytes:
 def test_a_docx_holding_a_gigabyte_of_zeros_is_refused_without_inflating_it(bomb_docx: bytes) -> None:
     tracemalloc.start()
     try:
-        with pytest.raises(ProcessingError, match="zip_max_ratio"):
+        with pytest.raises(ProcessingError, match="zip_max_ratio") as info:
             _process("docx", bomb_docx)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
     assert peak < 64 * 1024 * 1024
+    assert info.value.details["reason"] == "bomb"
+
+
+def _with_members(source: bytes, members: dict[str, bytes]) -> bytes:
+    out = io.BytesIO(source)
+    with zipfile.ZipFile(out, "a", zipfile.ZIP_DEFLATED) as package:
+        for name, data in members.items():
+            package.writestr(name, data)
+    return out.getvalue()
+
+
+def test_a_small_member_that_compresses_a_thousandfold_is_no_bomb(corpus_dir: Path) -> None:
+    # A picture of one colour, an embedded OLE object of zeros: small in absolute terms.
+    data = _with_members(_source(corpus_dir, "docx"), {"word/media/blank.bmp": bytes(2 * 1024 * 1024)})
+    assert "This is a sample Microsoft Word Document." in _process("docx", data)
+
+
+def test_many_small_members_that_expand_past_the_grace_in_all_are_a_bomb(corpus_dir: Path) -> None:
+    zeros = {f"word/media/zeros{n}.bin": bytes(1024 * 1024) for n in range(40)}  # each under the 16 MiB grace
+    with pytest.raises(ProcessingError, match="expand .* in all") as info:
+        guard_ooxml(_with_members(_source(corpus_dir, "docx"), zeros), OPTIONS, kind="DOCX")
+    assert info.value.details["reason"] == "bomb" and info.value.details["limit"] == "zip_max_ratio"
+
+
+def test_one_member_just_past_the_grace_at_a_bombs_ratio_is_refused(corpus_dir: Path) -> None:
+    options = ProcessOptions(zip_ratio_grace_bytes=1024 * 1024)
+    data = _with_members(_source(corpus_dir, "docx"), {"word/media/zeros.bin": bytes(1024 * 1024 + 1)})
+    with pytest.raises(ProcessingError, match="'word/media/zeros.bin' expands") as info:
+        guard_ooxml(data, options, kind="DOCX")
+    assert info.value.details["reason"] == "bomb"
 
 
 def test_the_total_declared_size_limit_is_enforced_even_when_ratios_are_fine(bomb_docx: bytes) -> None:
@@ -68,8 +99,9 @@ def test_a_zip_with_too_many_entries_is_refused(corpus_dir: Path) -> None:
 
 @pytest.mark.parametrize("kind", ["docx", "pptx", "xlsx"])
 def test_billion_laughs_in_any_ooxml_format_is_refused(corpus_dir: Path, kind: str) -> None:
-    with pytest.raises(ProcessingError, match="XML entity declarations are not allowed"):
+    with pytest.raises(ProcessingError, match="entity-expansion bomb") as info:
         _process(kind, billion_laughs(_source(corpus_dir, kind), kind))
+    assert info.value.details["reason"] == "bomb" and info.value.details["part"]
 
 
 @pytest.mark.parametrize("kind", ["docx", "pptx", "xlsx"])
@@ -79,9 +111,19 @@ def test_an_external_entity_is_refused_and_the_local_file_never_leaks(
     secret = tmp_path / "secret.txt"
     secret.write_text(MARKER)
     data = xxe(_source(corpus_dir, kind), kind, secret, SMALL[kind][1] or b"<sheets>")
-    with pytest.raises(ProcessingError, match="XML entity declarations are not allowed") as info:
+    with pytest.raises(ProcessingError, match="no external entities") as info:
         _process(kind, data)
+    assert info.value.details["reason"] == "unsafe_xml"
     assert MARKER not in str(info.value.to_dict())
+
+
+@pytest.mark.parametrize("kind", ["docx", "pptx", "xlsx"])
+def test_a_part_that_only_names_its_dtd_passes_the_guard_as_openoffice_org_writes_them(
+    corpus_dir: Path, kind: str
+) -> None:
+    named = '<!DOCTYPE script:module PUBLIC "-//OpenOffice.org//DTD OfficeDocument 1.0//EN" "module.dtd">'
+    data = rewrite_part(_source(corpus_dir, kind), MAIN_PART[kind], lambda xml: insert_doctype(xml, named))
+    guard_ooxml(data, OPTIONS, kind=kind.upper())
 
 
 def test_the_parsers_themselves_do_not_resolve_external_entities(corpus_dir: Path, tmp_path: Path) -> None:

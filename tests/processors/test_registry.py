@@ -73,5 +73,6 @@ def test_document_input_sniffs_a_download(corpus_dir: Path) -> None:
 def test_processed_documents_and_errors_pickle_for_the_worker_boundary() -> None:
     doc = process_document(DocumentInput(data=b"# Title\ntext", doc_type="txt"), ProcessOptions())
     assert pickle.loads(pickle.dumps(doc)) == doc
-    error = pickle.loads(pickle.dumps(ProcessingError("password required", encrypted=True)))
-    assert (type(error), error.message, error.details) == (ProcessingError, "password required", {"encrypted": True})
+    error = pickle.loads(pickle.dumps(ProcessingError("password required", reason="encrypted", encrypted=True)))
+    assert (type(error), error.message, error.details) == (ProcessingError, "password required",
+                                                           {"reason": "encrypted", "encrypted": True})

@@ -105,7 +105,7 @@ def test_a_10gb_allocation_hits_the_memory_limit_not_the_machine(pool: ParserPoo
 def test_typed_errors_come_back_with_their_type_and_details(pool: ParserPool) -> None:
     with pytest.raises(UnsupportedFormatError) as info:
         run(pool.run(raise_typed))
-    assert info.value.details == {"kind": "x"}
+    assert info.value.details == {"kind": "x", "reason": "unsupported_format"}
     with pytest.raises(RateLimitError) as limited:
         run(pool.run(raise_rate_limit))
     assert limited.value.details == {"retry_after": 2.5}

@@ -61,10 +61,27 @@ def test_xml_elements_keep_their_paths_and_repeated_siblings_are_numbered() -> N
     assert located(doc, "rss/channel/item[2]/title: ")[:2] == ("rss/channel", "rss/channel/item[2]")
 
 
-def test_xml_entities_are_refused() -> None:
-    bomb = b'<?xml version="1.0"?><!DOCTYPE l [<!ENTITY a "aaaa"><!ENTITY b "&a;&a;">]><l>&b;</l>'
-    with pytest.raises(ProcessingError, match="DTDs and entity declarations are not allowed"):
-        read(bomb, "bomb.xml")
+LAUGHS = '<!ENTITY l0 "lol">' + "".join(f'<!ENTITY l{i} "{("&l" + str(i - 1) + ";") * 10}">' for i in range(1, 10))
+
+
+def test_xml_with_a_doctype_and_small_internal_entities_is_read_with_them_expanded() -> None:
+    data = b'<?xml version="1.0"?><!DOCTYPE l [<!ENTITY a "aaaa"><!ENTITY b "&a;&a;">]><l><x>&b; and &a;</x></l>'
+    assert "l/x: aaaaaaaa and aaaa" in read(data, "small.xml").content
+
+
+@pytest.mark.parametrize(("doctype", "body", "reason"), [
+    (f"<!DOCTYPE l [{LAUGHS}]>", "&l9;", "bomb"),  # billion laughs: 10^9 characters
+    (f"<!DOCTYPE l [{LAUGHS}]>", "x", "bomb"),  # declared, even unused
+    ('<!DOCTYPE l [<!ENTITY big "' + "a" * 1000 + '">]>', "&big;" * 2000, "bomb"),  # quadratic blowup
+    ('<!DOCTYPE l [<!ENTITY a "&#38;b;"><!ENTITY b "&#38;a;">]>', "&a;", "bomb"),  # a cycle through char refs
+    ('<!DOCTYPE l [<!ENTITY x SYSTEM "file:///etc/passwd">]>', "&x;", "unsafe_xml"),  # XXE
+    ('<!DOCTYPE l [<!ENTITY % p SYSTEM "http://127.0.0.1:9/x.dtd"> %p;]>', "x", "unsafe_xml"),
+    ('<!DOCTYPE l [<!ENTITY i SYSTEM "i.gif" NDATA gif>]>', "x", "unsafe_xml"),
+])
+def test_hostile_xml_entities_are_refused_with_their_reason(doctype: str, body: str, reason: str) -> None:
+    with pytest.raises(ProcessingError) as info:
+        read(f'<?xml version="1.0"?>{doctype}<l>{body}</l>'.encode(), "hostile.xml")
+    assert info.value.details["reason"] == reason
 
 
 def test_restructuredtext_titles_become_heading_locations() -> None:
@@ -115,7 +132,14 @@ def test_epub_follows_the_spine_not_the_manifest_and_keeps_images_alt_text() -> 
     assert "[Image: A map of the Nile]" in doc.content
 
 
-def test_an_epub_with_an_entity_in_its_package_document_is_refused() -> None:
-    evil = _epub({"c": "<p>x</p>"}, ["c"], prolog='<!DOCTYPE p [<!ENTITY e "x">]>')
-    with pytest.raises(ProcessingError, match="EPUB file could not be parsed: (DTDForbidden|EntitiesForbidden)"):
+def test_an_epub_whose_package_names_its_dtd_as_project_gutenberg_books_do_is_read() -> None:
+    gutenberg = _epub({"c": "<p>Call me Ishmael.</p>"}, ["c"], prolog='<?xml version="1.0"?><!DOCTYPE package PUBLIC '
+                      '"+//ISBN 978-0-00-000000-0//DTD OPF 2.0//EN" "http://www.idpf.org/dtds/2007/opf.dtd">')
+    assert "Call me Ishmael." in read(gutenberg, "moby.epub").content
+
+
+def test_an_epub_with_a_billion_laughs_in_its_package_document_is_refused() -> None:
+    evil = _epub({"c": "<p>x</p>"}, ["c"], prolog=f"<!DOCTYPE p [{LAUGHS}]>")
+    with pytest.raises(ProcessingError) as info:
         read(evil, "evil.epub")
+    assert info.value.details["reason"] == "bomb"

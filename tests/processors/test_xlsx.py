@@ -16,6 +16,8 @@ from mcp_server.core.models import ProcessedDocument
 from mcp_server.processors.base import DocumentInput, ProcessOptions
 from mcp_server.processors.xlsx import XlsxProcessor
 
+from ._office_helpers import rewrite_part
+
 # (file, must_include, must_not_include)
 VECTORS = [
     ("stanley-cups.xlsx", ["=== Sheet: Stanley Cups ===", "=== Sheet: Stanley Cups Since 67 ===",
@@ -106,3 +108,21 @@ def test_mutated_xlsx_bytes_give_a_document_or_a_processing_error(
         buf = buf[: data.draw(st.integers(0, len(buf)))]
     with contextlib.suppress(ProcessingError):
         _process(bytes(buf))
+
+
+def test_a_workbook_whose_stylesheet_openpyxl_cannot_read_is_read_with_plainer_styles(corpus_dir: Path) -> None:
+    # As another office suite writes it: fonts inside markup-compatibility alternate content, and
+    # the builtin "Normal" named style without a name (openpyxl: TypeError).
+    source = (corpus_dir / "docs" / "xlsx" / "stanley-cups.xlsx").read_bytes()
+
+    def odd(styles: bytes) -> bytes:
+        fonts = styles[styles.index(b"<font>"):styles.index(b"</fonts>")]
+        alternate = (b'<mc:AlternateContent><mc:Choice xmlns:hs="urn:example:suite" Requires="hs">' + fonts +
+                     b"</mc:Choice><mc:Fallback>" + fonts + b"</mc:Fallback></mc:AlternateContent>")
+        return styles.replace(fonts, alternate).replace(b' name="Normal"', b"")
+
+    data = rewrite_part(source, "xl/styles.xml", odd)
+    with pytest.raises(TypeError):
+        openpyxl.load_workbook(io.BytesIO(data))
+    doc = _process(data)
+    assert doc.content == _corpus(corpus_dir, "stanley-cups.xlsx").content

@@ -103,7 +103,7 @@ async def test_billion_laughs_in_an_office_file_is_refused(
     body = await refused(warm, web, f"/laughs.{kind}", billion_laughs(source(corpus_dir, kind), kind),
                          SOURCES[kind][1])
     assert body["code"] == "PROCESSING_ERROR"
-    assert "entity" in str(body["error"]).lower()
+    assert "entity" in str(body["error"]).lower() and body["reason"] == "bomb"
     assert "lol" not in str(body.get("content", ""))
 
 
@@ -117,7 +117,7 @@ async def test_an_external_entity_in_an_office_file_is_refused_and_never_read(
     hostile = xxe(source(corpus_dir, kind), kind, secret, ANCHORS[kind])
     assert b"&xxe;" in zipfile.ZipFile(io.BytesIO(hostile)).read(MAIN_PART[kind])
     body = await refused(warm, web, f"/xxe.{kind}", hostile, SOURCES[kind][1])
-    assert body["code"] == "PROCESSING_ERROR"
+    assert body["code"] == "PROCESSING_ERROR" and body["reason"] == "unsafe_xml"
     assert "XXE-SECRET-VALUE" not in str(body)
     network = xxe(source(corpus_dir, kind), kind, secret, ANCHORS[kind]).replace(
         secret.as_uri().encode(), canary.url("/secret").encode())
@@ -289,6 +289,7 @@ async def test_encrypted_and_truncated_corpus_files_give_a_clear_error(
     message = str(body["error"])
     assert "File \"" not in message and "line " not in message
     assert any(word in message.lower() for word in ("password", "encrypted", "truncated", "corrupt")), message
+    assert body["reason"] == ("encrypted" if "password" in message.lower() else "corrupt"), body
 
 
 @pytest.mark.parametrize("name", ["multi_page.pdf", "testRotated+10.png", "test.jpg"])
@@ -302,7 +303,8 @@ async def test_truncated_files_give_a_clear_error(
     failed, body, _ = await call_while_healthy(warm, "process_document", {"document_url": url}, within=10)
     # A PDF with its tail cut is repaired by MuPDF and may still yield its first pages.
     if failed:
-        assert body["code"] == "PROCESSING_ERROR", body
+        # the warm server's parse limit is 1 s: on a loaded machine repairing the cut file may take longer
+        assert body["code"] == "PROCESSING_ERROR" and body["reason"] in ("corrupt", "timeout"), body
         assert "Traceback" not in str(body)
 
 

@@ -105,8 +105,7 @@ class IndexManager:
         if budget is not None:
             register_embedders(budget, models.embedders)
         self.runner = ModelRunner(settings.model_concurrency)
-        # the learned ranker orders the head of a complete English index (retrieval/learned.py)
-        self.ranker = bundled() if settings.learned_ranking else None
+        self.ranker = bundled() if settings.learned_ranking else None  # retrieval/learned.py
         self.budget = settings.progressive_budget
         self.candidates = settings.progressive_candidates
         self._key_locks = KeyedLock()
@@ -144,8 +143,7 @@ class IndexManager:
         return view.index, view.cached
 
     async def stored(self, content_sha256: str, chunker_version: str, config_key: str) -> IndexView | None:
-        """The complete index when memory, the disk or the shared store holds it; None otherwise
-        (never builds, nor waits for a build): a known URL's document is searched without its bytes."""
+        """The complete index held in memory, on disk or in the shared store, else None (no build)."""
         key = self.index_key(content_sha256, chunker_version, config_key)
         if self._memory.get(key) is None and key in self._pending:
             return None

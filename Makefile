@@ -11,7 +11,7 @@ BENCH_STAMP := $(VENV)/.bench-installed
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: serve test setup system-deps lint typecheck unit fuzz bench image-test wheel-test clean
+.PHONY: serve test setup system-deps lint typecheck unit fuzz bench image-test wheel-test train-instructions clean
 
 serve: setup
 	$(BIN)/python -m mcp_server --transport streamable-http --host $(HOST) --port $(PORT)
@@ -67,6 +67,11 @@ $(BENCH_STAMP): $(STAMP) pyproject.toml
 bench: setup $(BENCH_STAMP)
 	$(BIN)/python bench/squad.py
 	$(BIN)/python bench/financebench.py --per-doc
+
+# The instruction detector's weights (mcp_server/encoders/instructions.npz) from BIPIA's training half in
+# ../shared/corpus/train/bipia (minutes; not part of `make test`); bench/instructions.py measures them.
+train-instructions: setup
+	$(BIN)/python scripts/train_instructions.py
 
 # The container image and compose.yaml, proven here (minutes; not part of `make test`): see
 # scripts/image-test.sh and docs/deployment.md "Containers".

@@ -11,7 +11,7 @@ BENCH_STAMP := $(VENV)/.bench-installed
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: serve test setup system-deps lint typecheck unit fuzz bench train-ranker image-test wheel-test clean
+.PHONY: serve test setup system-deps lint typecheck unit fuzz bench train-ranker train-instructions image-test wheel-test clean
 
 serve: setup
 	$(BIN)/python -m mcp_server --transport streamable-http --host $(HOST) --port $(PORT)
@@ -73,6 +73,11 @@ bench: setup $(BENCH_STAMP)
 # docs/architecture.md "Models".
 train-ranker: setup $(BENCH_STAMP)
 	$(BIN)/python scripts/train_ranker.py
+
+# The instruction detector's weights (mcp_server/encoders/instructions.npz) from BIPIA's training half in
+# ../shared/corpus/train/bipia (minutes; not part of `make test`); bench/instructions.py measures them.
+train-instructions: setup
+	$(BIN)/python scripts/train_instructions.py
 
 # The container image and compose.yaml, proven here (minutes; not part of `make test`): see
 # scripts/image-test.sh and docs/deployment.md "Containers".

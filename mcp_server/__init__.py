@@ -10,7 +10,7 @@ every import, function-local and ``TYPE_CHECKING`` ones too):
     text        language detection, each language's BM25 analyzer, the sentence units vectors embed
     processors  one parser per format, the sniffing registry, the sandboxed parser pool
     chunking    a processed document cut into chunks that cite their source
-    encoders    the model runtimes: embedders, rerankers (each with a fake), ONNX, the e5 engine
+    encoders    the model runtimes: embedders, rerankers, the instruction detector (each with a fake), ONNX, e5
     embedding   the model roles: which model embeds which document, loaded with fallbacks
     retrieval   one document's hybrid index and its search, every ranking rule, pools, passage ids, quotes
     indexes     indexes built, stored, shared and cached: the manager, the folder store, the shared store

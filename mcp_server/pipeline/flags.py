@@ -17,6 +17,7 @@ from typing import Protocol, runtime_checkable
 
 from cachetools import LRUCache
 
+from mcp_server.core import metrics
 from mcp_server.core.models import Chunk, TextFlag
 from mcp_server.embedding.runner import ModelRunner
 from mcp_server.text.sentences import sentence_spans
@@ -118,5 +119,6 @@ class Flagger:
             with self._lock:
                 for sentence, value in zip(new, values, strict=True):
                     self._scores[sentence] = value
+            metrics.flags_found(INSTRUCTIONS, sum(value >= self.threshold for value in values))
             known.update(zip(new, values, strict=True))
         return [known[s] for s in sentences]

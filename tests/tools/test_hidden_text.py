@@ -14,6 +14,7 @@ import pytest
 from mcp_server.server.build import RagMCP, create_server
 from tests.conftest import FileServer
 from tests.mcp_harness import ThreadedServer, call, make_settings
+from tests.metrics._helpers import delta, scrape
 from tests.tools._hidden_documents import CLEAN, HIDDEN, PAYLOAD, PAYLOAD_WORD, TAGS, VISIBLE, VISIBLE_WORD
 
 pytestmark = pytest.mark.anyio
@@ -226,3 +227,41 @@ async def test_a_plugged_in_instruction_scorer_flags_the_sentences_it_scores_hig
         assert processed["flags"] == []
     finally:
         flagger.scorer, flagger.threshold = None, 0.5
+
+
+# --- metrics ---------------------------------------------------------------------------------------
+async def test_the_flags_of_a_document_parsed_are_counted_by_kind(flag: ThreadedServer, tmp_path: Path) -> None:
+    (tmp_path / "counted.txt").write_text(INVISIBLE_TEXT + "Counted by the metrics test.\n", encoding="utf-8")
+    (tmp_path / "counted.html").write_text(f"<p>Counted by the metrics test.</p><p hidden>{PAYLOAD}</p>",
+                                           encoding="utf-8")
+    server = FileServer(tmp_path)
+    try:
+        before = scrape(flag.base)
+        text = await _ok(flag, "process_document", document_url=server.url("counted.txt"))
+        page = await _ok(flag, "process_document", document_url=server.url("counted.html"))
+        after = scrape(flag.base)
+    finally:
+        server.close()
+    assert not text["cached"] and not page["cached"]
+    assert delta(after, before, "rag_flags_total", kind="invisible_characters") == text["flag_counts"][
+        "invisible_characters"] >= 2
+    assert delta(after, before, "rag_flags_total", kind="hidden_text") == page["flag_counts"]["hidden_text"] == 1
+
+
+async def test_query_spreadsheet_returns_no_invisible_code_point_and_under_drop_no_hidden_row(
+    flag: ThreadedServer, drop: ThreadedServer, files: FileServer, tmp_path: Path,
+) -> None:
+    url = files.url("hidden-row.xlsx")
+    _, flagged = await call(flag, "query_spreadsheet", document_url=url, search_value=PAYLOAD_WORD)
+    _, dropped = await call(drop, "query_spreadsheet", document_url=url, search_value=PAYLOAD_WORD)
+    assert flagged["match_count"] == 1 and dropped["match_count"] == 0
+    _, found = await call(drop, "query_spreadsheet", document_url=url, search_value=VISIBLE_WORD)
+    assert found["match_count"] == 1 and "\ufdd0" not in str(found)
+    (tmp_path / "smuggled.csv").write_text(f"Name,Note\nalpha,pass\u200bword{TAGS}\n", encoding="utf-8")
+    server = FileServer(tmp_path)
+    try:
+        _, smuggled = await call(flag, "query_spreadsheet", document_url=server.url("smuggled.csv"),
+                                 search_value="password")
+    finally:
+        server.close()
+    assert smuggled["match_count"] == 1 and not any(c in str(smuggled) for c in INVISIBLE)

@@ -95,11 +95,14 @@ class TextFlag:
     start: int
     end: int
     score: float | None = None
+    field: str = ""  # a metadata field (``subject``): the offsets are into its value, not the content
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "reason": self.reason, "start": self.start, "end": self.end}
         if self.score is not None:
             out["score"] = round(self.score, 4)
+        if self.field:
+            out["field"] = self.field
         return out
 
     def overlaps(self, start: int, end: int) -> bool:

@@ -61,6 +61,8 @@ class FlagItem(BaseModel):
                                    "location.start_char).")
     end: int = Field(description="End (exclusive); equal to start where the text was removed (hidden_text='drop').")
     score: float | None = Field(None, description="instructions_to_agent: the detector's score (0-1).")
+    field: str | None = Field(None, description="process_document: the metadata field (e.g. subject) the flagged "
+                                                "text is in; start/end are then offsets into its value.")
 
 
 FLAGS_DESCRIPTION = ("What a reader of the document cannot see, or text that speaks to the agent, in this text: "
@@ -71,7 +73,7 @@ MAX_DOCUMENT_FLAGS = 200  # process_document lists at most this many; flag_count
 
 def flag_items(flags: tuple[TextFlag, ...] | list[TextFlag]) -> list[FlagItem]:
     return [FlagItem(kind=f.kind, reason=f.reason, start=f.start, end=f.end,
-                     score=None if f.score is None else round(f.score, 4)) for f in flags]
+                     score=None if f.score is None else round(f.score, 4), field=f.field or None) for f in flags]
 
 
 class TableItem(BaseModel):

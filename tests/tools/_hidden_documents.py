@@ -74,6 +74,15 @@ def _docx(hide: Callable[[docx.text.run.Run], None] | None, *, shade: str | None
     return out.getvalue()
 
 
+def docx_with_subject(subject: str) -> bytes:
+    """The clean document with ``subject`` in its core properties (shown by no page)."""
+    document = docx.Document(io.BytesIO(_docx(None)))
+    document.core_properties.subject = subject
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
 def _vanish(run: docx.text.run.Run) -> None:
     run.font.hidden = True
 

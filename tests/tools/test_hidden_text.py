@@ -15,7 +15,16 @@ from mcp_server.server.build import RagMCP, create_server
 from tests.conftest import FileServer
 from tests.mcp_harness import ThreadedServer, call, make_settings
 from tests.metrics._helpers import delta, scrape
-from tests.tools._hidden_documents import CLEAN, HIDDEN, PAYLOAD, PAYLOAD_WORD, TAGS, VISIBLE, VISIBLE_WORD
+from tests.tools._hidden_documents import (
+    CLEAN,
+    HIDDEN,
+    PAYLOAD,
+    PAYLOAD_WORD,
+    TAGS,
+    VISIBLE,
+    VISIBLE_WORD,
+    docx_with_subject,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -222,6 +231,15 @@ async def test_a_plugged_in_instruction_scorer_flags_the_sentences_it_scores_hig
         asked = len(detector.asked)
         await _ok(flag, "retrieve_chunks", document_url=url, query=QUERY)
         assert len(detector.asked) == asked  # a sentence is scored once
+        (tmp_path / "subject.docx").write_bytes(docx_with_subject(PAYLOAD))
+        server = FileServer(tmp_path)
+        try:
+            described = await _ok(flag, "process_document", document_url=server.url("subject.docx"))
+        finally:
+            server.close()
+        [in_subject] = described["flags"]
+        assert (in_subject["kind"], in_subject["field"]) == ("instructions_to_agent", "subject")
+        assert described["metadata"]["subject"][in_subject["start"]:in_subject["end"]] == PAYLOAD
         flagger.threshold = 0.95
         processed = await _ok(flag, "process_document", document_url=url)
         assert processed["flags"] == []

@@ -6,7 +6,9 @@ equal to the background it stands on, a box moved far off the screen). Each text
 an element is wrapped with ``core.visibility.hidden``, so whatever the extractor keeps of it
 stays marked (trafilatura drops some hidden elements and keeps others). The background is the
 nearest ``background``/``background-color``/``bgcolor`` declared on the element or an ancestor,
-white when none is: white text in a box with a dark background is visible and never marked.
+white when none is and the page has no style sheet; on a page with a style sheet and no background
+declared inline, the background is unknown and colour decides nothing (a class may paint the box
+dark): white text on a dark background is visible and never marked.
 Not read: style sheets (``<style>``, linked CSS) and scripts, which need a browser engine.
 """
 
@@ -41,6 +43,7 @@ _SKIP = frozenset({"script", "style", "template", "noscript", "head", "title", "
 class _State:
     background: RGB = WHITE
     reason: str | None = None  # why this element's text is hidden (an ancestor's reason wins)
+    known: bool = True  # the background was declared inline, or the page has no style sheet to set it
 
 
 def colour(value: str) -> RGB | None:
@@ -82,20 +85,21 @@ def _same(a: RGB, b: RGB) -> bool:
 def _state(name: str, attrs: Mapping[str, Any], parent: _State) -> _State:
     """This element's background and why its text is hidden (inherited from ``parent``)."""
     style = {k.lower(): v.strip().lower() for k, v in _DECLARATION.findall(str(attrs.get("style") or ""))}
-    background = parent.background
+    background, known = parent.background, parent.known
     for key in ("background-color", "background"):
         if key in style and (found := colour(style[key])) is not None:
-            background = found
+            background, known = found, True
             break
     else:
         if attrs.get("bgcolor") and (found := colour(str(attrs["bgcolor"]))) is not None:
-            background = found
+            background, known = found, True
     if parent.reason is not None:
-        return _State(background, parent.reason)
-    return _State(background, _reason(name, attrs, style, background))
+        return _State(background, parent.reason, known)
+    return _State(background, _reason(name, attrs, style, background if known else None), known)
 
 
-def _reason(name: str, attrs: Mapping[str, Any], style: dict[str, str], background: RGB) -> str | None:
+def _reason(name: str, attrs: Mapping[str, Any], style: dict[str, str], background: RGB | None) -> str | None:
+    """Why the element's text is not seen; colour is judged only against a known ``background``."""
     if "hidden" in attrs:
         return "hidden attribute"
     if style.get("display", "").startswith("none"):
@@ -117,7 +121,7 @@ def _reason(name: str, attrs: Mapping[str, Any], style: dict[str, str], backgrou
         if _transparent(text_colour):
             return "text coloured like its background"
         found = colour(text_colour)
-        if found is not None and _same(found, background):
+        if found is not None and background is not None and _same(found, background):
             return "text coloured like its background"
     return None
 
@@ -131,11 +135,13 @@ def _wrap(text: str, reason: str) -> str | None:
     return text[:start] + hidden(core, reason) + text[start + len(core):]
 
 
-def _mark(nodes: Iterable[tuple[Any, str, Mapping[str, Any], Any]], texts: Callable[[Any, str], None]) -> int:
+def _mark(nodes: Iterable[tuple[Any, str, Mapping[str, Any], Any]], texts: Callable[[Any, str], None],
+          styled: bool) -> int:
     states: dict[int, tuple[Any, _State]] = {}  # the element kept with its state: its id stays its own
+    root = _State(known=not styled)  # a style sheet may give any box a dark background
     marked = 0
     for element, name, attrs, parent in nodes:
-        state = _state(name, attrs, states[id(parent)][1] if id(parent) in states else _State())
+        state = _state(name, attrs, states[id(parent)][1] if id(parent) in states else root)
         states[id(element)] = (element, state)
         if state.reason is not None:
             texts(element, state.reason)
@@ -160,7 +166,8 @@ def mark_hidden_lxml(tree: Any) -> int:
             if child.tail and (new := _wrap(child.tail, reason)) is not None:
                 child.tail = new
 
-    return _mark(nodes(), texts)
+    styled = bool(tree.xpath("//style | //link[contains(translate(@rel, 'STYLESHEET', 'stylesheet'), 'stylesheet')]"))
+    return _mark(nodes(), texts, styled)
 
 
 def mark_hidden_soup(soup: BeautifulSoup) -> int:
@@ -177,4 +184,6 @@ def mark_hidden_soup(soup: BeautifulSoup) -> int:
             if type(child) is NavigableString and (new := _wrap(str(child), reason)) is not None:
                 child.replace_with(NavigableString(new))
 
-    return _mark(nodes(), texts)
+    styled = soup.find("style") is not None or any(
+        "stylesheet" in " ".join(link.get("rel") or []).lower() for link in soup.find_all("link"))
+    return _mark(nodes(), texts, styled)

@@ -10,7 +10,7 @@ from mcp_server.chunking._params import CHUNK_WINDOWS, ChunkParams
 from mcp_server.chunking._scoring import content_type, importance_score
 from mcp_server.chunking._splitter import Span, Splitter
 from mcp_server.chunking._tokens import TokenCounter
-from mcp_server.core.models import Chunk, ProcessedDocument
+from mcp_server.core.models import Chunk, ChunkLocation, ProcessedDocument, TextFlag
 from mcp_server.text.language import dominant_script, passage_languages
 
 __all__ = ["chunk_document"]
@@ -71,6 +71,7 @@ def chunk_document(doc: ProcessedDocument, params: ChunkParams, counter: TokenCo
     where = LocationIndex(locations)
     total = len(spans)
     languages = passage_languages(texts, doc.detected_language, dominant_script(content))
+    chunk_locations = [where.locate(int(layout.starts[span.first]), int(layout.ends[span.last])) for span in spans]
     return [
         Chunk(
             text=text,
@@ -80,11 +81,20 @@ def chunk_document(doc: ProcessedDocument, params: ChunkParams, counter: TokenCo
             importance_score=importance_score(text),
             content_type=content_type(text),
             doc_type=doc.doc_type,
-            location=where.locate(int(layout.starts[span.first]), int(layout.ends[span.last])),
+            location=location,
             language=language,
+            flags=_flags_on(doc.flags, location),
         )
-        for index, (span, text, count, language) in enumerate(zip(spans, texts, counts, languages, strict=True))
+        for index, (location, text, count, language) in enumerate(
+            zip(chunk_locations, texts, counts, languages, strict=True))
     ]
+
+
+def _flags_on(flags: tuple[TextFlag, ...], location: ChunkLocation) -> tuple[TextFlag, ...]:
+    """The document's flags on the chunk's span (few per document: a scan is enough)."""
+    if not flags:
+        return ()
+    return tuple(f for f in flags if f.overlaps(location.start_char, location.end_char))
 
 
 def _segments(layout: Layout, cuts: list[int]) -> list[tuple[int, int]]:

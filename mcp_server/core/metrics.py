@@ -59,6 +59,7 @@ __all__ = [
     "cache_idle_trimmed",
     "cache_insert",
     "cache_lookup",
+    "flags_found",
     "configure",
     "document_parsed",
     "download_revalidated",
@@ -145,6 +146,8 @@ class _Instruments:
                                   ("doc_type", "index"))
         self.documents_parsed = counter("rag_documents_parsed_total", "Documents parsed successfully, by sniffed type.",
                                         ("doc_type",))
+        self.flags = counter("rag_flags_total", "Flags found, by kind: hidden_text and invisible_characters in "
+                             "documents parsed, instructions_to_agent in sentences scored.", ("kind",))
         self.index_builds = counter("rag_index_builds_total",
                                     "Index build events: started, coalesced (waited for another build), failed.",
                                     ("event",))
@@ -344,6 +347,12 @@ def document_parsed(doc_type: str) -> None:
     m = _get()
     if m is not None:
         m.documents_parsed.labels(_label(doc_type)).inc()
+
+
+def flags_found(kind: str, count: int = 1) -> None:
+    m = _get()
+    if m is not None and count:
+        m.flags.labels(_label(kind)).inc(count)
 
 
 def bytes_downloaded(count: int) -> None:

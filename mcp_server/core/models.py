@@ -21,6 +21,7 @@ __all__ = [
     "Location",
     "ProcessedDocument",
     "SearchHit",
+    "TextFlag",
 ]
 
 
@@ -78,6 +79,41 @@ class Location:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class TextFlag:
+    """Something about ``content[start:end]`` a reader of the document would not see, or should know.
+
+    ``kind``: ``hidden_text`` (on the page but invisible to a reader: a hidden run, white or tiny
+    text, an off-page box), ``invisible_characters`` (code points no reader sees, removed: Unicode
+    tag characters, zero-width characters inside words, bidi overrides; the span is the word they
+    were removed from) or ``instructions_to_agent`` (a sentence addressed to the AI agent, with the
+    detector's ``score``). Offsets are into ``ProcessedDocument.content``, the frame of
+    ``ChunkLocation.start_char``; ``start == end`` where the flagged text was removed (``drop``).
+    """
+
+    kind: str
+    reason: str
+    start: int
+    end: int
+    score: float | None = None
+    field: str = ""  # a metadata field (``subject``): the offsets are into its value, not the content
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind, "reason": self.reason, "start": self.start, "end": self.end}
+        if self.score is not None:
+            out["score"] = round(self.score, 4)
+        if self.field:
+            out["field"] = self.field
+        return out
+
+    def overlaps(self, start: int, end: int) -> bool:
+        """Whether the flagged text lies (partly) in ``[start, end)``; removed text (``start == end``)
+        where it stood."""
+        if self.start == self.end:
+            return start <= self.start < end
+        return self.start < end and start < self.end
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class ExtractedTable:
     content: str  # Markdown
     table_type: str = "markdown"
@@ -112,6 +148,7 @@ class ProcessedDocument:
     extracted_urls: tuple[ExtractedURL, ...] = ()
     detected_language: str = "en"
     locations: tuple[Location, ...] = ()
+    flags: tuple[TextFlag, ...] = ()  # sorted by start
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -151,6 +188,7 @@ class Chunk:
     doc_type: str
     location: ChunkLocation
     language: str = ""  # ISO 639-1 (text.language): the document's, or the passage's own in a mixed one
+    flags: tuple[TextFlag, ...] = ()  # the document's flags on the chunk's span (document offsets)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

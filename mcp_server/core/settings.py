@@ -268,6 +268,15 @@ class Settings(BaseSettings):
         32 * 1024 * 1024, ge=1024,
         description="Larger HTML pages are refused with a clear error instead of parsed (bytes).",
     )
+    hidden_text: Literal["flag", "drop", "keep"] = Field(
+        "flag",
+        description="Text a reader of the document cannot see (hidden HTML elements, hidden Word runs, white, "
+        "tiny or invisible PDF text, hidden sheets, rows, columns and slides, boxes off the slide): 'flag' = keep "
+        "it and mark every passage, chunk and read window holding it with flags of kind hidden_text, 'drop' = "
+        "leave it out of content, chunks, passages and the index, 'keep' = keep it unmarked. Invisible code "
+        "points (Unicode tag characters, zero-width characters inside words, bidi overrides) are removed and "
+        "reported whatever this says.",
+    )
     max_content_chars: int = Field(50_000, ge=1000, description="Cap of returned document content.")
     max_table_chars: int = Field(5_000, ge=100, description="Cap of one returned table.")
     max_rows_per_sheet: int = Field(20, ge=1, description="Rows rendered per sheet.")

@@ -35,7 +35,7 @@ import faiss
 import numpy as np
 from filelock import FileLock, Timeout
 
-from mcp_server.core.models import Chunk, ChunkLocation
+from mcp_server.core.models import Chunk, ChunkLocation, TextFlag
 from mcp_server.retrieval.index import DocumentIndex
 
 __all__ = ["FILES", "FORMAT_VERSION", "IndexStore", "Manifest", "stored_file", "try_acquire", "verify_files"]
@@ -138,7 +138,8 @@ def _chunk_from_json(data: dict[str, Any]) -> Chunk:
     loc = dict(data["location"])
     loc["pages"] = tuple(loc.get("pages") or ())
     loc["heading_path"] = tuple(loc.get("heading_path") or ())
-    return Chunk(**{**data, "location": ChunkLocation(**loc)})
+    flags = tuple(TextFlag(**flag) for flag in data.get("flags", ()))
+    return Chunk(**{**data, "location": ChunkLocation(**loc), "flags": flags})
 
 
 class _Switched(Exception):

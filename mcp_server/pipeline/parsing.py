@@ -51,6 +51,8 @@ class Parsing:
             try:
                 document = await parsers.run(process_document, inp, options)
                 metrics.document_parsed(inp.doc_type)
+                for kind in {flag.kind for flag in document.flags}:
+                    metrics.flags_found(kind, sum(flag.kind == kind for flag in document.flags))
             except ProcessingError as exc:
                 await self._remember_failure(key, exc)
                 raise

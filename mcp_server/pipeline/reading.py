@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from mcp_server.core.cache import MemoryLayer, cache_get, cache_put
 from mcp_server.core.concurrency import KeyedLock
 from mcp_server.core.errors import ValidationError
-from mcp_server.core.models import ChunkLocation, Location, ProcessedDocument
+from mcp_server.core.models import ChunkLocation, Location, ProcessedDocument, TextFlag
 from mcp_server.pipeline.documents import DocumentHandle
+from mcp_server.pipeline.flags import Piece
 from mcp_server.pipeline.passages import find_passage
 from mcp_server.pipeline.read_windows import (
     CHAPTER_TYPES,
@@ -66,6 +67,7 @@ class ReadWindow:
     total_chars: int
     units: tuple[int, ...]  # pages, slides, sheets or chapters (1-based) the window touches
     cached: bool
+    flags: tuple[TextFlag, ...] = ()  # on the text read (document offsets)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -142,13 +144,23 @@ class Reading:
         else:
             text, tokens, end, following = await handle.window(spans, at, max_tokens)
         location = handle.locate(at, max(end, at))
+        flags = await self._flags(doc, spans, at, end)
         next_cursor = None
         if following is not None:
             next_cursor = Cursor(key=key, offset=following, pages=canonical_pages(pages) if pages else "").encode()
         return ReadWindow(text=text, tokens=tokens, start=at, end=end, location=location, next_cursor=next_cursor,
                           doc_type=processed.doc_type, total_chars=len(doc.content),
                           units=_units_of(location, doc.doc_type) or self._numbered_units(doc, locations, at, end),
-                          cached=processed.cached)
+                          cached=processed.cached, flags=flags)
+
+    async def _flags(self, doc: ProcessedDocument, spans: Sequence[tuple[int, int]], at: int,
+                     end: int) -> tuple[TextFlag, ...]:
+        """The flags on the text read: ``[at, end)`` within the spans the pages filter selected."""
+        if end <= at:
+            return ()
+        own = tuple(f for f in doc.flags if f.overlaps(at, end))
+        [flags] = await self.service.flagger.flags([Piece(start=at, text=doc.content[at:end], flags=own)])
+        return tuple(f for f in flags if any(f.overlaps(a, b) for a, b in spans))
 
     @staticmethod
     def _numbered_units(doc: ProcessedDocument, locations: Sequence[Location], start: int,

@@ -41,6 +41,7 @@ from mcp_server.embedding.runner import ModelRunner
 from mcp_server.fetch import Fetcher
 from mcp_server.indexes.manager import IndexManager, IndexView
 from mcp_server.pipeline.downloads import Downloads, Known
+from mcp_server.pipeline.flags import Flagger, Scorer
 from mcp_server.pipeline.parsing import Parsing
 from mcp_server.processors import DocumentInput, ProcessOptions, View, document_input
 from mcp_server.processors.sandbox import ParserPool
@@ -51,7 +52,7 @@ from mcp_server.text.analysis import warm_analyzers
 __all__ = ["DocumentService", "Indexed", "Processed", "Retrieval", "Source", "View"]
 
 # Bump when processor output changes in a way cached documents and indexes must not survive.
-PROCESSING_VERSION = "1"
+PROCESSING_VERSION = "2"  # 2: invisible code points removed, hidden text flagged (processors/_visibility.py)
 # Bump when a web page's main content changes (the whole-page view keeps PROCESSING_VERSION's keys).
 MAIN_CONTENT_VERSION = "2"  # 2: images' alt text
 
@@ -113,8 +114,8 @@ FAILURE_ENTRIES = 1000
 SNIFFED_ENTRIES = 4096
 
 
-def _content_key(sha256: str, ocr_languages: str, doc_type: str, view: View) -> str:
-    parts = [PROCESSING_VERSION, sha256, ocr_languages]
+def _content_key(sha256: str, options: ProcessOptions, doc_type: str, view: View) -> str:
+    parts = [PROCESSING_VERSION, sha256, options.ocr_languages, *_policy_parts(options)]
     if doc_type == "html" and view == "main":  # the whole page keeps the key it always had
         parts.append(f"html-main/{MAIN_CONTENT_VERSION}")
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
@@ -122,6 +123,11 @@ def _content_key(sha256: str, ocr_languages: str, doc_type: str, view: View) -> 
 
 def _ms(since: float) -> float:
     return round((time.perf_counter() - since) * 1000, 2)
+
+
+def _policy_parts(options: ProcessOptions) -> list[str]:
+    """What a reader cannot see, kept unmarked or dropped, is other content (``flag`` keeps the plain key)."""
+    return [] if options.hidden_text == "flag" else [f"hidden-{options.hidden_text}"]
 
 
 def _wrong_type(url: str, doc_type: str, expect: Sequence[str], tool: str) -> ValidationError:
@@ -147,10 +153,11 @@ class DocumentService:
         downloads: CacheLayer[FetchedDocument] | None = None,
         documents: CacheLayer[ProcessedDocument] | None = None,
         failures: CacheLayer[FailedParse] | None = None,
-        budget: MemoryBudget | None = None,
+        budget: MemoryBudget | None = None, scorer: Scorer | None = None,
     ) -> None:
         self.settings, self.fetcher, self.parsers = settings, fetcher, parsers
         self.models, self.indexes = models, indexes
+        self.flagger = Flagger(scorer, threshold=settings.instruction_threshold, runner=indexes.runner)
         self.options = ProcessOptions.from_settings(settings)
         self.downloads: CacheLayer[FetchedDocument] = downloads or MemoryLayer(
             "download", max_entries=settings.cache_max_downloads, ttl=settings.cache_ttl,
@@ -161,8 +168,7 @@ class DocumentService:
         )
         self.budget = budget  # the memory budget the tools' own layers (reading.py) join
         self.failures: CacheLayer[FailedParse] = failures or MemoryLayer(
-            "failure", max_entries=FAILURE_ENTRIES, ttl=max(settings.failure_ttl, 1e-3),
-        )
+            "failure", max_entries=FAILURE_ENTRIES, ttl=max(settings.failure_ttl, 1e-3))
         self._sniffed: LRUCache[tuple[str, str, str, str], str] = LRUCache(maxsize=SNIFFED_ENTRIES)
         self._downloads = Downloads(self.downloads, settings.revalidate_after_s)
         self._parsing = Parsing(self.documents, self.failures, settings.failure_ttl)
@@ -206,7 +212,7 @@ class DocumentService:
 
     def content_key(self, fetched: FetchedDocument, doc_type: str = "", view: View = "full") -> str:
         """The document and index cache key of the bytes (and of a web page's view)."""
-        return _content_key(fetched.sha256, self.options.ocr_languages, doc_type, view)
+        return _content_key(fetched.sha256, self.options, doc_type, view)
 
     async def _locate(self, url: str, *, expect: Sequence[str] = (), tool: str = "", progress: Progress | None = None,
                       view: View | None = None, fetched: FetchedDocument | None = None) -> _Located:

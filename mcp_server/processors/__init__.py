@@ -19,6 +19,7 @@ import re
 from mcp_server.core.errors import MCPServerError, ProcessingError, UnsupportedFormatError
 from mcp_server.core.models import FetchedDocument, ProcessedDocument
 from mcp_server.processors._soffice import converter_available
+from mcp_server.processors._visibility import settle_document
 from mcp_server.processors.archive import ZipProcessor
 from mcp_server.processors.base import (
     DocumentInput,
@@ -125,7 +126,9 @@ def document_input(fetched: FetchedDocument, *, doc_type: str | None = None) -> 
 
 
 def process_document(inp: DocumentInput, options: ProcessOptions) -> ProcessedDocument:
-    """Parse with the processor of ``inp.doc_type``; then fill in URLs and language.
+    """Parse with the processor of ``inp.doc_type``; settle what a reader cannot see (hidden-text
+    marks and invisible code points out, flagged under ``options.hidden_text``); then fill in URLs
+    and language.
 
     Raises ``UnsupportedFormatError`` for types without a processor (binary garbage, OLE
     containers when nothing handles them) and ``ProcessingError`` for documents that fail.
@@ -145,7 +148,7 @@ def process_document(inp: DocumentInput, options: ProcessOptions) -> ProcessedDo
         raise ProcessingError(
             f"could not parse the {inp.doc_type} document ({type(exc).__name__})", doc_type=inp.doc_type
         ) from exc
-    return _enrich(doc, options)
+    return _enrich(settle_document(doc, options.hidden_text), options)
 
 
 def _fallback(inp: DocumentInput) -> tuple[Processor, DocumentInput]:

@@ -23,6 +23,7 @@ from docx.parts.document import DocumentPart
 
 from mcp_server.core.markup import heading_line
 from mcp_server.core.models import ExtractedTable, Location, ProcessedDocument
+from mcp_server.processors._docx_hidden import mark_run
 from mcp_server.processors._markdown import markdown_table
 
 __all__ = ["read"]
@@ -222,7 +223,7 @@ def _inline_text(parent: Any, rels: dict[str, str], links: list[dict[str, str]])
     for child in parent.iterchildren():
         tag = child.tag
         if tag == _R and isinstance(child, CT_R):
-            yield child.text
+            yield mark_run(child, child.text)
         elif tag == _HYPERLINK:
             text = "".join(_inline_text(child, rels, links))
             url = rels.get(child.get(_R_ID) or "", "")

@@ -14,6 +14,7 @@ import pymupdf
 from PIL import Image
 
 from mcp_server.core.errors import ProcessingError
+from mcp_server.processors._pdf_hidden import mark_hidden_words
 from mcp_server.processors._pdf_layout import PageWords
 from mcp_server.processors.base import ProcessOptions
 from mcp_server.processors.ocr import ocr_available, ocr_image
@@ -72,7 +73,8 @@ def pdf_metadata(pdf: pymupdf.Document) -> dict[str, Any]:
 def read_page(page: pymupdf.Page, options: ProcessOptions) -> PageRead | None:
     """The page's words; plain text when word extraction fails; OCR when it has no text layer."""
     try:
-        words = page.get_text("words", flags=pymupdf.TEXTFLAGS_WORDS)
+        textpage = page.get_textpage(flags=pymupdf.TEXTFLAGS_WORDS)
+        words = mark_hidden_words(page, textpage, textpage.extractWORDS())
         result = PageRead(words=PageWords(words, page.rect.width, page.rect.height))
         empty = not result.words.words  # type: ignore[union-attr]
     except Exception:  # MuPDF raises plain RuntimeError/ValueError subclasses for broken content

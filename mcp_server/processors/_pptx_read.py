@@ -13,6 +13,7 @@ from pptx.enum.shapes import MSO_SHAPE_TYPE, PP_PLACEHOLDER
 
 from mcp_server.core.markup import slide_marker
 from mcp_server.core.models import ExtractedTable, Location, ProcessedDocument
+from mcp_server.core.visibility import hidden
 from mcp_server.processors._markdown import markdown_table
 
 __all__ = ["read"]
@@ -35,20 +36,25 @@ class _Converter:
         self.shape_errors: list[dict[str, Any]] = []
         self.tables: list[ExtractedTable] = []
         self.slide_no = 0
+        self.slide_size: tuple[int, int] | None = None  # EMU; None when the presentation does not say
 
     def convert(self, presentation: Any) -> ProcessedDocument:
+        width, height = presentation.slide_width, presentation.slide_height
+        self.slide_size = (int(width), int(height)) if width and height else None
         sections: list[str] = []
         locations: list[Location] = []
         offset = 0
         notes_count = 0
         for number, slide in enumerate(presentation.slides, start=1):
             self.slide_no = number
-            lines = [slide_marker(number)]
-            lines.extend(self._shapes(slide.shapes, depth=0))
+            body = self._shapes(slide.shapes, depth=0)
             notes = self._notes(slide)
             if notes:
                 notes_count += 1
-                lines.append(f"Notes: {notes}")
+                body.append(f"Notes: {notes}")
+            if slide._element.get("show") in ("0", "false"):  # skipped by the slide show
+                body = [hidden(part, "hidden slide") for part in body]
+            lines = [slide_marker(number), *body]
             text = "\n\n".join(lines)
             if sections:
                 offset += 2
@@ -78,12 +84,24 @@ class _Converter:
         out: list[str] = []
         for shape in _reading_order(shapes):
             try:
-                out.extend(self._shape(shape, depth))
+                parts = self._shape(shape, depth)
+                if depth == 0 and parts and self._off_slide(shape):
+                    parts = [hidden(part, "outside the slide") for part in parts]
+                out.extend(parts)
             except Exception as exc:  # one broken shape must not lose the slide
                 self.shape_errors.append(
                     {"slide": self.slide_no, "shape": _safe_name(shape), "error": type(exc).__name__}
                 )
         return out
+
+    def _off_slide(self, shape: Any) -> bool:
+        """Whether the shape lies wholly outside the slide (a slide show never shows it)."""
+        if self.slide_size is None or shape.left is None or shape.top is None:
+            return False
+        left, top = int(shape.left), int(shape.top)
+        right, bottom = left + int(shape.width or 0), top + int(shape.height or 0)
+        width, height = self.slide_size
+        return left >= width or top >= height or right <= 0 or bottom <= 0
 
     def _shape(self, shape: Any, depth: int) -> list[str]:
         out: list[str] = []

@@ -14,6 +14,7 @@ from typing import ClassVar, Literal, Protocol
 
 from mcp_server.core.models import ProcessedDocument
 from mcp_server.core.settings import Settings
+from mcp_server.core.visibility import HiddenPolicy
 from mcp_server.processors.formats import Format
 
 __all__ = [
@@ -58,6 +59,7 @@ class ProcessOptions:
     nesting: int = 0  # how deep inside archives or messages this document is (0: the download)
     html_view: View = "main"  # a web page's main content, or the whole page
     max_html_bytes: int = 32 * 1024 * 1024
+    hidden_text: HiddenPolicy = "flag"  # what becomes of text a reader cannot see (settle_document)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ProcessOptions:
@@ -77,6 +79,7 @@ class ProcessOptions:
             archive_max_members=settings.archive_max_members,
             html_view=settings.html_view,
             max_html_bytes=settings.max_html_bytes,
+            hidden_text=settings.hidden_text,
         )
 
 

@@ -32,6 +32,7 @@ from bs4 import (
 from mcp_server.core.errors import ProcessingError
 from mcp_server.core.markup import HEADINGS, heading_line
 from mcp_server.core.models import ExtractedTable, ExtractedURL, ProcessedDocument
+from mcp_server.processors._html_hidden import mark_hidden_lxml, mark_hidden_soup
 from mcp_server.processors._html_images import worth_keeping
 from mcp_server.processors._html_main import (
     JS_SHELL_HINT,
@@ -122,6 +123,7 @@ class HtmlProcessor:
             page.update(javascript_required=True, hint=JS_SHELL_HINT.format(words=facts.words))
         if options.html_view == "full" or facts.javascript_shell:
             return _whole_page(text, encoding, page, {"extraction": "full"})
+        mark_hidden_lxml(tree)  # what the extractor keeps of hidden text stays marked
         links = _tree_links(tree)  # before the extractor changes the tree
         main = None if cut_short else extract_main(tree, page.get("canonical_url", ""))
         reason = _not_an_article(facts, main)
@@ -157,6 +159,7 @@ def _soup(text: str) -> BeautifulSoup:
 def _whole_page(text: str, encoding: str, page: dict[str, Any], how: dict[str, Any]) -> ProcessedDocument:
     """The whole cleaned page (the reading before main-content extraction), title on top."""
     soup = _soup(text)
+    mark_hidden_soup(soup)
     title = _title(soup)
     links = _links(soup)
     content, headings, tables = html_to_markdown(soup, title=title)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from mcp_server.core.errors import MCPServerError, ProcessingError
 from mcp_server.core.markup import SHEETS
 from mcp_server.core.models import ProcessedDocument
+from mcp_server.processors._xlsx_hidden import mark_hidden_cells
 from mcp_server.processors.base import DocumentInput, ProcessOptions
 from mcp_server.processors.formats import Chunking, Format
 from mcp_server.processors.ooxml import guard_ooxml
@@ -47,7 +48,8 @@ class XlsxProcessor:
     )
 
     def process(self, doc: DocumentInput, options: ProcessOptions) -> ProcessedDocument:
-        sheets = [analyse(raw) for raw in read_xlsx(doc.data, options)]
+        raws = mark_hidden_cells(doc.data, read_xlsx(doc.data, options))  # hidden sheets, rows, columns
+        sheets = [analyse(raw) for raw in raws]
         return build_document(sheets, doc_type="xlsx", max_rows=options.max_rows_per_sheet)
 
 

@@ -31,6 +31,7 @@ from mcp_server.core.models import (
     FetchedDocument,
     Location,
     ProcessedDocument,
+    TextFlag,
 )
 from mcp_server.core.settings import Settings
 from mcp_server.redis.store import REDIS_ERRORS, Outage, key_prefix
@@ -82,6 +83,7 @@ class DocumentCodec:
             detected_language=raw.get("detected_language", "en"),
             locations=tuple(Location(**{**loc, "heading_path": tuple(loc.get("heading_path") or ())})
                             for loc in raw.get("locations", ())),
+            flags=tuple(TextFlag(**f) for f in raw.get("flags", ())),
         )
 
 

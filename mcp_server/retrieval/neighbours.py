@@ -49,8 +49,9 @@ def expand_hits(
         hit = hits[owner]
         span = chunks[lo : hi + 1]
         location = span_location(hit.chunk.location, [c.location for c in span])
+        flags = tuple(sorted({f for c in span for f in c.flags}, key=lambda f: (f.start, f.end)))
         out.append(dataclasses.replace(
-            hit, chunk=dataclasses.replace(hit.chunk, location=location), text=merge_texts(span)
+            hit, chunk=dataclasses.replace(hit.chunk, location=location, flags=flags), text=merge_texts(span)
         ))
     return out
 

@@ -121,7 +121,8 @@ async def open_app_context(settings: Settings) -> AsyncIterator[AppContext]:
         indexes = await stack.enter_async_context(
             IndexManager(settings, models, shared=shared_indexes, budget=budget).running())
         service = DocumentService(
-            settings, fetcher=fetcher, parsers=parsers, models=models, indexes=indexes, budget=budget, **caches,
+            settings, fetcher=fetcher, parsers=parsers, models=models, indexes=indexes, budget=budget,
+            scorer=models.instructions, **caches,  # None: no instructions_to_agent flags (pipeline/flags.py)
         )
         context = AppContext(settings=settings, limiter=limiter, guard=ToolGuard(settings, limiter, budget.activity),
                              models=models, service=service, reading=Reading(service),

@@ -24,7 +24,8 @@ from mcp_server.core.models import Chunk
 from mcp_server.text.lexical import without_page_markers
 
 __all__ = [
-    "MAX_UNIT_CHARS", "MIN_SENTENCE_CHARS", "ROW_GROUP_CHARS", "chunk_units", "sentence_units", "split_sentences",
+    "MAX_UNIT_CHARS", "MIN_SENTENCE_CHARS", "ROW_GROUP_CHARS", "chunk_units", "sentence_spans", "sentence_units",
+    "split_sentences",
 ]
 
 # A sentence ends at . ! ? (optionally followed by closing quotes/brackets) before whitespace and
@@ -52,6 +53,11 @@ _DELIMITER = re.compile(r"^[ \t]*\|?(?:[ \t]*:?-+:?[ \t]*\|)+[ \t]*(?::?-+:?[ \t
 
 def split_sentences(text: str) -> list[str]:
     """Sentences of ``text`` as slices of it; a text without a boundary is one sentence."""
+    return [text[start:end] for start, end in sentence_spans(text)] or [text]
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of each sentence of ``text``, whitespace around it left out; none in a blank text."""
     spans: list[list[int]] = []
     pos = 0
     for match in _BOUNDARY.finditer(text):
@@ -76,8 +82,14 @@ def split_sentences(text: str) -> list[str]:
             merged[-1][1] = spans[-1][1]
         else:
             merged.append([pending, spans[-1][1]])
-    sentences = [text[start:end].strip() for start, end in merged]
-    return [s for s in sentences if s] or [text]
+    out = []
+    for start, end in merged:
+        piece = text[start:end]
+        left = len(piece) - len(piece.lstrip())
+        right = len(piece.rstrip())
+        if right > left:
+            out.append((start + left, start + right))
+    return out
 
 
 def _cells(row: str) -> list[str]:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Annotated
 
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
 from mcp_server.fetch import validate_url
+from mcp_server.pipeline.flags import Piece, chunk_piece
 from mcp_server.text.language import language_name
 from mcp_server.tools.common import (
     DocumentUrl,
@@ -49,9 +51,15 @@ async def process_document(document_url: DocumentUrl, ctx: Context, view: PageVi
     settings = app.settings
     processed = await app.service.process(validate_url(document_url, settings), progress=progress_of(ctx), view=view)
     doc = processed.document
+    # metadata fields are text a reader of the page does not see: scored like it, flagged with their name
+    fields = [(name, value) for name, value in doc.metadata.items() if isinstance(value, str) and value.strip()]
+    [flags, *of_fields] = await app.service.flagger.flags(
+        [Piece(start=0, text=doc.content, flags=doc.flags), *(Piece(start=0, text=value) for _, value in fields)])
+    flags = (*(dataclasses.replace(f, field=name) for (name, _), found in zip(fields, of_fields, strict=True)
+               for f in found), *flags)
     return document_result(doc, max_content=settings.max_content_chars, max_table=settings.max_table_chars,
                            cached=processed.cached, language_name=language_name(doc.detected_language),
-                           source=source_info(processed.source))
+                           source=source_info(processed.source), flags=flags)
 
 
 @tool("document", title="Chunk document", open_world=True)
@@ -60,7 +68,9 @@ async def chunk_document(document_url: DocumentUrl, ctx: Context, view: PageView
     importance score, content type and location (pages, slide, sheet/rows, heading path)."""
     app = app_of(ctx)
     processed, chunks = await app.service.chunks(validate_url(document_url, app.settings), view=view)
-    return ChunkResult(chunks=[chunk_item(c) for c in chunks], chunk_count=len(chunks),
+    flags = await app.service.flagger.flags([chunk_piece(c) for c in chunks])
+    return ChunkResult(chunks=[chunk_item(c, flags=f) for c, f in zip(chunks, flags, strict=True)],
+                       chunk_count=len(chunks),
                        document_type=processed.doc_type, source=source_info(processed.source))
 
 
@@ -88,7 +98,9 @@ async def retrieve_chunks(
     # top_k and neighbors are clamped where they are used (DocumentIndex.search), once
     found = await app.service.retrieve(url, query, top_k=top_k, neighbors=neighbors, progress=progress_of(ctx),
                                        view=view)
-    items, tokens, omitted = await fit_budget([retrieve_item(h) for h in found.hits], app, max_tokens)
+    flags = await app.service.flagger.flags([chunk_piece(h.chunk, h.text) for h in found.hits])
+    items, tokens, omitted = await fit_budget(
+        [retrieve_item(h, flags=f) for h, f in zip(found.hits, flags, strict=True)], app, max_tokens)
     indexed = found.indexed
     return RetrieveResult(results=items, total_chunks_indexed=len(indexed.view.index.chunks),
                           document_type=indexed.doc_type, cached=indexed.view.cached, timings_ms=found.timings_ms,

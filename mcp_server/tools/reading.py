@@ -22,6 +22,7 @@ from mcp_server.pipeline.research import PageRanges
 from mcp_server.retrieval.quotes import CLOSE_SIMILARITY
 from mcp_server.tools.common import DocumentUrl, PageView, app_of, require_text, tool
 from mcp_server.tools.research import PassageId
+from mcp_server.tools.schemas import FLAGS_DESCRIPTION, FlagItem, flag_items
 
 __all__ = ["get_page_image", "read_document", "verify_quote"]
 
@@ -42,6 +43,7 @@ class ReadResult(BaseModel):
     total_chars: int = Field(description="Length of the document's whole text.")
     document_type: str
     cached: bool = Field(description="The document came from the cache (not parsed for this call).")
+    flags: list[FlagItem] = Field(default_factory=list, description=FLAGS_DESCRIPTION)
 
 
 class Difference(BaseModel):
@@ -118,7 +120,7 @@ async def read_document(
     window = await _reading(ctx).read(url, pages=page_filter, cursor=cursor, max_tokens=max_tokens, view=view)
     return ReadResult(text=window.text, tokens=window.tokens, location=window.location.to_dict(),
                       pages=list(window.units), next_cursor=window.next_cursor, total_chars=window.total_chars,
-                      document_type=window.doc_type, cached=window.cached)
+                      document_type=window.doc_type, cached=window.cached, flags=flag_items(window.flags))
 
 
 @tool("document", title="Verify quote", open_world=True)

@@ -10,6 +10,7 @@ from pydantic import Field
 from mcp_server.core.errors import ValidationError
 from mcp_server.core.settings import SEARCH_DOCUMENTS_CEILING
 from mcp_server.middleware.http import client_identity
+from mcp_server.pipeline.flags import chunk_piece
 from mcp_server.pipeline.research import MAX_PASSAGE_NEIGHBORS, DocumentOutcome, PageRanges, Research
 from mcp_server.tools.common import MaxTokens, PageView, Query, app_of, fit_budget, progress_of, require_text, tool
 from mcp_server.tools.schemas import (
@@ -21,6 +22,7 @@ from mcp_server.tools.schemas import (
     SearchResult,
     capped,
     chunk_item,
+    flag_items,
     retrieve_item,
     source_info,
 )
@@ -91,8 +93,9 @@ async def search_documents(
     found = await Research(app.service).search(urls, phrasings, top_k=top_k, per_document=per_document,
                                                pages=page_filter, progress=progress_of(ctx), deadline=deadline,
                                                view=view)
-    items = [SearchItem(**retrieve_item(f.hit).model_dump(), document_url=f.url, ranks=list(f.ranks))
-             for f in found.found]
+    flags = await app.service.flagger.flags([chunk_piece(f.hit.chunk, f.hit.text) for f in found.found])
+    items = [SearchItem(**retrieve_item(f.hit, flags=flagged).model_dump(), document_url=f.url, ranks=list(f.ranks))
+             for f, flagged in zip(found.found, flags, strict=True)]
     items, tokens, omitted = await fit_budget(items, app, max_tokens)
     counts = {url: sum(item.document_url == url for item in items) for url in urls}
     return SearchResult(results=items, documents=[_status(o, counts[o.url]) for o in found.documents],
@@ -115,8 +118,10 @@ async def get_passage(
     require_text(passage_id, "passage_id")
     window = await Research(app.service).passage(passage_id, before=before, after=after)
     text, _, truncated = capped(window.text, app.settings.max_content_chars)
-    chunks = [PassageChunk(**chunk_item(chunk).model_dump(), passage_id=pid, target=i == window.target)
-              for i, (pid, chunk) in enumerate(window.chunks)]
+    flags = await app.service.flagger.flags([chunk_piece(chunk) for _, chunk in window.chunks])
+    chunks = [PassageChunk(**chunk_item(chunk, flags=flagged).model_dump(), passage_id=pid, target=i == window.target)
+              for i, ((pid, chunk), flagged) in enumerate(zip(window.chunks, flags, strict=True))]
+    every = sorted({f for flagged in flags for f in flagged}, key=lambda f: (f.start, f.end))
     return PassageResult(passage_id=window.chunks[window.target][0], text=text, truncated=truncated,
                          location=window.location.to_dict(), document_type=window.doc_type,
-                         total_chunks=window.total_chunks, chunks=chunks)
+                         total_chunks=window.total_chunks, chunks=chunks, flags=flag_items(every))

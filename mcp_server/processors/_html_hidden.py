@@ -1,0 +1,189 @@
+"""A web page's text that a reader of the rendered page does not see, marked in the parsed tree.
+
+Read from the markup itself, before either view is extracted: the ``hidden`` attribute and inline
+styles (``display:none``, ``visibility:hidden``, ``font-size:0``, ``opacity:0``, a text colour
+equal to the background it stands on, a box moved far off the screen). Each text node under such
+an element is wrapped with ``core.visibility.hidden``, so whatever the extractor keeps of it
+stays marked (trafilatura drops some hidden elements and keeps others). The background is the
+nearest ``background``/``background-color``/``bgcolor`` declared on the element or an ancestor,
+white when none is and the page has no style sheet; on a page with a style sheet and no background
+declared inline, the background is unknown and colour decides nothing (a class may paint the box
+dark): white text on a dark background is visible and never marked.
+Not read: style sheets (``<style>``, linked CSS) and scripts, which need a browser engine.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from bs4 import BeautifulSoup, NavigableString, Tag
+
+from mcp_server.core.visibility import hidden
+
+__all__ = ["mark_hidden_lxml", "mark_hidden_soup"]
+
+RGB = tuple[int, int, int]
+WHITE: RGB = (255, 255, 255)
+OFF_SCREEN_PX = 1000  # left/top/text-indent this far negative: moved out of sight
+COLOUR_TOLERANCE = 24  # per channel: #fefefe on #ffffff is the same colour to a reader
+_NAMED = {"white": WHITE, "black": (0, 0, 0), "red": (255, 0, 0), "green": (0, 128, 0), "blue": (0, 0, 255),
+          "yellow": (255, 255, 0), "gray": (128, 128, 128), "grey": (128, 128, 128), "silver": (192, 192, 192),
+          "navy": (0, 0, 128), "whitesmoke": (245, 245, 245), "snow": (255, 250, 250), "ivory": (255, 255, 240)}
+_DECLARATION = re.compile(r"([a-zA-Z-]+)\s*:\s*([^;]+)")
+_HEX = re.compile(r"#([0-9a-fA-F]{3}|[0-9a-fA-F]{6})\b")
+_RGB = re.compile(r"rgba?\(\s*(\d+)\s*,?\s*(\d+)\s*,?\s*(\d+)\s*(?:[,/]\s*([\d.]+%?))?\s*\)")
+_LENGTH = re.compile(r"^(-?[\d.]+)\s*(px|pt|em|rem|%|vw|vh)?")
+_SKIP = frozenset({"script", "style", "template", "noscript", "head", "title", "meta"})
+
+
+@dataclass(frozen=True, slots=True)
+class _State:
+    background: RGB = WHITE
+    reason: str | None = None  # why this element's text is hidden (an ancestor's reason wins)
+    known: bool = True  # the background was declared inline, or the page has no style sheet to set it
+
+
+def colour(value: str) -> RGB | None:
+    """An sRGB colour from a CSS value; None for none that can be read (or a transparent one)."""
+    value = value.strip().lower()
+    if (m := _HEX.search(value)) is not None:
+        digits = m.group(1)
+        if len(digits) == 3:
+            digits = "".join(c * 2 for c in digits)
+        return int(digits[0:2], 16), int(digits[2:4], 16), int(digits[4:6], 16)
+    if (m := _RGB.search(value)) is not None:
+        return int(m.group(1)), int(m.group(2)), int(m.group(3))
+    for word in value.split():
+        if word in _NAMED:
+            return _NAMED[word]
+    return None
+
+
+def _transparent(value: str) -> bool:
+    value = value.strip().lower()
+    if value == "transparent":
+        return True
+    m = _RGB.search(value)
+    if m is None or m.group(4) is None:
+        return False
+    alpha = m.group(4)
+    return float(alpha.rstrip("%") or 1) == 0
+
+
+def _length(value: str) -> float | None:
+    m = _LENGTH.match(value.strip())
+    return float(m.group(1)) if m else None
+
+
+def _same(a: RGB, b: RGB) -> bool:
+    return all(abs(x - y) <= COLOUR_TOLERANCE for x, y in zip(a, b, strict=True))
+
+
+def _state(name: str, attrs: Mapping[str, Any], parent: _State) -> _State:
+    """This element's background and why its text is hidden (inherited from ``parent``)."""
+    style = {k.lower(): v.strip().lower() for k, v in _DECLARATION.findall(str(attrs.get("style") or ""))}
+    background, known = parent.background, parent.known
+    for key in ("background-color", "background"):
+        if key in style and (found := colour(style[key])) is not None:
+            background, known = found, True
+            break
+    else:
+        if attrs.get("bgcolor") and (found := colour(str(attrs["bgcolor"]))) is not None:
+            background, known = found, True
+    if parent.reason is not None:
+        return _State(background, parent.reason, known)
+    return _State(background, _reason(name, attrs, style, background if known else None), known)
+
+
+def _reason(name: str, attrs: Mapping[str, Any], style: dict[str, str], background: RGB | None) -> str | None:
+    """Why the element's text is not seen; colour is judged only against a known ``background``."""
+    if "hidden" in attrs:
+        return "hidden attribute"
+    if style.get("display", "").startswith("none"):
+        return "display:none"
+    if style.get("visibility", "").startswith(("hidden", "collapse")):
+        return "visibility:hidden"
+    size = _length(style.get("font-size", "1"))
+    if size is not None and size <= 0:
+        return "font size 0"
+    opacity = _length(style.get("opacity", "1"))
+    if opacity is not None and opacity <= 0:
+        return "opacity 0"
+    for key in ("left", "top", "text-indent", "margin-left", "margin-top"):
+        offset = _length(style.get(key, "0"))
+        if offset is not None and offset <= -OFF_SCREEN_PX and style.get(key, "").rstrip().endswith(("px", "pt")):
+            return "positioned off-screen"
+    text_colour = style.get("color") or (str(attrs.get("color")) if name == "font" and attrs.get("color") else "")
+    if text_colour:
+        if _transparent(text_colour):
+            return "text coloured like its background"
+        found = colour(text_colour)
+        if found is not None and background is not None and _same(found, background):
+            return "text coloured like its background"
+    return None
+
+
+def _wrap(text: str, reason: str) -> str | None:
+    """The text node marked (its surrounding whitespace outside the mark); None for blank text."""
+    core = text.strip()
+    if not core:
+        return None
+    start = text.index(core[0])
+    return text[:start] + hidden(core, reason) + text[start + len(core):]
+
+
+def _mark(nodes: Iterable[tuple[Any, str, Mapping[str, Any], Any]], texts: Callable[[Any, str], None],
+          styled: bool) -> int:
+    states: dict[int, tuple[Any, _State]] = {}  # the element kept with its state: its id stays its own
+    root = _State(known=not styled)  # a style sheet may give any box a dark background
+    marked = 0
+    for element, name, attrs, parent in nodes:
+        state = _state(name, attrs, states[id(parent)][1] if id(parent) in states else root)
+        states[id(element)] = (element, state)
+        if state.reason is not None:
+            texts(element, state.reason)
+            marked += 1
+    return marked
+
+
+def mark_hidden_lxml(tree: Any) -> int:
+    """Mark the hidden text of an lxml tree in place; returns how many elements were hidden."""
+
+    def nodes() -> Iterable[tuple[Any, str, Mapping[str, Any], Any]]:
+        for element in tree.iter():
+            name = element.tag if isinstance(element.tag, str) else ""
+            if not name or name.lower() in _SKIP:
+                continue
+            yield element, name.lower(), element.attrib, element.getparent()
+
+    def texts(element: Any, reason: str) -> None:
+        if element.text and (new := _wrap(element.text, reason)) is not None:
+            element.text = new
+        for child in element:  # the children's own text is theirs; their tails stand in this element
+            if child.tail and (new := _wrap(child.tail, reason)) is not None:
+                child.tail = new
+
+    styled = bool(tree.xpath("//style | //link[contains(translate(@rel, 'STYLESHEET', 'stylesheet'), 'stylesheet')]"))
+    return _mark(nodes(), texts, styled)
+
+
+def mark_hidden_soup(soup: BeautifulSoup) -> int:
+    """Mark the hidden text of a BeautifulSoup tree in place; returns how many elements were hidden."""
+
+    def nodes() -> Iterable[tuple[Any, str, Mapping[str, Any], Any]]:
+        for element in soup.find_all(True):
+            if element.name.lower() in _SKIP:
+                continue
+            yield element, element.name.lower(), element.attrs, element.parent
+
+    def texts(element: Tag, reason: str) -> None:
+        for child in list(element.children):
+            if type(child) is NavigableString and (new := _wrap(str(child), reason)) is not None:
+                child.replace_with(NavigableString(new))
+
+    styled = soup.find("style") is not None or any(
+        "stylesheet" in " ".join(link.get("rel") or []).lower() for link in soup.find_all("link"))
+    return _mark(nodes(), texts, styled)

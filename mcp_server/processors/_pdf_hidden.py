@@ -1,0 +1,120 @@
+"""PDF words a reader does not see: invisible (render mode 3, transparent), tiny, or coloured like what is behind them.
+
+Found from the page's own text page at a small cost: MuPDF's HTML rendering of the page (C string
+building, ~10 % of the word extraction) names each span's colour and size, and leaves the colour
+out for text that is not painted; only a page where that shows a span that is unpainted, under
+1 pt or near white is read span by span (``extractDICT``: paint flags, opacity, colour, size).
+What is behind a span is the fill of the smallest filled shape under it, else white; a span over
+an image is never judged by colour (the image may be dark). Unpainted text on a page that an image
+covers mostly is a scan's OCR layer and is not flagged (the layer is not compared with the image:
+a limit, in SECURITY.md). Text outside the page never reaches the words (MuPDF clips to the page).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pymupdf
+
+from mcp_server.core.visibility import hidden
+
+__all__ = ["mark_hidden_words"]
+
+TINY_PT = 1.0
+NEAR_WHITE = 0xF0  # every channel at least this: white to a reader
+COLOUR_TOLERANCE = 24
+SCAN_COVER = 0.5  # an image over this share of the page: a scan, its unpainted text an OCR layer
+_PAINTED = 16 | 32  # MuPDF char_flags: filled, stroked
+# A span that is not painted (no colour), near white, or under 1 pt, in MuPDF's HTML of the page.
+_SUSPECT = re.compile(r'font-size:(?:0\.\d|[\d.]+pt">)|color:#f[0-9a-f]f[0-9a-f]f[0-9a-f]')
+
+RGB = tuple[int, int, int]
+Box = tuple[float, float, float, float]
+
+
+def _rgb(value: int) -> RGB:
+    return (value >> 16) & 255, (value >> 8) & 255, value & 255
+
+
+def _same(a: RGB, b: RGB) -> bool:
+    return all(abs(x - y) <= COLOUR_TOLERANCE for x, y in zip(a, b, strict=True))
+
+
+def mark_hidden_words(page: pymupdf.Page, textpage: Any, words: list[Any]) -> list[Any]:
+    """``words`` (``extractWORDS`` tuples of ``textpage``) with the hidden ones' text marked."""
+    try:
+        if not words or not _SUSPECT.search(textpage.extractHTML()):
+            return words
+        spans = _hidden_spans(page, textpage)
+    except Exception:  # a broken page keeps its words as they are: hidden text is a flag, not a parse
+        return words
+    if not spans:
+        return words
+    out = []
+    for word in words:
+        x, y = (word[0] + word[2]) / 2, (word[1] + word[3]) / 2
+        why = next((reason for (x0, y0, x1, y1), reason in spans if x0 <= x <= x1 and y0 <= y <= y1), None)
+        out.append((*word[:4], hidden(word[4], why), *word[5:]) if why else word)
+    return out
+
+
+def _box(rect: pymupdf.Rect) -> Box:
+    return float(rect.x0), float(rect.y0), float(rect.x1), float(rect.y1)
+
+
+def _hidden_spans(page: pymupdf.Page, textpage: Any) -> list[tuple[Box, str]]:
+    area = abs(page.rect) or 1.0
+    images = [pymupdf.Rect(info["bbox"]) for info in page.get_image_info()]
+    scan = any(abs(rect & page.rect) / area > SCAN_COVER for rect in images)
+    fills: list[tuple[float, pymupdf.Rect, RGB]] | None = None
+    found: list[tuple[Box, str]] = []
+    for block in textpage.extractDICT()["blocks"]:
+        for line in block.get("lines", ()):
+            for span in line["spans"]:
+                if not span["text"].strip():
+                    continue
+                bbox = pymupdf.Rect(span["bbox"])
+                painted = span.get("char_flags", _PAINTED) & _PAINTED and span.get("alpha", 255) > 0
+                if not painted:
+                    if not scan:
+                        found.append((_box(bbox), "invisible text (render mode 3)"))
+                    continue
+                if span["size"] < TINY_PT:
+                    found.append((_box(bbox), "tiny text (1 pt or less)"))
+                    continue
+                colour = _rgb(span["color"])
+                if min(colour) < NEAR_WHITE:
+                    continue  # only near-white text is checked against what is behind it
+                centre = (bbox.tl + bbox.br) / 2
+                if any(centre in rect for rect in images):
+                    continue
+                if fills is None:
+                    fills = _fills(page)
+                behind = next((fill for _, rect, fill in fills if centre in rect), (255, 255, 255))
+                if _same(colour, behind):
+                    found.append((_box(bbox), "text coloured like its background"))
+    return found
+
+
+def _fill_rgb(fill: Any) -> RGB:
+    if len(fill) == 4:  # CMYK
+        c, m, y, k = fill
+        return round(255 * (1 - c) * (1 - k)), round(255 * (1 - m) * (1 - k)), round(255 * (1 - y) * (1 - k))
+    if len(fill) == 3:
+        return round(fill[0] * 255), round(fill[1] * 255), round(fill[2] * 255)
+    grey = round(fill[0] * 255)
+    return grey, grey, grey
+
+
+def _fills(page: pymupdf.Page) -> list[tuple[float, pymupdf.Rect, RGB]]:
+    """Filled shapes, smallest first (the nearest background of a span is the smallest under it)."""
+    out = []
+    for path in page.get_cdrawings():
+        fill = path.get("fill")
+        if fill is None or path.get("fill_opacity", 1) == 0:
+            continue
+        rect = pymupdf.Rect(path["rect"])
+        out.append((abs(rect), rect, _fill_rgb(fill)))
+    out.sort(key=lambda item: item[0])
+    return out

@@ -67,11 +67,22 @@ class Flagger:
 
     def __init__(self, scorer: Scorer | None = None, *, threshold: float = 0.5,
                  runner: ModelRunner | None = None) -> None:
+        self._scores: LRUCache[str, float] = LRUCache(maxsize=SCORED_ENTRIES)
+        self._lock = threading.Lock()  # the cache is shared by the worker threads that score
         self.scorer = scorer  # plugged in by the lifespan (DocumentService(scorer=...)), or set by a test
         self.threshold = threshold
         self.runner = runner
-        self._scores: LRUCache[str, float] = LRUCache(maxsize=SCORED_ENTRIES)
-        self._lock = threading.Lock()  # the cache is shared by the worker threads that score
+
+    @property
+    def scorer(self) -> Scorer | None:
+        return self._scorer
+
+    @scorer.setter
+    def scorer(self, scorer: Scorer | None) -> None:
+        """Another scorer scores anew: the remembered scores were the previous one's."""
+        with self._lock:
+            self._scorer = scorer
+            self._scores.clear()
 
     @property
     def active(self) -> bool:
@@ -79,12 +90,12 @@ class Flagger:
 
     async def flags(self, pieces: Sequence[Piece]) -> list[tuple[TextFlag, ...]]:
         """The flags of each returned text: its own, plus instructions to the agent when a scorer is
-        plugged in (scored in a worker thread); no thread hop without one."""
+        plugged in (scored in a worker thread, holding a model slot); no thread hop without one."""
         if self.scorer is None or not pieces:
             return [piece.flags for piece in pieces]
         if self.runner is None:
             return self.flags_now(pieces)
-        return await self.runner.in_thread(self.flags_now, pieces)
+        return await self.runner.run(self.flags_now, pieces)  # a model call: it holds a model slot
 
     def flags_now(self, pieces: Sequence[Piece]) -> list[tuple[TextFlag, ...]]:
         """Each piece's flags: its own, plus its sentences that score at or above the threshold; one

@@ -211,8 +211,9 @@ async def test_a_plugged_in_instruction_scorer_flags_the_sentences_it_scores_hig
 ) -> None:
     assert rag_flag.shared_context is not None
     flagger = rag_flag.shared_context.service.flagger
+    plugged, threshold = flagger.scorer, flagger.threshold  # the bundled detector, which the lifespan plugs in
     detector = _FakeDetector()
-    flagger.scorer = detector
+    flagger.scorer, flagger.threshold = detector, 0.5
     try:
         url = files.url("white-on-dark.html")  # visible text: the payload is a sentence a reader sees
         processed = await _ok(flag, "process_document", document_url=url)
@@ -244,7 +245,7 @@ async def test_a_plugged_in_instruction_scorer_flags_the_sentences_it_scores_hig
         processed = await _ok(flag, "process_document", document_url=url)
         assert processed["flags"] == []
     finally:
-        flagger.scorer, flagger.threshold = None, 0.5
+        flagger.scorer, flagger.threshold = plugged, threshold
 
 
 # --- metrics ---------------------------------------------------------------------------------------

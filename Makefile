@@ -12,7 +12,7 @@ HELM     := $(BIN)/helm
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: serve test setup system-deps helm lint typecheck unit fuzz bench image-test wheel-test clean
+.PHONY: serve test setup system-deps helm lint typecheck unit fuzz bench image-test k8s-test wheel-test clean
 
 serve: setup
 	$(BIN)/python -m mcp_server --transport streamable-http --host $(HOST) --port $(PORT)
@@ -78,6 +78,11 @@ bench: setup $(BENCH_STAMP)
 # scripts/image-test.sh and docs/deployment.md "Containers".
 image-test: setup
 	bash scripts/image-test.sh
+
+# The Helm chart's rendered pods (two servers, Redis) run by `podman kube play` on the image-test images
+# (minutes; not part of `make test`, whose tests/deploy checks the chart offline): scripts/k8s-test.sh.
+k8s-test: setup
+	bash scripts/k8s-test.sh
 
 # The wheel in a fresh virtualenv: its console script serves /health and answers retrieve_chunks.
 wheel-test: setup

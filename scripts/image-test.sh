@@ -9,6 +9,7 @@
 #     each replica; /metrics of both show one index build between them (the other loaded it from Redis)
 # Not part of `make test`: it takes minutes (docs/deployment.md has the figures).
 #
+# `image-test.sh --build-only` stops after building the images (scripts/k8s-test.sh uses them).
 # Podman or Docker (CONTAINER_ENGINE to choose); compose through podman-compose or `docker compose`.
 # Where no registry is reachable the Debian base is made with debootstrap (as root), and where the PyTorch
 # index is not reachable torch's CPU wheel comes from pip's own sources into wheelhouse/.
@@ -88,9 +89,13 @@ cleanup() {
     "$ENGINE" volume rm -f "$PROJECT-single-data" "$PROJECT-stdio-data" >/dev/null 2>&1 || true
     rm -f "$log"
 }
-trap cleanup EXIT
+if [ "${1:-}" = --build-only ]; then
+    trap 'rm -f "$log"' EXIT  # builds only: the containers of a test running beside it are left alone
+else
+    trap cleanup EXIT
+    cleanup
+fi
 trap "exit 1" INT TERM  # through the EXIT trap
-cleanup
 
 say "base image $BASE"
 if ! "$ENGINE" image inspect "$BASE" >/dev/null 2>&1 && ! "$ENGINE" pull -q "$BASE" >/dev/null 2>&1; then
@@ -133,6 +138,7 @@ build_s=$(elapsed "$t0")
 "$ENGINE" build -q "${BUILD_FLAGS[@]}" -t rag-document-server-balancer:latest deploy/balancer >/dev/null
 size_mb=$(( $("$ENGINE" image inspect --format '{{.Size}}' "$IMAGE") / 1000000 ))
 echo "server image built in ${build_s} s (layers cached from earlier builds are reused); size ${size_mb} MB"
+[ "${1:-}" = --build-only ] && exit 0  # scripts/k8s-test.sh: the images, then its own checks
 
 say "one container over HTTP"
 port=$("$PY" -c "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")

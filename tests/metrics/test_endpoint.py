@@ -86,9 +86,10 @@ async def test_a_scripted_mix_of_calls_shows_up_in_metrics_with_the_expected_cou
         assert delta(after, before, "rag_stage_duration_seconds_count", stage=stage) == count, stage
     assert delta(after, before, "rag_stage_duration_seconds_count", stage="download") >= 3
 
-    # caches: the warm call hit the download and in-memory index layers; it never looks at the
-    # document layer (bytes -> content key -> index: a document with an index is not parsed again)
-    assert delta(after, before, "rag_cache_lookups_total", layer="download", backend="memory", result="hit") == 1
+    # caches: the warm call goes from its known URL to the in-memory index (pipeline/downloads.py
+    # `Known`): it looks at neither the download nor the document layer (a document with an index is
+    # neither downloaded nor parsed again)
+    assert delta(after, before, "rag_cache_lookups_total", layer="download", backend="memory", result="hit") == 0
     assert delta(after, before, "rag_cache_lookups_total", layer="download", backend="memory", result="miss") >= 3
     assert delta(after, before, "rag_cache_lookups_total", layer="document", backend="memory", result="hit") == 0
     # two misses per parse: the lookup, then the one under the per-key lock (manage_cache counts the same)

@@ -152,7 +152,15 @@ class EmbeddingInstructionDetector(InstructionDetector):
         if not sentences:
             return []
         texts = [s[:MAX_SENTENCE_CHARS] for s in sentences]
-        return self.scores_of(texts, self.embedder.embed(texts, unit="sentences"))
+        out = [1.0 if rule_match(text) else 0.0 for text in texts]
+        # only whole sentences no rule decided reach the model (scores_of gives the others the same
+        # 1.0 or 0.0): a returned table's rows and wrapped lines cost no embedding
+        todo = [i for i, text in enumerate(texts) if not out[i] and whole_sentence(text)]
+        if todo:
+            asked = [texts[i] for i in todo]
+            for i, p in zip(todo, self.probabilities(asked, self.embedder.embed(asked, unit="sentences")), strict=True):
+                out[i] = float(p)
+        return out
 
     def scores_of(self, sentences: Sequence[str], vectors: np.ndarray) -> list[float]:
         """``score`` of sentences whose unit vectors are known: 1.0 where a rule matches, 0.0 for a

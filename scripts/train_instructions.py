@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from _instruction_texts import agent_instructions, narrative, ordinary_imperatives  # noqa: E402
 
-from mcp_server.encoders.instructions import WEIGHTS, features, rule_match, whole_sentence  # noqa: E402
+from mcp_server.encoders.instructions import WEIGHTS, decided, features  # noqa: E402
 from mcp_server.text.sentences import chunk_units, split_sentences  # noqa: E402
 
 BIPIA = ROOT.parent / "shared" / "corpus" / "train" / "bipia"
@@ -248,8 +248,7 @@ def predict(layers: list[tuple[np.ndarray, np.ndarray]], x: np.ndarray) -> np.nd
 
 def gated(probabilities: np.ndarray, units: Sequence[str]) -> list[float]:
     """What ``EmbeddingInstructionDetector.score`` makes of the classifier's probabilities."""
-    return [1.0 if rule_match(u) else float(p) if whole_sentence(u) else 0.0
-            for u, p in zip(units, probabilities, strict=True)]
+    return [float(p) if (score := decided(u)) is None else score for u, p in zip(units, probabilities, strict=True)]
 
 
 def rows(samples: Sequence[Sample], skip: set[str]) -> tuple[list[str], list[int]]:

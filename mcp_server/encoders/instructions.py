@@ -86,6 +86,14 @@ def rule_match(sentence: str) -> bool:
     return any(rule.search(sentence) for rule in RULES)
 
 
+def decided(sentence: str) -> float | None:
+    """The score the rules give without the model: 1.0 where an exact rule matches, 0.0 for a unit
+    that is not a whole sentence; None where the classifier decides."""
+    if rule_match(sentence):
+        return 1.0
+    return None if whole_sentence(sentence) else 0.0
+
+
 class InstructionDetector(ABC):
     """Scores sentences: the probability in [0, 1] that each is an instruction to the AI reading it."""
 
@@ -152,21 +160,21 @@ class EmbeddingInstructionDetector(InstructionDetector):
         if not sentences:
             return []
         texts = [s[:MAX_SENTENCE_CHARS] for s in sentences]
-        out = [1.0 if rule_match(text) else 0.0 for text in texts]
-        # only whole sentences no rule decided reach the model (scores_of gives the others the same
-        # 1.0 or 0.0): a returned table's rows and wrapped lines cost no embedding
-        todo = [i for i, text in enumerate(texts) if not out[i] and whole_sentence(text)]
+        out = [decided(text) for text in texts]
+        # only the sentences the rules leave open reach the model: a returned table's rows and
+        # wrapped lines cost no embedding
+        todo = [i for i, score in enumerate(out) if score is None]
         if todo:
             asked = [texts[i] for i in todo]
             for i, p in zip(todo, self.probabilities(asked, self.embedder.embed(asked, unit="sentences")), strict=True):
                 out[i] = float(p)
-        return out
+        return [0.0 if score is None else score for score in out]  # every None was filled above
 
     def scores_of(self, sentences: Sequence[str], vectors: np.ndarray) -> list[float]:
         """``score`` of sentences whose unit vectors are known: 1.0 where a rule matches, 0.0 for a
         unit that is not a whole sentence, else the classifier's probability."""
         probabilities = self.probabilities(sentences, vectors)
-        return [1.0 if rule_match(text) else float(p) if whole_sentence(text) else 0.0
+        return [float(p) if (score := decided(text)) is None else score
                 for text, p in zip(sentences, probabilities, strict=True)]
 
 

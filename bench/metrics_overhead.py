@@ -60,7 +60,7 @@ async def rotating_round(mcp_urls: dict[str, str], url: str, count: int) -> dict
 def recording_microseconds(repeat: int = 20000) -> float:
     """The record calls of one warm retrieve_chunks, timed in this process (plain registry): the
     time with metrics on minus the time of the same calls switched off."""
-    from mcp_server.core import metrics
+    from mcp_server import metrics
     from mcp_server.core.settings import Settings
 
     @metrics.tool_calls

@@ -4,7 +4,9 @@ The sub-packages are layers, lowest first: a module imports from its own layer a
 before it, never from one listed after it (``tests/test_imports.py`` reads this list and checks
 every import, function-local and ``TYPE_CHECKING`` ones too):
 
-    core        settings, errors, data models, metrics, in-memory caches, logging
+    core        settings, errors, the stage dataclasses, logging, the thread seam (concurrency)
+    metrics     Prometheus instruments, one small function per thing recorded, the scrape
+    caches      in-memory cache layers under one memory budget, build admission, the idle trim
     subprocesses  child processes started, stopped and killed one way; the parser pool --workers share
     fetch       downloads: http(s) with the address policy, local files
     text        language detection, each language's BM25 analyzer, the sentence units vectors embed

@@ -1,1 +1,1 @@
-"""Settings, errors, the stage dataclasses and logging: what every other layer stands on."""
+"""Settings, errors, the stage dataclasses, logging and the thread seam: what every other layer stands on."""

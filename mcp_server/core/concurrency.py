@@ -27,7 +27,7 @@ async def run_sync(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     Callers do not hop themselves: each blocking object exposes an async API that hops once per
     operation, and only those seams call this: the model runner (``embedding/runner.py``: model
     work with a slot, the text work around it without), the index tiers (``indexes/tiers.py``),
-    the cache layers (``core/cache.py``), the fetcher (local files, uploads), the health reports
+    the cache layers (``caches/layers.py``), the fetcher (local files, uploads), the health reports
     (``tools/health.py``), ``/metrics`` and the lifespan (models opened, memory given back)."""
     return await anyio.to_thread.run_sync(partial(fn, *args, **kwargs), abandon_on_cancel=True)
 

@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 import anyio
 import anyio.from_thread
 
-from mcp_server.core import metrics
+from mcp_server import metrics
 from mcp_server.core.concurrency import Progress, run_sync
 
 __all__ = ["ModelRunner", "ThreadProgress"]

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from mcp_server.core import metrics
+from mcp_server import metrics
 
 __all__ = ["CrossEncoderReranker", "FakeReranker", "Reranker"]
 

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import anyio
 import httpx
 
-from mcp_server.core import metrics
+from mcp_server import metrics
 from mcp_server.core.concurrency import run_sync
 from mcp_server.core.errors import DownloadError, ValidationError
 from mcp_server.core.models import FetchedDocument

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 import anyio
 from anyio.abc import TaskGroup
 
-from mcp_server.core import metrics
-from mcp_server.core.budget import release_memory
+from mcp_server import metrics
+from mcp_server.caches.budget import release_memory
 from mcp_server.core.concurrency import Progress
 from mcp_server.core.errors import ModelLoadError
 from mcp_server.core.models import Chunk

@@ -1,5 +1,5 @@
 """The embedders' vector caches, and models loaded on demand, as layers of the worker's memory
-budget (``core.budget``).
+budget (``caches.budget``).
 
 A cache of tens of thousands of small vectors is one layer: its place in the budget's order is
 the embedder's last use, and an eviction drops its least recently used half. A model that loads
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp_server.core.budget import MemoryBudget
+from mcp_server.caches.budget import MemoryBudget
 from mcp_server.encoders.embedders import Embedder
 
 __all__ = ["EmbeddingCacheLayer", "OnDemandModelLayer", "register_embedders"]

@@ -36,9 +36,9 @@ from typing import Any
 import anyio
 import anyio.from_thread
 
-from mcp_server.core import metrics
-from mcp_server.core.budget import BUILD_BYTES_PER_CHAR, MemoryBudget, measure
-from mcp_server.core.cache import MemoryLayer, cache_put
+from mcp_server import metrics
+from mcp_server.caches.budget import BUILD_BYTES_PER_CHAR, MemoryBudget, measure
+from mcp_server.caches.layers import MemoryLayer, cache_put
 from mcp_server.core.concurrency import KeyedLock, Progress
 from mcp_server.core.models import Chunk, SearchHit
 from mcp_server.core.settings import Settings

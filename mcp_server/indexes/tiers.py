@@ -22,7 +22,7 @@ from typing import Any, Literal, TypeVar
 
 import anyio
 
-from mcp_server.core import metrics
+from mcp_server import metrics
 from mcp_server.core.concurrency import run_sync
 from mcp_server.indexes.shared import SharedIndexStore, new_token
 from mcp_server.indexes.store import IndexStore, Manifest, ManifestCheck, try_acquire, verify_files

@@ -20,8 +20,8 @@ import pydantic
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, CallToolResult, TextContent
 
-from mcp_server.core import metrics
-from mcp_server.core.budget import Activity
+from mcp_server import metrics
+from mcp_server.caches.budget import Activity
 from mcp_server.core.errors import MCPServerError, ToolTimeoutError, ValidationError
 from mcp_server.core.logging import new_request_id, request_id_var, tool_var
 from mcp_server.core.settings import Settings, TimeoutClass
@@ -88,7 +88,7 @@ class ToolGuard:
     def __init__(self, settings: Settings, limiter: RateLimiter, activity: Activity | None = None) -> None:
         self.settings = settings
         self.limiter = limiter
-        self.activity = activity or Activity()  # the calls running: an idle trim waits for none (core/budget.py)
+        self.activity = activity or Activity()  # the calls running: an idle trim waits for none (caches/budget.py)
 
     @metrics.tool_calls
     async def run(

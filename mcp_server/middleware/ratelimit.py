@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from mcp_server.core import metrics
+from mcp_server import metrics
 from mcp_server.core.errors import RateLimitError
 from mcp_server.core.settings import Settings
 

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 from cachetools import LRUCache
 
-from mcp_server.core import metrics
-from mcp_server.core.cache import CacheLayer, cache_clear, cache_delete, cache_get, cache_put
+from mcp_server import metrics
+from mcp_server.caches.layers import CacheLayer, cache_clear, cache_delete, cache_get, cache_put
 from mcp_server.core.concurrency import KeyedLock
 from mcp_server.core.models import FetchedDocument
 from mcp_server.fetch import Fetcher, is_immutable, is_remote

@@ -17,7 +17,7 @@ from typing import Protocol, runtime_checkable
 
 from cachetools import LRUCache
 
-from mcp_server.core import metrics
+from mcp_server import metrics
 from mcp_server.core.models import Chunk, TextFlag
 from mcp_server.embedding.runner import ModelRunner
 from mcp_server.text.sentences import sentence_spans

@@ -7,8 +7,8 @@ from __future__ import annotations
 import logging
 import time
 
-from mcp_server.core import metrics
-from mcp_server.core.cache import CacheLayer, cache_get, cache_put
+from mcp_server import metrics
+from mcp_server.caches.layers import CacheLayer, cache_get, cache_put
 from mcp_server.core.concurrency import KeyedLock
 from mcp_server.core.errors import ProcessingError
 from mcp_server.core.failures import FailedParse

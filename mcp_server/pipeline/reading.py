@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from mcp_server.core.cache import MemoryLayer, cache_get, cache_put
+from mcp_server.caches.layers import MemoryLayer, cache_get, cache_put
 from mcp_server.core.concurrency import KeyedLock
 from mcp_server.core.errors import ValidationError
 from mcp_server.core.models import ChunkLocation, Location, ProcessedDocument, TextFlag

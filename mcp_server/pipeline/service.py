@@ -27,10 +27,10 @@ from typing import Any
 
 from cachetools import LRUCache
 
+from mcp_server import metrics
+from mcp_server.caches.budget import MemoryBudget
+from mcp_server.caches.layers import CacheLayer, MemoryLayer, cache_clear, cache_delete, cache_get
 from mcp_server.chunking import CHUNKER_VERSION, ChunkParams, chunk_document, chunk_params_for
-from mcp_server.core import metrics
-from mcp_server.core.budget import MemoryBudget
-from mcp_server.core.cache import CacheLayer, MemoryLayer, cache_clear, cache_delete, cache_get
 from mcp_server.core.concurrency import Progress
 from mcp_server.core.errors import ValidationError
 from mcp_server.core.failures import FailedParse

@@ -36,7 +36,7 @@ from multiprocessing.connection import Client, Connection
 from pathlib import Path
 from typing import Any, TypeVar
 
-from mcp_server.core import metrics
+from mcp_server import metrics
 from mcp_server.core.errors import ProcessingError
 from mcp_server.core.settings import Settings
 from mcp_server.subprocesses.process_pool import PebblePool, call, failed, own_memory, replaced_count, typed_error

@@ -12,7 +12,7 @@ import logging
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 
-from mcp_server.core.cache import MemoryLayer
+from mcp_server.caches.layers import MemoryLayer
 from mcp_server.core.failures import FailedParse, FailureCodec
 from mcp_server.core.models import FetchedDocument, ProcessedDocument
 from mcp_server.core.settings import Settings

@@ -22,8 +22,8 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import redis
 
-from mcp_server.core import metrics
-from mcp_server.core.cache import CacheLayer, MemoryLayer
+from mcp_server import metrics
+from mcp_server.caches.layers import CacheLayer, MemoryLayer
 from mcp_server.core.models import (
     ExtractedImage,
     ExtractedTable,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import redis.asyncio
 
-from mcp_server.core import metrics
+from mcp_server import metrics
 from mcp_server.core.errors import RateLimitError
 from mcp_server.core.settings import Settings
 from mcp_server.middleware.ratelimit import InProcessRateLimiter

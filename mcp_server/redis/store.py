@@ -19,7 +19,7 @@ import redis.asyncio
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from mcp_server.core import metrics
+from mcp_server import metrics
 from mcp_server.core.settings import Settings
 
 __all__ = ["REDIS_ERRORS", "Outage", "async_client", "key_prefix", "sync_client"]

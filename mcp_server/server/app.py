@@ -21,8 +21,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
 
-from mcp_server import SERVER_NAME, __version__
-from mcp_server.core import metrics
+from mcp_server import SERVER_NAME, __version__, metrics
 from mcp_server.core.logging import configure_logging
 from mcp_server.core.settings import Settings
 from mcp_server.middleware.http import HTTPGuardMiddleware, transport_security_settings

@@ -15,8 +15,8 @@ from typing import Any
 
 import anyio
 
-from mcp_server.core import metrics
-from mcp_server.core.budget import IdleTrim, MemoryBudget, limit_arenas, release_memory
+from mcp_server import metrics
+from mcp_server.caches.budget import IdleTrim, MemoryBudget, limit_arenas, release_memory
 from mcp_server.core.concurrency import run_sync
 from mcp_server.core.settings import Settings
 from mcp_server.embedding.registry import ModelRegistry

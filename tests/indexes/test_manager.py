@@ -11,7 +11,7 @@ import anyio
 import numpy as np
 import pytest
 
-from mcp_server.core import metrics
+from mcp_server import metrics
 from mcp_server.core.models import Chunk
 from mcp_server.core.settings import Settings
 from mcp_server.embedding import ModelRegistry

@@ -210,7 +210,7 @@ async def test_a_worker_killed_mid_build_leaves_nothing_in_the_way_and_the_next_
 async def test_first_calls_on_documents_bigger_than_half_the_budget_build_one_after_the_other(tmp_path: Path) -> None:
     import anyio
 
-    from mcp_server.core.budget import BUILD_BYTES_PER_CHAR, MemoryBudget
+    from mcp_server.caches.budget import BUILD_BYTES_PER_CHAR, MemoryBudget
 
     chunks = make_chunks(TEXTS)
     need = BUILD_BYTES_PER_CHAR * sum(len(chunk.text) for chunk in chunks)
@@ -234,7 +234,7 @@ async def test_first_calls_on_documents_bigger_than_half_the_budget_build_one_af
 async def test_a_partially_answered_document_holds_the_budget_until_its_background_build_ends(tmp_path: Path) -> None:
     import anyio
 
-    from mcp_server.core.budget import MemoryBudget
+    from mcp_server.caches.budget import MemoryBudget
 
     budget = MemoryBudget(64 * 2**20)
     settings = Settings(index_dir=tmp_path, progressive_budget=0, _env_file=None)

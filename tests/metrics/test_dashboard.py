@@ -8,7 +8,7 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from mcp_server.core import metrics
+from mcp_server import metrics
 from tests.mcp_harness import make_settings
 
 ROOT = Path(__file__).resolve().parents[2]

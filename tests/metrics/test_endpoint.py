@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from mcp_server.core import metrics
+from mcp_server import metrics
 from tests.conftest import FileServer
 from tests.mcp_harness import ThreadedServer, make_settings
 from tests.metrics._helpers import call, codes, delta, parse, scrape, value

@@ -11,8 +11,8 @@ import anyio
 import pytest
 from cachetools import TTLCache
 
-from mcp_server.core import metrics
-from mcp_server.core.cache import MemoryLayer
+from mcp_server import metrics
+from mcp_server.caches.layers import MemoryLayer
 from mcp_server.core.errors import RateLimitError
 from mcp_server.core.settings import Settings
 from mcp_server.embedding import ModelRegistry

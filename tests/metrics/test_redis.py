@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from mcp_server.core import metrics
+from mcp_server import metrics
 from mcp_server.core.errors import RateLimitError
 from mcp_server.core.models import FetchedDocument
 from mcp_server.redis.cache import redis_layers

@@ -10,7 +10,7 @@ import anyio.to_thread
 import httpx
 import pytest
 
-from mcp_server.core.budget import IdleTrim
+from mcp_server.caches.budget import IdleTrim
 from mcp_server.server.build import create_server
 from tests.conftest import FileServer, serve_copies
 from tests.mcp_harness import ThreadedServer, http_client, make_settings, payload

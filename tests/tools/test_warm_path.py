@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-import mcp_server.core.cache as cache
+import mcp_server.caches.layers as cache
 import mcp_server.pipeline.service as service
 import mcp_server.processors as processors
 from mcp_server.embedding.runner import ModelRunner

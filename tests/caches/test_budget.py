@@ -9,8 +9,8 @@ import anyio.lowlevel
 import numpy as np
 import pytest
 
-from mcp_server.core.budget import Activity, IdleTrim, MemoryBudget, measure
-from mcp_server.core.cache import MemoryLayer
+from mcp_server.caches.budget import Activity, IdleTrim, MemoryBudget, measure
+from mcp_server.caches.layers import MemoryLayer
 from mcp_server.core.errors import ServerBusyError
 
 MB = 2**20

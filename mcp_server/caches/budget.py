@@ -36,7 +36,7 @@ from typing import Any, Protocol
 import anyio
 import anyio.to_thread
 
-from mcp_server.core import metrics
+from mcp_server import metrics
 from mcp_server.core.concurrency import Progress
 from mcp_server.core.errors import ServerBusyError
 

@@ -17,8 +17,8 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from cachetools import TTLCache
 
-from mcp_server.core import metrics
-from mcp_server.core.budget import MemoryBudget, measure
+from mcp_server import metrics
+from mcp_server.caches.budget import MemoryBudget, measure
 from mcp_server.core.concurrency import run_sync
 
 __all__ = ["CacheLayer", "MemoryLayer", "cache_clear", "cache_delete", "cache_get", "cache_put"]

@@ -1,0 +1,2 @@
+"""The worker's in-memory caches: the TTL cache layers (``layers.py``) and the one byte budget they
+share, with the admission of index builds and the idle trim that gives memory back (``budget.py``)."""

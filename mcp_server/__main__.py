@@ -11,7 +11,6 @@ import os
 import shutil
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -85,13 +84,13 @@ def metrics_port(settings: Settings) -> Iterator[None]:
         return
     import uvicorn
 
+    from mcp_server.core.concurrency import start_thread
     from mcp_server.server.metrics_http import create_metrics_app
 
     server = uvicorn.Server(uvicorn.Config(
         create_metrics_app(settings), host=settings.metrics_host, port=settings.metrics_port, log_config=None,
         lifespan="off", server_header=False))
-    thread = threading.Thread(target=server.run, name="metrics-port", daemon=True)
-    thread.start()
+    thread = start_thread(server.run, name="metrics-port")
     deadline = time.monotonic() + 30
     while not server.started:  # bounded wait for the bind; a failed bind ends the thread
         if not thread.is_alive() or time.monotonic() > deadline:

@@ -34,10 +34,9 @@ from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 import anyio
-import anyio.to_thread
 
 from mcp_server import metrics
-from mcp_server.core.concurrency import Progress
+from mcp_server.core.concurrency import Progress, off_loop
 from mcp_server.core.errors import ServerBusyError
 
 __all__ = ["BUILD_BYTES_PER_CHAR", "Activity", "BudgetedLayer", "IdleTrim", "MemoryBudget", "measure",
@@ -213,7 +212,7 @@ class MemoryBudget:
                     await self._released.wait()
         self.reserved += nbytes
         if self.max_bytes is not None and self.used() + self.reserved > self.max_bytes:
-            await anyio.to_thread.run_sync(self.enforce)  # the caches make room now, off the loop
+            await off_loop(self.enforce, shield=True)  # the caches make room now, off the loop
 
     def release(self, nbytes: int) -> None:
         """Give back what ``reserve`` held (on the event loop); a waiting build may go."""

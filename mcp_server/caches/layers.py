@@ -19,7 +19,7 @@ from cachetools import TTLCache
 
 from mcp_server import metrics
 from mcp_server.caches.budget import MemoryBudget, measure
-from mcp_server.core.concurrency import run_sync
+from mcp_server.core.concurrency import off_loop
 
 __all__ = ["CacheLayer", "MemoryLayer", "cache_clear", "cache_delete", "cache_get", "cache_put"]
 
@@ -210,4 +210,4 @@ async def cache_clear(layer: CacheLayer[V]) -> int:
 
 async def _off_loop(operation: Callable[..., T], *args: Any) -> T:
     """The layers' one thread hop: one operation of one layer per hop."""
-    return await run_sync(operation, *args)
+    return await off_loop(operation, *args)

@@ -1,8 +1,21 @@
-"""Keeping blocking work off the event loop, one lock per key, a value computed once across threads,
-and the progress callback type."""
+"""The one thread seam: every hop between the event loop and a thread goes through a function here,
+plus one lock per key, a value computed once across threads, and the progress callback type.
+
+* ``off_loop(fn, *args)``: a blocking call awaited from the loop, in anyio's worker threads.
+* ``start_thread(target, *args, name=...)``: a daemon thread that lives beside the loop (a lease
+  renewal, a watcher, a model loading in the background, a socket's accept loop).
+* ``thread_pool(workers, name)``: an executor for work a blocking call fans out (a model's batches
+  side by side, a parser pool's client connections).
+* ``wait_future(future)``: a ``concurrent.futures.Future`` that another pool completes, awaited.
+
+Nothing else in the package starts a thread or hops to one (``tests/test_house.py`` counts every
+spelling outside this module against a short allowlist).
+"""
 
 from __future__ import annotations
 
+import concurrent.futures
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from functools import partial
@@ -12,24 +25,53 @@ from typing import Any, Generic, TypeVar
 import anyio
 import anyio.to_thread
 
-__all__ = ["KeyedLock", "Once", "Progress", "run_sync"]
+__all__ = ["KeyedLock", "Once", "Progress", "off_loop", "start_thread", "thread_pool", "wait_future"]
 
 T = TypeVar("T")
 
 # (done, total or None while unknown, message), awaited on the event loop: the tools forward it
-# as MCP progress notifications. Worker threads get a sync adapter (IndexManager builds one).
+# as MCP progress notifications. Worker threads get a sync adapter (ModelRunner.progress).
 Progress = Callable[[float, float | None, str], Awaitable[None]]
 
 
-async def run_sync(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """Run a blocking function in a worker thread (the thread finishes even if we are cancelled).
+async def off_loop(fn: Callable[..., T], *args: Any, shield: bool = False) -> T:
+    """``fn(*args)`` in a worker thread; the thread finishes even if the caller is cancelled, and
+    with ``shield`` the caller waits for it (a step that started completes: a save, a lease released).
 
-    Callers do not hop themselves: each blocking object exposes an async API that hops once per
-    operation, and only those seams call this: the model runner (``embedding/runner.py``: model
-    work with a slot, the text work around it without), the index tiers (``indexes/tiers.py``),
-    the cache layers (``caches/layers.py``), the fetcher (local files, uploads), the health reports
-    (``tools/health.py``), ``/metrics`` and the lifespan (models opened, memory given back)."""
-    return await anyio.to_thread.run_sync(partial(fn, *args, **kwargs), abandon_on_cancel=True)
+    The blocking objects call it once per operation: the model runner (``embedding/runner.py``,
+    model work with a slot), the index tiers, the cache layers and the memory budget, the fetcher
+    (local files, uploads), the text work around the models (sniffing, chunking, reading windows,
+    quote indexes, token budgets), the health reports, ``/metrics`` and the lifespan."""
+    with anyio.CancelScope(shield=shield):
+        done = await anyio.to_thread.run_sync(partial(fn, *args), abandon_on_cancel=True)
+    return done
+
+
+def start_thread(target: Callable[..., object], *args: Any, name: str) -> threading.Thread:
+    """A daemon thread running ``target(*args)``, started now (a daemon: shutdown never waits on it)."""
+    thread = threading.Thread(target=target, args=args, name=name, daemon=True)
+    thread.start()
+    return thread
+
+
+def thread_pool(workers: int, name: str) -> concurrent.futures.Executor:
+    """An executor of ``workers`` threads named ``name-N``, for work a blocking call fans out."""
+    return concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix=name)
+
+
+async def wait_future(future: concurrent.futures.Future[T]) -> T:
+    """The future's result, awaited: a worker thread of its own waits for it (anyio has no
+    awaitable for a ``concurrent.futures.Future``; the thread is one of a limiter of its own so
+    that waiting parses never hold the slots of ``off_loop``'s threads). Cancelled, the future is
+    cancelled too (a queued task never runs; pebble stops the process running one)."""
+    if future.done():
+        return future.result()
+    try:
+        return await anyio.to_thread.run_sync(future.result, abandon_on_cancel=True,
+                                              limiter=anyio.CapacityLimiter(1))
+    except anyio.get_cancelled_exc_class():
+        future.cancel()
+        raise
 
 
 class KeyedLock:

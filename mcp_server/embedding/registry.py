@@ -29,7 +29,6 @@ import logging
 import os
 import socket
 import sys
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +36,7 @@ from typing import Any, TypeVar
 from urllib.parse import urlparse
 
 from mcp_server.chunking import TokenCounter, special_tokens
+from mcp_server.core.concurrency import start_thread
 from mcp_server.core.errors import ModelLoadError
 from mcp_server.core.settings import Settings
 from mcp_server.encoders.embedders import Embedder, FakeEmbedder, SentenceTransformerEmbedder
@@ -115,8 +115,7 @@ def hub_reachable(timeout: float = HUB_PROBE_TIMEOUT) -> bool:
         except OSError:
             result.append(False)
 
-    thread = threading.Thread(target=probe, name="hf-hub-probe", daemon=True)
-    thread.start()
+    thread = start_thread(probe, name="hf-hub-probe")
     thread.join(timeout)
     return bool(result and result[0])
 

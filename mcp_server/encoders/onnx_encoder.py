@@ -32,7 +32,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from mcp_server.core.concurrency import thread_pool
 from mcp_server.encoders._onnx_export import PROBES, encode_texts, input_names, tokenizer_of, unsupported
 from mcp_server.subprocesses import processes
 
@@ -64,7 +65,7 @@ class OnnxEncoder:
         self._tokenize = tokenize  # the model's own: the same truncation and casing as its encode()
         self._inputs = input_names
         self.streams = max(1, streams)  # batches that may run side by side (encode_side_by_side)
-        self._pool: ThreadPoolExecutor | None = None
+        self._pool: Executor | None = None
         self._pool_lock = threading.Lock()
         self._run_options = _shrinking_arena()
 
@@ -75,7 +76,7 @@ class OnnxEncoder:
             return [self._batch(list(batch)) for batch in batches]
         with self._pool_lock:
             if self._pool is None:
-                self._pool = ThreadPoolExecutor(max_workers=self.streams - 1, thread_name_prefix="onnx-batch")
+                self._pool = thread_pool(self.streams - 1, "onnx-batch")
             pool = self._pool
         results: list[np.ndarray] = []
         for start in range(0, len(batches), self.streams):

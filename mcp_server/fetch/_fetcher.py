@@ -21,7 +21,7 @@ import anyio
 import httpx
 
 from mcp_server import metrics
-from mcp_server.core.concurrency import run_sync
+from mcp_server.core.concurrency import off_loop
 from mcp_server.core.errors import DownloadError, ValidationError
 from mcp_server.core.models import FetchedDocument
 from mcp_server.core.settings import Settings
@@ -275,4 +275,4 @@ class Fetcher:
 
 async def _off_loop(fn: Callable[..., T], *args: Any) -> T:
     """The fetcher's one thread hop: reading a local file, storing or reading an upload."""
-    return await run_sync(fn, *args)
+    return await off_loop(fn, *args)

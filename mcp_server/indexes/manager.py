@@ -34,12 +34,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-import anyio.from_thread
 
 from mcp_server import metrics
 from mcp_server.caches.budget import BUILD_BYTES_PER_CHAR, MemoryBudget, measure
 from mcp_server.caches.layers import MemoryLayer, cache_put
-from mcp_server.core.concurrency import KeyedLock, Progress
+from mcp_server.core.concurrency import KeyedLock, Progress, off_loop
 from mcp_server.core.models import Chunk, SearchHit
 from mcp_server.core.settings import Settings
 from mcp_server.embedding.registry import ModelRegistry
@@ -211,7 +210,7 @@ class IndexManager:
                 # BM25 over every chunk, no vectors yet: a second or so for a 3 MB book, off the loop
                 started = time.perf_counter()
                 try:
-                    base = await self.runner.in_thread(_partial_base, chunk_list, embedder)
+                    base = await off_loop(_partial_base, chunk_list, embedder)
                     base.key = key  # passage ids of partial answers name the key the complete index will have
                     lexical = round((time.perf_counter() - started) * 1000, 2)
                     pending = PendingBuild(key=key, base=base, embedder=embedder, progress=progress, reserved=need)

@@ -23,7 +23,7 @@ from typing import Any, Literal, TypeVar
 import anyio
 
 from mcp_server import metrics
-from mcp_server.core.concurrency import run_sync
+from mcp_server.core.concurrency import off_loop, start_thread
 from mcp_server.indexes.shared import SharedIndexStore, new_token
 from mcp_server.indexes.store import IndexStore, Manifest, ManifestCheck, try_acquire, verify_files
 from mcp_server.retrieval.index import DocumentIndex
@@ -86,7 +86,7 @@ class IndexTiers:
                 yield index, found
                 return
             stop = threading.Event()
-            threading.Thread(target=self._renew, args=(key, token, stop), name=f"lease-{key[:8]}", daemon=True).start()
+            start_thread(self._renew, key, token, stop, name=f"lease-{key[:8]}")
             try:
                 yield None, "miss"
             finally:
@@ -246,6 +246,4 @@ class IndexTiers:
     async def _off_loop(fn: Callable[..., T], *args: Any, shield: bool = False) -> T:
         """The tiers' one thread hop: every folder, file-lock and shared-store call runs through it;
         ``shield``: a step that started completes even if the caller is cancelled."""
-        with anyio.CancelScope(shield=shield):
-            done = await run_sync(fn, *args)
-        return done
+        return await off_loop(fn, *args, shield=shield)

@@ -5,10 +5,11 @@ runs off the loop (reading windows counted with the embedder's tokenizer, quote 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Sequence
+from typing import TypeVar
 
 from mcp_server.chunking._locations import LocationIndex
+from mcp_server.core.concurrency import off_loop
 from mcp_server.core.models import Chunk, ChunkLocation, Location, ProcessedDocument
 from mcp_server.pipeline.read_windows import CHARS_PER_TOKEN_CAP, locations_of, read_window
 from mcp_server.pipeline.service import DocumentService, Processed, View
@@ -51,11 +52,7 @@ class DocumentHandle:
         """``read_window`` over ``spans`` from ``at``: (text, tokens, end, the next window's start or None)."""
         settings, counter = self._service.settings, self._service.models.token_counter
         max_chars = min(settings.max_content_chars, max_tokens * CHARS_PER_TOKEN_CAP + 64)
-        return await self.in_thread(read_window, self.document.content, spans, at, max_tokens, counter, max_chars)
-
-    async def in_thread(self, fn: Callable[..., T], *args: Any) -> T:
-        """Text work on this document in a worker thread (the service's runner, without a model slot)."""
-        return await self._service.runner.in_thread(fn, *args)
+        return await off_loop(read_window, self.document.content, spans, at, max_tokens, counter, max_chars)
 
     async def passage_at(self, start: int, end: int, *, query: str) -> str | None:
         """The passage id retrieve_chunks gives the chunk holding the span. The index is looked up

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mcp_server.caches.layers import MemoryLayer, cache_get, cache_put
-from mcp_server.core.concurrency import KeyedLock
+from mcp_server.core.concurrency import KeyedLock, off_loop
 from mcp_server.core.errors import ValidationError
 from mcp_server.core.models import ChunkLocation, Location, ProcessedDocument, TextFlag
 from mcp_server.pipeline.documents import DocumentHandle
@@ -174,7 +174,7 @@ class Reading:
     async def verify(self, url: str, quote: str, *, view: View | None = None) -> Verified:
         handle = await DocumentHandle.open(self.service, url, view=view)
         index = await self._quote_index(handle)
-        found = await handle.in_thread(index.find, quote)
+        found = await off_loop(index.find, quote)
         doc_type = handle.processed.doc_type
         if found.start is None or found.end is None:
             return Verified(found=found, passage_id=None, location=None, doc_type=doc_type, units=())
@@ -191,7 +191,7 @@ class Reading:
         async with self._builds.hold(key):  # ten first quotes on one document build its index once
             index = await cache_get(self.quote_indexes, key)
             if index is None:
-                index = await handle.in_thread(QuoteIndex.build, handle.document.content)
+                index = await off_loop(QuoteIndex.build, handle.document.content)
                 await cache_put(self.quote_indexes, key, index)
         return index
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -31,7 +30,7 @@ from mcp_server import metrics
 from mcp_server.caches.budget import MemoryBudget
 from mcp_server.caches.layers import CacheLayer, MemoryLayer, cache_clear, cache_delete, cache_get
 from mcp_server.chunking import CHUNKER_VERSION, ChunkParams, chunk_document, chunk_params_for
-from mcp_server.core.concurrency import Progress
+from mcp_server.core.concurrency import Progress, off_loop, start_thread
 from mcp_server.core.errors import ValidationError
 from mcp_server.core.failures import FailedParse
 from mcp_server.core.models import Chunk, FetchedDocument, ProcessedDocument, SearchHit
@@ -206,7 +205,7 @@ class DocumentService:
         known = self._sniffed.get(key)
         if known is not None:
             return document_input(fetched, doc_type=known)
-        inp = await self.runner.in_thread(document_input, fetched)
+        inp = await off_loop(document_input, fetched)
         self._sniffed[key] = inp.doc_type
         return inp
 
@@ -269,7 +268,7 @@ class DocumentService:
         return chunk_document(document, self.chunk_params(document), counter)
 
     async def _chunked(self, document: ProcessedDocument) -> list[Chunk]:
-        return await self.runner.in_thread(metrics.timed("chunk")(self._chunk), document)
+        return await off_loop(metrics.timed("chunk")(self._chunk), document)
 
     async def chunks(self, url: str, *, view: View | None = None) -> tuple[Processed, list[Chunk]]:
         processed = await self.process(url, view=view)
@@ -305,8 +304,7 @@ class DocumentService:
             document, _ = await self._parsing.parse(self.parsers, located.content_key, located.input, located.options)
             timings["process"] = _ms(started)
             # the analyzers BM25 will need load while the document is chunked
-            threading.Thread(target=warm_analyzers, args=(document.content,), name="analyzers-warm-up",
-                             daemon=True).start()
+            start_thread(warm_analyzers, document.content, name="analyzers-warm-up")
             if progress is not None:
                 await progress(2, None, f"processed {len(document.content)} characters")
             started = time.perf_counter()

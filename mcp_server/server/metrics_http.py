@@ -13,7 +13,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from mcp_server import metrics
-from mcp_server.core.concurrency import run_sync
+from mcp_server.core.concurrency import off_loop
 from mcp_server.core.settings import Settings
 from mcp_server.middleware.http import HTTPGuardMiddleware
 
@@ -24,7 +24,7 @@ METRICS_PATH = "/metrics"
 
 async def scrape(request: Request) -> Response:
     """Prometheus text (OpenMetrics if the scraper asks); merging the workers' files is file I/O: off the loop."""
-    body, content_type = await run_sync(metrics.render, request.headers.get("accept"))
+    body, content_type = await off_loop(metrics.render, request.headers.get("accept"))
     return Response(body, headers={"Content-Type": content_type})
 
 

@@ -41,6 +41,7 @@ from typing import Any, TypeVar
 from pebble import ProcessExpired, ProcessPool
 
 from mcp_server.caches.budget import limit_arenas, release_memory
+from mcp_server.core.concurrency import start_thread
 from mcp_server.core.errors import MCPServerError, ProcessingError
 from mcp_server.core.settings import Settings
 
@@ -257,12 +258,10 @@ class ParserService:
         self._authkey = bytes(multiprocessing.current_process().authkey)
         self._listener = Listener(self.address, family="AF_UNIX", authkey=self._authkey)
         self._stopping = threading.Event()
-        self._threads = [threading.Thread(target=self._accept, name="parser-service", daemon=True),
-                         threading.Thread(target=self._tidy_now_and_then, name="parser-service-tidy", daemon=True)]
         if settings.parse_prestart:
             self._pebble.start()  # the workers start while the server workers load their models
-        for thread in self._threads:
-            thread.start()
+        self._threads = [start_thread(self._accept, name="parser-service"),
+                         start_thread(self._tidy_now_and_then, name="parser-service-tidy")]
         log.info("parser.service", extra={"socket": self.address, "workers": settings.parse_workers})
 
     def _accept(self) -> None:
@@ -277,8 +276,7 @@ class ParserService:
             if self._stopping.is_set():
                 connection.close()
                 return
-            threading.Thread(target=self._serve, args=(connection,), name="parser-service-connection",
-                             daemon=True).start()
+            start_thread(self._serve, connection, name="parser-service-connection")
 
     def _serve(self, connection: Connection) -> None:
         """One connection: jobs one after another; the outcome is sent by the job's done callback.

@@ -18,6 +18,8 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
+from mcp_server.core.concurrency import start_thread
+
 __all__ = ["Child", "TimeoutExpired", "ended_with_supervisor", "kill_group", "python_argv", "run", "start", "stop"]
 
 log = logging.getLogger(__name__)
@@ -99,7 +101,7 @@ def ended_with_supervisor(every: float = SUPERVISOR_CHECK_SECONDS) -> Iterator[N
             if done.wait(every):
                 return
 
-    threading.Thread(target=watch, name="supervisor-watch", daemon=True).start()
+    start_thread(watch, name="supervisor-watch")
     try:
         yield
     finally:

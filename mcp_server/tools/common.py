@@ -21,7 +21,7 @@ from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from mcp_server.core.concurrency import Progress
+from mcp_server.core.concurrency import Progress, off_loop
 from mcp_server.core.errors import ValidationError
 from mcp_server.core.settings import Settings, TimeoutClass
 from mcp_server.pipeline.research import pack_texts
@@ -131,7 +131,7 @@ async def fit_budget(items: list[Item], app: AppContext, budget: int | None) -> 
     if budget is None:
         return items, None, 0
     texts = [item.text for item in items]
-    packed = await app.service.runner.in_thread(pack_texts, texts, app.models.token_counter, budget)
+    packed = await off_loop(pack_texts, texts, app.models.token_counter, budget)
     kept = items[: len(packed.texts)]
     if packed.truncated:
         kept[0] = kept[0].model_copy(update={"text": packed.texts[0], "truncated": True})

@@ -11,7 +11,7 @@ from typing import Any
 import psutil
 
 from mcp_server import SERVER_NAME, __version__
-from mcp_server.core.concurrency import run_sync
+from mcp_server.core.concurrency import off_loop
 from mcp_server.processors import converter_available, supported_formats
 from mcp_server.processors.ocr import ocr_available
 from mcp_server.text.language import language_detection_available
@@ -23,7 +23,7 @@ __all__ = ["cache_stats", "readiness", "reported", "shared_store", "system_healt
 async def reported(report: Callable[[AppContext], dict[str, Any]], context: AppContext) -> dict[str, Any]:
     """A report made in a worker thread: cache sizes and counts may ask a shared store (Redis),
     merging workers' files reads the disk. The reports' one thread hop."""
-    return await run_sync(report, context)
+    return await off_loop(report, context)
 
 
 def cache_stats(context: AppContext) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 from mcp.server.mcpserver import Context
 from pydantic import BaseModel, Field
 
+from mcp_server.core.concurrency import off_loop
 from mcp_server.core.errors import ValidationError
 from mcp_server.fetch import validate_url
 from mcp_server.text.language import detect_language as _detect
@@ -40,7 +41,7 @@ async def detect_language(
     Text shorter than 10 characters, or any failure, answers "en".
     """
     require_text(text, "text", app_of(ctx).settings.max_text_length)
-    code = await app_of(ctx).service.runner.in_thread(_detect, text)
+    code = await off_loop(_detect, text)
     return LanguageResult(language_code=code, language_name=language_name(code))
 
 

@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 
 import mcp_server.caches.layers as cache
+import mcp_server.core.concurrency as concurrency
+import mcp_server.pipeline.documents as documents
 import mcp_server.pipeline.service as service
 import mcp_server.processors as processors
-from mcp_server.embedding.runner import ModelRunner
 from tests.conftest import FileServer, serve_copies
 from tests.mcp_harness import memory_client, payload
 
@@ -38,34 +39,20 @@ async def test_a_warm_call_neither_sniffs_again_nor_hops_to_a_thread_in_the_serv
 ) -> None:
     calls: list[str] = []
     monkeypatch.setattr(processors, "detect_type", counting(calls, "sniff", processors.detect_type))
-    real_run_sync = cache.run_sync
+    real_off_loop = concurrency.off_loop
 
-    async def run_sync(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    async def off_loop(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         calls.append("thread")
-        return await real_run_sync(fn, *args, **kwargs)
+        return await real_off_loop(fn, *args, **kwargs)
 
-    class CountedRunner:
-        """The service's runner, its thread hops counted (the index manager keeps the real one)."""
-
-        def __init__(self, runner: ModelRunner) -> None:
-            self.runner = runner
-
-        async def in_thread(self, fn: Callable[..., Any], *args: Any) -> Any:
-            calls.append("thread")
-            return await self.runner.in_thread(fn, *args)
-
-        def __getattr__(self, name: str) -> Any:
-            return getattr(self.runner, name)
-
-    real_runner = service.DocumentService.runner.fget
-    assert real_runner is not None
-    monkeypatch.setattr(service.DocumentService, "runner", property(lambda self: CountedRunner(real_runner(self))))
-    monkeypatch.setattr(cache, "run_sync", run_sync)  # the cache layers' calls from the service
+    # every thread hop the service and the cache layers make (the index manager keeps the real one)
+    for module in (service, documents, cache):
+        monkeypatch.setattr(module, "off_loop", off_loop)
     url = files.url("multi_page.pdf")
     async with memory_client(index_dir=tmp_path, progressive_budget=1e6) as client:
         cold = await client.call_tool("retrieve_chunks", {"document_url": url, "query": "first page"})
         assert not cold.is_error, payload(cold)
-        assert calls.count("sniff") == 1
+        assert calls.count("sniff") == 1 and "thread" in calls  # the counting sees the cold call's hops
         calls.clear()
         warm = await client.call_tool("retrieve_chunks", {"document_url": url, "query": "second page"})
     assert not warm.is_error and payload(warm)["cached"] is True

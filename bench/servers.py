@@ -233,7 +233,7 @@ async def wait_for_builds(session: Client, poll: float = 0.5, limit: float = 360
     started = time.perf_counter()
     while time.perf_counter() - started < limit:
         stats = await call_tool(session, "manage_cache", {"action": "stats"})
-        if not stats["layers"]["retriever"]["building"]:
+        if not stats["layers"]["index"]["building"]:
             return time.perf_counter() - started
         await asyncio.sleep(poll)
     raise RuntimeError(f"the background build did not finish within {limit:.0f} s")

@@ -1,6 +1,6 @@
 """One byte budget for every in-memory cache of a worker (``MCP_MEMORY_BUDGET_MB``).
 
-Each cache layer (downloads, processed documents, retrievers, embedding vectors, quote indexes,
+Each cache layer (downloads, processed documents, indexes, embedding vectors, quote indexes,
 page images) keeps its own entry and byte bounds and registers with the worker's ``MemoryBudget``.
 After a layer grows, ``enforce`` evicts the least recently used entry among all layers (each
 layer reports its oldest entry's last-use time, ``time.monotonic``) until the layers together fit.
@@ -154,6 +154,11 @@ class MemoryBudget:
         with self._lock:
             if all(existing is not layer for existing in self._layers):
                 self._layers.append(layer)
+
+    def unregister(self, layer: BudgetedLayer) -> None:
+        """``layer`` leaves the budget (a shared variant took its place before any use)."""
+        with self._lock:
+            self._layers = [existing for existing in self._layers if existing is not layer]
 
     def used(self) -> int:
         return sum(layer.nbytes() for layer in list(self._layers))

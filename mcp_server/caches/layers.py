@@ -1,8 +1,9 @@
 """TTL cache layers with hit/miss counts (cachetools underneath).
 
-Two of the three layers live here (downloads by URL, processed documents by content key); the
-retriever layer (memory then disk) belongs to ``indexes/``. Each layer sits behind the small
-``CacheLayer`` interface so a shared store (Redis) can replace the in-memory one. Code on the
+Every layer of a worker is made once by the registry (``registry.py``) from its bounds; the
+index layer's owner (``indexes.IndexManager``) adds the disk and the shared store behind it. Each
+layer sits behind the small ``CacheLayer`` interface so a shared store (Redis) can replace the
+in-memory one. Code on the
 event loop calls a layer through ``cache_get`` / ``cache_put`` / ``cache_delete`` / ``cache_clear``:
 they decide what runs on the loop and what in a worker thread.
 """
@@ -72,7 +73,7 @@ class MemoryLayer(Generic[V]):
         count_lookups: bool = True,
     ) -> None:
         self.name = name
-        self._count_lookups = count_lookups  # False: the owner counts lookups itself (the retriever layer)
+        self._count_lookups = count_lookups  # False: the owner counts lookups itself (the index layer)
         self.max_entries = max_entries
         self.max_bytes = max_bytes
         self._budget = budget

@@ -1,6 +1,6 @@
 """The one settings object. Nothing else in the server reads environment variables.
 
-Variables carry the ``MCP_`` prefix; a few long-standing names from the original design are
+Variables carry the ``MCP_`` prefix; a few long-standing names are
 also read without it (``MAX_DOWNLOAD_BYTES``, ``DOCUMENT_ROOTS``, ``GPU_CONCURRENCY``,
 ``REDIS_URL``, ``HUGGINGFACE_TOKEN``). Lists are comma-separated. ``.env`` in the working
 directory is read too; real environment variables win over it.
@@ -70,7 +70,7 @@ def _header_rules(value: Any, where: str) -> Any:
 
 
 def _alias(name: str) -> AliasChoices:
-    """Accept both MCP_NAME and the bare NAME of the original design."""
+    """Accept both MCP_NAME and the bare NAME deployments have long set."""
     return AliasChoices(f"MCP_{name}", name)
 
 
@@ -367,14 +367,17 @@ class Settings(BaseSettings):
     cache_max_downloads: int = Field(50, ge=1, description="Download cache entries.")
     cache_max_download_bytes: int = Field(500 * 1024 * 1024, ge=1, description="Download cache bytes.")
     cache_max_documents: int = Field(50, ge=1, description="Processed-document cache entries.")
-    cache_max_retrievers: int = Field(
-        100, ge=1, description="In-memory retriever (index) entries (the memory budget bounds their bytes): at least "
+    cache_max_indexes: int = Field(
+        100, ge=1, description="In-memory index entries (the memory budget bounds their bytes): at least "
         "search_max_documents, or a shelf's indexes evict each other from one call to the next.")
+    cache_max_retrievers: int | None = Field(
+        None, ge=1, description="Deprecated name of cache_max_indexes, read when cache_max_indexes is not set; the "
+        "server logs a warning at start.")
     index_dir: Path = Field(Path("faiss_indexes"), description="Folder of persisted FAISS indexes.")
     memory_budget_mb: int = Field(
         768, ge=0,
         description="Bytes (MB) that every in-memory cache of one worker together may hold: downloads, processed "
-        "documents, retrievers (indexes), embedding vectors, quote indexes and page images, and the multilingual "
+        "documents, indexes, embedding vectors, quote indexes and page images, and the multilingual "
         "model while it is loaded (~245 MB); the least recently used entries go first, by measured size (0 = only "
         "the per-layer bounds). Per worker: the process tree needs about this times --workers on top of the "
         "resident models and the parsers (docs/deployment.md, 'Memory and disk bounds').",
@@ -549,12 +552,15 @@ class Settings(BaseSettings):
         if self.gpu_concurrency is not None and "model_concurrency" not in self.model_fields_set:
             # the model is frozen; this validator is part of building it
             object.__setattr__(self, "model_concurrency", self.gpu_concurrency)
+        if self.cache_max_retrievers is not None and "cache_max_indexes" not in self.model_fields_set:
+            object.__setattr__(self, "cache_max_indexes", self.cache_max_retrievers)
         return self
 
     @property
     def deprecated(self) -> list[tuple[str, str]]:
         """(a deprecated setting that was given, the setting to use instead)."""
-        return [("gpu_concurrency", "model_concurrency")] if self.gpu_concurrency is not None else []
+        renamed = [("gpu_concurrency", "model_concurrency"), ("cache_max_retrievers", "cache_max_indexes")]
+        return [(old, new) for old, new in renamed if getattr(self, old) is not None]
 
     @model_validator(mode="after")
     def _shared_index_store_needs_redis(self) -> Settings:

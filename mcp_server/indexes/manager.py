@@ -1,4 +1,4 @@
-"""The retriever cache layer: memory (TTL, max entries) -> disk -> build, coalesced per key.
+"""The index cache layer: memory (TTL, max entries) -> disk -> build, coalesced per key.
 
 An index key hashes the document's content key with the embedding models, the chunker version
 and the chunking configuration that does not depend on the parsed text (the model window) —
@@ -36,8 +36,9 @@ from typing import Any
 import anyio
 
 from mcp_server import metrics
-from mcp_server.caches.budget import BUILD_BYTES_PER_CHAR, MemoryBudget, measure
+from mcp_server.caches.budget import BUILD_BYTES_PER_CHAR, MemoryBudget
 from mcp_server.caches.layers import MemoryLayer, cache_put
+from mcp_server.caches.registry import memory_layer
 from mcp_server.core.concurrency import KeyedLock, Progress, off_loop
 from mcp_server.core.models import Chunk, SearchHit
 from mcp_server.core.settings import Settings
@@ -89,17 +90,15 @@ class IndexManager:
     def __init__(
         self, settings: Settings, models: ModelRegistry, store: IndexStore | None = None, *,
         shared: SharedIndexStore | None = None, budget: MemoryBudget | None = None,
-        timer: Callable[[], float] = time.monotonic,
+        timer: Callable[[], float] = time.monotonic, memory: MemoryLayer[DocumentIndex] | None = None,
     ) -> None:
         self.models = models
         self.store = store or IndexStore(settings.index_dir)
         self.tiers = IndexTiers(self.store, shared, lease_seconds=settings.index_lease_seconds,
                                 max_bytes=settings.index_store_max_bytes,
                                 local_max_bytes=settings.index_dir_max_mb * 2**20 or None)
-        # measured off the loop (``_remember``): a big index is a walk over thousands of objects
-        self._memory: MemoryLayer[DocumentIndex] = MemoryLayer(
-            "index", max_entries=settings.cache_max_retrievers, ttl=settings.cache_ttl, size_of=measure,
-            budget=budget, timer=timer, count_lookups=False)
+        # the lifespan's registry's layer; a manager of its own (tests, scripts) makes one
+        self._memory: MemoryLayer[DocumentIndex] = memory or memory_layer("index", settings, budget=budget, timer=timer)
         self.memory = budget
         if budget is not None:
             register_embedders(budget, models.embedders)

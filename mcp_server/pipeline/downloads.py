@@ -70,6 +70,9 @@ class Downloads:
             self._known.pop(key, None)
         return await cache_delete(self.layer, url)
 
+    def stats(self) -> dict[str, object]:
+        return self.layer.stats()
+
     async def clear(self) -> int:
         """Forget every download and what every URL answered; the downloads forgotten."""
         self._known.clear()

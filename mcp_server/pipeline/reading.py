@@ -1,8 +1,8 @@
 """Read and cite: a document read in token-budgeted windows, quotes verified, pages rendered.
 
 ``Reading`` sits on ``DocumentService`` like ``research.Research``: every document goes through
-the same download cache, parser pool and document cache; what it adds is kept in two more cache
-layers of the service (``quote_index``: one ``QuoteIndex`` per content key; ``page_image``: PNGs;
+the same download cache, parser pool and document cache; what it adds is kept in three more cache
+layers of the worker's registry (``quote_index``: one ``QuoteIndex`` per content key; ``page_image``: PNGs;
 ``page_pdf``: an office document's PDF export, which its pages are rendered from).
 
 Read cursors are stateless (``read_windows.Cursor``), so any worker (or host) continues a read
@@ -47,10 +47,6 @@ MAX_READ_TOKENS = 100_000
 PAGE_IMAGE_MAX_PIXELS = 4_000_000  # about 2000 x 2000
 PAGE_IMAGE_MAX_BYTES = 2_000_000  # of PNG
 DPI_RANGE = (36, 300)
-QUOTE_INDEXES = 16  # documents whose quote index is kept in memory ...
-QUOTE_INDEX_BYTES = 128 * 1024 * 1024  # ... within this many bytes (a 250-page 10-K's takes ~13 MB)
-IMAGE_CACHE_BYTES = 64 * 1024 * 1024
-PDF_CACHE_BYTES = 128 * 1024 * 1024  # office documents' PDF exports (one LibreOffice run serves every page)
 RENDERABLE = ("pdf", "image", *OFFICE_PAGED)
 
 
@@ -100,17 +96,9 @@ def _units_of(location: ChunkLocation, doc_type: str) -> tuple[int, ...]:
 class Reading:
     def __init__(self, service: DocumentService) -> None:
         self.service = service
-        settings = service.settings
-        self.quote_indexes: MemoryLayer[QuoteIndex] = MemoryLayer(
-            "quote_index", max_entries=QUOTE_INDEXES, ttl=settings.cache_ttl, max_bytes=QUOTE_INDEX_BYTES,
-            size_of=lambda index: index.size, budget=service.budget)
-        self.images: MemoryLayer[RenderedPage] = MemoryLayer(
-            "page_image", max_entries=256, ttl=settings.cache_ttl, max_bytes=IMAGE_CACHE_BYTES,
-            size_of=lambda page: len(page.png) + 200, budget=service.budget)
-        self.pdfs: MemoryLayer[bytes] = MemoryLayer(
-            "page_pdf", max_entries=32, ttl=settings.cache_ttl, max_bytes=PDF_CACHE_BYTES,
-            size_of=lambda pdf: len(pdf) + 200, budget=service.budget)
-        service.extra_layers.extend([self.quote_indexes, self.images, self.pdfs])
+        self.quote_indexes: MemoryLayer[QuoteIndex] = service.caches.memory("quote_index")
+        self.images: MemoryLayer[RenderedPage] = service.caches.memory("page_image")
+        self.pdfs: MemoryLayer[bytes] = service.caches.memory("page_pdf")
         self._builds = KeyedLock()
 
     async def read(self, url: str, *, pages: PageRanges | None, cursor: str | None, max_tokens: int,

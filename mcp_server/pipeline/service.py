@@ -1,11 +1,12 @@
 """The document pipeline behind the tools: fetch -> process -> chunk -> index/search, with caches.
 
-Three cache layers (as the original design): downloads by URL, processed documents by content
-key, retrievers (indexes) by content key in memory then on disk (``retrieval.IndexManager``).
-Keys of the last two hash the *bytes*, so one document at two URLs is processed and embedded
-once, and new bytes at an old URL never meet stale results. A web page's two views (its main
-content, the whole page) have two keys; every other format one, whatever the view asked for. A
-fourth, small layer remembers failed parses per content key for ``failure_ttl`` seconds.
+Its cache layers come from the worker's registry (``caches/registry.py``): downloads by URL,
+processed documents by content key, indexes by content key in memory, on disk and in the shared
+store (``indexes.IndexManager``). Keys of the last two hash the *bytes*, so one document at two
+URLs is processed and embedded once, and new bytes at an old URL never meet stale results. A web
+page's two views (its main content, the whole page) have two keys; every other format one,
+whatever the view asked for. A fourth, small layer remembers failed parses per content key for
+``failure_ttl`` seconds.
 
 ``retrieve`` goes bytes -> content key -> index: a document with an index in memory or on disk
 is never parsed (nor its processed form decoded) again; only a missing index parses and chunks.
@@ -27,8 +28,8 @@ from typing import Any
 from cachetools import LRUCache
 
 from mcp_server import metrics
-from mcp_server.caches.budget import MemoryBudget
-from mcp_server.caches.layers import CacheLayer, MemoryLayer, cache_clear, cache_delete, cache_get
+from mcp_server.caches.layers import CacheLayer, cache_delete, cache_get
+from mcp_server.caches.registry import CacheRegistry
 from mcp_server.chunking import CHUNKER_VERSION, ChunkParams, chunk_document, chunk_params_for
 from mcp_server.core.concurrency import Progress, off_loop, start_thread
 from mcp_server.core.errors import ValidationError
@@ -107,8 +108,6 @@ class Retrieval:
     timings_ms: dict[str, float]  # the stages' and the search's
 
 
-# Failed parses kept when no shared layer is given (they are small; the TTL is what matters).
-FAILURE_ENTRIES = 1000
 # Sniffed types remembered per content and transport headers: a warm call does not sniff again.
 SNIFFED_ENTRIES = 4096
 
@@ -149,30 +148,23 @@ class DocumentService:
         parsers: ParserPool,
         models: ModelRegistry,
         indexes: IndexManager,
-        downloads: CacheLayer[FetchedDocument] | None = None,
-        documents: CacheLayer[ProcessedDocument] | None = None,
-        failures: CacheLayer[FailedParse] | None = None,
-        budget: MemoryBudget | None = None, scorer: Scorer | None = None,
+        caches: CacheRegistry | None = None, scorer: Scorer | None = None,
     ) -> None:
         self.settings, self.fetcher, self.parsers = settings, fetcher, parsers
         self.models, self.indexes = models, indexes
         self.flagger = Flagger(scorer, threshold=settings.instruction_threshold, runner=indexes.runner)
         self.options = ProcessOptions.from_settings(settings)
-        self.downloads: CacheLayer[FetchedDocument] = downloads or MemoryLayer(
-            "download", max_entries=settings.cache_max_downloads, ttl=settings.cache_ttl,
-            max_bytes=settings.cache_max_download_bytes, size_of=lambda d: len(d.data), budget=budget,
-        )
-        self.documents: CacheLayer[ProcessedDocument] = documents or MemoryLayer(
-            "document", max_entries=settings.cache_max_documents, ttl=settings.cache_ttl, budget=budget,
-        )
-        self.budget = budget  # the memory budget the tools' own layers (reading.py) join
-        self.failures: CacheLayer[FailedParse] = failures or MemoryLayer(
-            "failure", max_entries=FAILURE_ENTRIES, ttl=max(settings.failure_ttl, 1e-3))
+        # the lifespan's registry (every layer of the worker, Redis swapped in); a test's own otherwise
+        self.caches = caches or CacheRegistry(settings)
+        self.downloads: CacheLayer[FetchedDocument] = self.caches["download"]
+        self.documents: CacheLayer[ProcessedDocument] = self.caches["document"]
+        self.failures: CacheLayer[FailedParse] = self.caches["failure"]
+        self.budget = self.caches.budget
         self._sniffed: LRUCache[tuple[str, str, str, str], str] = LRUCache(maxsize=SNIFFED_ENTRIES)
         self._downloads = Downloads(self.downloads, settings.revalidate_after_s)
         self._parsing = Parsing(self.documents, self.failures, settings.failure_ttl)
-        # layers of the tools built on this service (reading.py), reported and cleared with these
-        self.extra_layers: list[CacheLayer[Any]] = []
+        self.caches.own("download", self._downloads)  # what each URL answered goes with the downloads
+        self.caches.own("index", indexes)  # memory, disk and the shared store
 
     @property
     def runner(self) -> ModelRunner:
@@ -342,23 +334,13 @@ class DocumentService:
     # --- housekeeping -------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
         return {
-            "download": self.downloads.stats(),
-            "document": self.documents.stats(),
-            "retriever": self.indexes.stats(),
-            "failure": self.failures.stats(),
-            **{layer.name: layer.stats() for layer in self.extra_layers},
+            **self.caches.stats(),
             "memory_budget": self.budget.stats() if self.budget is not None else None,
             "upload": self.fetcher.uploads.stats(),  # reported, never cleared here: uploads expire
         }
 
     async def clear(self) -> dict[str, Any]:
-        return {
-            "download": await self._downloads.clear(),
-            "document": await cache_clear(self.documents),
-            "retriever": await self.indexes.clear(),
-            "failure": await cache_clear(self.failures),
-            **{layer.name: await cache_clear(layer) for layer in self.extra_layers},
-        }
+        return await self.caches.clear()
 
 
 async def _stored(service: DocumentService, url: str, view: View) -> Indexed | FetchedDocument | None:

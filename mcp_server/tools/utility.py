@@ -25,7 +25,7 @@ class LanguageResult(BaseModel):
 
 class CacheResult(BaseModel):
     action: str
-    layers: dict[str, Any] = Field(description="Per layer (download, document, retriever, failure, "
+    layers: dict[str, Any] = Field(description="Per layer (download, document, index, failure, "
                                                "quote_index, page_image, page_pdf, upload): statistics, or what was "
                                                "removed (clear leaves uploads: they expire).")
     document_url: str | None = Field(None, description="With \"drop\": the URL dropped.")
@@ -61,7 +61,7 @@ async def manage_cache(
     document_url: Annotated[str | None, Field(description='With "drop": the URL whose download is forgotten, so '
                                                           'the next call downloads it again.')] = None,
 ) -> CacheResult:
-    """"stats": hit/miss counts and sizes of the download, document and retriever caches (and the
+    """"stats": hit/miss counts and sizes of the download, document and index caches (and the
     failure, quote_index, page_image and page_pdf layers); "clear": empty them all (memory and the on-disk indexes);
     "drop": forget one document_url's download (and a remembered failed parse of it), so the next call
     downloads it again; its index stays, found again when the bytes are the same."""

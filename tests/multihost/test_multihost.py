@@ -39,10 +39,10 @@ def two_hosts(redis_url: str, **extra: str) -> Iterator[list[tuple[Any, str]]]:
         yield hosts
 
 
-async def retriever(base: str) -> dict[str, Any]:
+async def index_stats(base: str) -> dict[str, Any]:
     good, stats = await call(base, "manage_cache", {"action": "stats"})
     assert good, stats
-    return dict(stats["layers"]["retriever"])
+    return dict(stats["layers"]["index"])
 
 
 async def test_a_document_asked_on_two_hosts_at_once_is_embedded_once_and_loaded_by_the_other(
@@ -61,7 +61,7 @@ async def test_a_document_asked_on_two_hosts_at_once_is_embedded_once_and_loaded
             async with anyio.create_task_group() as tasks:
                 for _, base in hosts:
                     tasks.start_soon(ask, base)
-        stats = [await retriever(base) for _, base in hosts]
+        stats = [await index_stats(base) for _, base in hosts]
         assert sum(s["builds"] for s in stats) == 1, stats
         assert sum(s["shared"]["shared_hits"] for s in stats) == 1, stats  # the other host loaded it
         assert sum(s["shared"]["shared_published"] for s in stats) == 1
@@ -93,7 +93,7 @@ async def test_a_builder_killed_mid_build_leaves_a_lease_that_lapses_and_the_oth
             assert client.keys(LEASES)  # the dead builder's lease is still there
             good, body = await call(base_b, "retrieve_chunks", {"document_url": url, **QUERY})
         assert good and body["results"], body
-        stats = await retriever(base_b)
+        stats = await index_stats(base_b)
         assert stats["builds"] == 1 and stats["shared"]["lease_waits"] == 1, stats
         assert len(client.keys(ENTRIES)) == 1 and not client.keys(LEASES)
 
@@ -108,7 +108,7 @@ async def test_with_redis_gone_each_host_builds_on_its_own_and_still_answers(
             with anyio.fail_after(60):
                 good, body = await call(base, "retrieve_chunks", {"document_url": url, "query": "What is Haystack?"})
             assert good and body["results"], body
-            stats = await retriever(base)
+            stats = await index_stats(base)
             assert stats["builds"] == 1 and stats["shared"]["unshared_builds"] == 1, stats
             good, health = await call(base, "get_system_health", {})
             assert good and health["shared_store"]["index"].startswith("disk (shared store unavailable"), health

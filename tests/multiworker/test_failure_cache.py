@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from mcp_server.caches.registry import CacheRegistry
 from mcp_server.core.errors import ProcessingError
 from mcp_server.core.models import FetchedDocument
 from mcp_server.embedding import ModelRegistry
@@ -48,10 +49,12 @@ async def test_a_parse_timeout_in_one_worker_is_answered_from_redis_by_the_other
         for pool in parsers:
             shared = await open_redis_backends(settings, stack)
             models = ModelRegistry.fake()
+            caches = CacheRegistry(settings)
+            for layer in (shared.downloads, shared.documents, shared.failures):
+                caches.swap(layer)
             workers.append(DocumentService(
                 settings, fetcher=SameBytes(), parsers=pool, models=models,  # type: ignore[arg-type]
-                indexes=IndexManager(settings, models), downloads=shared.downloads, documents=shared.documents,
-                failures=shared.failures,
+                indexes=IndexManager(settings, models), caches=caches,
             ))
         for worker, url in zip(workers, ["http://a.example/r.pdf", "http://b.example/other-name.pdf"], strict=True):
             with pytest.raises(ProcessingError) as caught:

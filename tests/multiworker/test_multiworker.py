@@ -100,7 +100,7 @@ async def test_two_workers_asked_for_the_same_new_document_at_once_embed_it_once
         total = 0
         for base in (base_a, base_b):
             _, stats = await call(base, "manage_cache", {"action": "stats"}, "k-embed")
-            total += stats["layers"]["retriever"]["builds"]
+            total += stats["layers"]["index"]["builds"]
         return total
 
     before = await builds()

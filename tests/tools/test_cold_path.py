@@ -39,14 +39,14 @@ async def test_a_big_document_answers_partially_first_and_completely_after_the_b
         assert first["results"] and first["cached"] is False
         assert any(r["scores"]["dense"] is not None for r in first["results"])
         with anyio.fail_after(300):  # the complete index builds in the background, off this call
-            while (await call(server, "manage_cache", action="stats"))[1]["layers"]["retriever"]["building"]:
+            while (await call(server, "manage_cache", action="stats"))[1]["layers"]["index"]["building"]:
                 await anyio.sleep(0.2)
         _, later = await call(server, "retrieve_chunks", document_url=url, query="Who owns the club?")
         _, stats = await call(server, "manage_cache", action="stats")
     assert later["index"]["status"] == "complete" and later["index"]["dense_coverage"] == 1.0
     assert later["cached"] is True
     assert all(r["scores"]["dense"] is not None for r in later["results"])
-    assert stats["layers"]["retriever"]["builds"] == 1 and stats["layers"]["retriever"]["disk"]["count"] == 1
+    assert stats["layers"]["index"]["builds"] == 1 and stats["layers"]["index"]["disk"]["count"] == 1
 
 
 async def test_a_small_document_is_complete_from_the_first_call(files: FileServer, tmp_path: Path) -> None:

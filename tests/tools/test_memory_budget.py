@@ -59,8 +59,8 @@ async def test_health_shows_the_caches_bytes_within_the_budget_and_what_was_evic
     metrics = httpx.get(f"{mcp.base}/metrics", timeout=10).text
     assert 'rag_cache_bytes{layer="index"}' in metrics
     assert 'rag_cache_evictions_total{backend="memory",layer=' in metrics
-    # the retriever layer gave up older indexes and kept the latest
-    entries = health["cache"]["retriever"]
+    # the index layer gave up older indexes and kept the latest
+    entries = health["cache"]["index"]
     assert entries["evictions"] > 0 and entries["entries"] >= 1
 
 

@@ -85,7 +85,7 @@ async def settled_stats(server: ThreadedServer) -> dict[str, Any]:
     with anyio.fail_after(240):
         while True:
             _, stats = await call(server, "manage_cache", action="stats")
-            if not stats["layers"]["retriever"]["building"]:
+            if not stats["layers"]["index"]["building"]:
                 return stats
             await anyio.sleep(0.2)  # polling a condition, bounded by fail_after
 
@@ -103,7 +103,7 @@ async def test_ten_concurrent_identical_requests_build_the_index_once(mcp: Threa
             group.start_soon(one)
     after = await settled_stats(mcp)
     assert all("results" in body for body in bodies), bodies
-    assert after["layers"]["retriever"]["builds"] - before["layers"]["retriever"]["builds"] == 1
+    assert after["layers"]["index"]["builds"] - before["layers"]["index"]["builds"] == 1
     assert sum(not body["cached"] for body in bodies) == 1
 
 
@@ -114,7 +114,7 @@ async def test_a_restarted_server_answers_from_the_disk_index(index_dir: Path, f
     with ThreadedServer(make_settings(index_dir=index_dir, **COMPLETE)) as second:
         _, warm = await call(second, "retrieve_chunks", document_url=url, query="notes")
         _, stats = await call(second, "manage_cache", action="stats")
-    assert warm["cached"] is True and stats["layers"]["retriever"]["builds"] == 0
+    assert warm["cached"] is True and stats["layers"]["index"]["builds"] == 0
     assert warm["results"][0]["location"].get("slide") is not None
     assert [r["chunk_index"] for r in warm["results"]] == [r["chunk_index"] for r in cold["results"]]
 

@@ -53,7 +53,7 @@ def origin() -> Iterator[tuple[LoopbackServer, Origin]]:
 def _server(tmp_path: Path, **overrides: Any) -> Any:
     # one download and one index kept in memory: the others' bytes are gone, their indexes on disk
     return create_server(make_settings(index_dir=tmp_path, load_models=False, rate_limit_rpm=100_000,
-                                       cache_max_downloads=1, cache_max_retrievers=1, **overrides))
+                                       cache_max_downloads=1, cache_max_indexes=1, **overrides))
 
 
 async def _search(server: ThreadedServer, urls: list[str], query: str) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """URLs mentioned in a document's text, with context and a rough kind.
 
-The original design's regex (``https?://...`` or ``www....``) with the trailing punctuation a
+A plain regex (``https?://...`` or ``www....``) with the trailing punctuation a
 sentence adds trimmed off; each URL once, in order of first appearance.
 """
 

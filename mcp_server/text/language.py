@@ -1,7 +1,7 @@
 """Which language a text is in: langdetect, seeded, majority vote over three runs.
 
 langdetect samples n-grams at random; the fixed seed makes one run reproducible and the vote
-keeps the original design's robustness against a stray run. Failures answer "en".
+keeps a stray run from deciding. Failures answer "en".
 """
 
 from __future__ import annotations

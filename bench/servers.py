@@ -233,7 +233,8 @@ async def wait_for_builds(session: Client, poll: float = 0.5, limit: float = 360
     started = time.perf_counter()
     while time.perf_counter() - started < limit:
         stats = await call_tool(session, "manage_cache", {"action": "stats"})
-        if not stats["layers"]["index"]["building"]:
+        layers = stats["layers"]
+        if not (layers.get("index") or layers["retriever"])["building"]:  # "retriever": a checkout before the rename
             return time.perf_counter() - started
         await asyncio.sleep(poll)
     raise RuntimeError(f"the background build did not finish within {limit:.0f} s")

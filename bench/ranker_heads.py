@@ -37,7 +37,7 @@ SETS = (("dev", False), ("dev", True), ("dev2", False))
 
 def code_key() -> str:
     digest = hashlib.sha256()
-    for name in ("index.py", "learned.py", "lexical.py", "ranking.py", "focus.py", "naming.py"):
+    for name in ("index.py", "lexical.py", "ranking.py", "focus.py", "naming.py"):  # not the model's code
         path = ROOT / "mcp_server" / "retrieval" / name
         if path.exists():
             digest.update(path.read_bytes())

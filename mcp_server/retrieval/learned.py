@@ -25,6 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
+from mcp_server.retrieval.ranking import RRF_K
+
 __all__ = [
     "FEATURES", "MODEL_PATH", "CandidateSignals", "LearnedRanker", "Trees", "bundled", "features", "number_signals",
 ]
@@ -137,6 +139,7 @@ class LearnedRanker:
     weights: np.ndarray
     head: int
     trees: Trees | None = None
+    with_fusion: bool = False  # order by the model's and the fusion's places together (``order``)
 
     @classmethod
     def from_dict(cls, body: dict[str, object]) -> LearnedRanker:
@@ -146,7 +149,7 @@ class LearnedRanker:
         arrays = {k: np.asarray(body[k], dtype=np.float64) for k in ("mean", "scale", "weights")}
         trees = Trees.from_dict(body["trees"]) if body.get("trees") else None  # type: ignore[arg-type]
         return cls(model_id=str(body["model_id"]), names=names, head=int(body["head"]),  # type: ignore[call-overload]
-                   trees=trees, **arrays)
+                   trees=trees, with_fusion=bool(body.get("with_fusion", False)), **arrays)
 
     @classmethod
     def fake(cls, head: int = 20, **weights: float) -> LearnedRanker:
@@ -166,9 +169,20 @@ class LearnedRanker:
         return linear + self.trees.scores(matrix) if self.trees is not None else linear
 
     def order(self, signals: CandidateSignals) -> list[int]:
-        """Positions of the head's candidates, best first by the model (ties: fused order)."""
-        scores = self.scores(features(signals))
-        return [int(i) for i in np.argsort(-scores, kind="stable")]
+        """Positions of the head's candidates, best first by the model (ties: fused order); with
+        ``with_fusion``, by the reciprocal ranks of the model's order and the fusion's, added with
+        equal weights as the fusion adds its own rankings (``ranking.RRF_K``)."""
+        return self.ranked(self.scores(features(signals)))
+
+    def ranked(self, scores: np.ndarray) -> list[int]:
+        """``order`` from the model's scores of the head, best fused first."""
+        order = np.argsort(-scores, kind="stable")
+        if self.with_fusion:
+            places = np.empty(len(order), dtype=np.float64)
+            places[order] = np.arange(1, len(order) + 1)
+            fused = np.arange(1, len(order) + 1, dtype=np.float64)
+            order = np.argsort(-(1 / (RRF_K + fused) + 1 / (RRF_K + places)), kind="stable")
+        return [int(i) for i in order]
 
 
 @functools.cache

@@ -191,7 +191,7 @@ def test_the_pairwise_fit_puts_what_is_relevant_first() -> None:
         x[y, FEATURES.index("table")] += 3.0  # the relevant candidate is told by one feature
         rows.append({"doc": 0, "x": x, "y": y})
     model = script.fit_linear(rows)
-    assert script.evaluate(rows, model)["mrr"] > 0.9 > script.evaluate(rows, None)["mrr"]
+    assert script.evaluate(rows, model, with_fusion=False)["mrr"] > 0.9 > script.evaluate(rows, None)["mrr"]
     assert int(np.argmax(np.abs(model["weights"]))) == FEATURES.index("table")
 
 
@@ -206,6 +206,24 @@ def test_lambdamart_puts_what_is_relevant_first_and_loads_as_the_server_reads_it
         x[:, FEATURES.index("table")] = y & (x[:, 0] > -5)  # the relevant candidate is the table
         rows.append({"doc": 0, "x": x, "y": y})
     model = script.fit_trees(rows)
-    assert script.evaluate(rows, model)["mrr"] > 0.9 > script.evaluate(rows, None)["mrr"]
+    assert script.evaluate(rows, model, with_fusion=False)["mrr"] > 0.9 > script.evaluate(rows, None)["mrr"]
+    assert script.evaluate(rows, model)["mrr"] > script.evaluate(rows, None)["mrr"]  # with the fusion too
     used = script.ranker(model).trees.feature
     assert set(used[used >= 0].tolist()) == {FEATURES.index("table")}
+
+
+def test_ordered_with_the_fusion_a_candidate_moves_only_as_far_as_both_places_agree() -> None:
+    alone = LearnedRanker.fake()
+    together = dataclasses.replace(alone, with_fusion=True)
+    scores = np.array([0.5, 0.1, 0.9, 0.0, -1.0])  # the model puts the fusion's third first
+    assert alone.ranked(scores) == [2, 0, 1, 3, 4]
+    assert together.ranked(scores) == [0, 2, 1, 3, 4]  # 1/61 + 1/62 > 1/63 + 1/61 > 1/62 + 1/63
+    assert together.ranked(np.zeros(5)) == [0, 1, 2, 3, 4]
+
+
+def test_the_bundled_model_orders_a_real_head_and_keeps_its_candidates() -> None:
+    index, embedder = build(TEXTS, table=2)
+    query = "What was revenue in 2023?"
+    fused = ranked(index, embedder, query, None)
+    learned = ranked(index, embedder, query, bundled())
+    assert sorted(learned) == sorted(fused)

@@ -1,16 +1,19 @@
-"""The learned ranking: a linear model, trained here, that re-orders the head of the fusion.
+"""The learned ranking: a model, trained here, that re-orders the head of the fusion.
 
 The fusion (``ranking.fuse``) adds reciprocal ranks with hand-set weights. The learned ranker
 scores each of the head's candidates from the signals the index has already computed for it
 (its fused score and place, its dense cosine and BM25 score and their places, how much of the
 query's vocabulary it holds, weighted by rarity, whether it is a table or a template passage,
-its length, its share of digits, its place in the document) and sorts the head by that score,
-stable, the tail keeping its place. Nothing is looked up by words: the model sees numbers only.
+its length, its share of digits, how many numbers it holds and how many of the query's, its place
+in the document) and sorts the head by that score, or by that score's place and the fusion's
+together (``with_fusion``), stable, the tail keeping its place. Nothing is looked up by words: the
+model sees numbers only. The model is linear over standardised features, or regression trees
+(LambdaMART, ``Trees``) over the raw ones, or both added.
 
 Its weights are ``ranker.json`` beside this module, written by ``scripts/train_ranker.py``
 (``make train-ranker``) from TAT-QA (MIT): financial-report tables and paragraphs with their
 questions' gold evidence, pooled into long pseudo-documents so that every question's candidates
-include other reports' tables and prose. docs/architecture.md ("Models") gives its figures.
+include other reports' tables and prose. docs/architecture.md ("The learned ranker") gives its figures.
 """
 
 from __future__ import annotations

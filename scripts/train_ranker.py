@@ -9,15 +9,18 @@ and their gold evidence (the paragraphs, and the table when the answer comes fro
 evaluation set is read here.
 
 How: the contexts are pooled, in file order, into pseudo-documents of CONTEXTS_PER_DOCUMENT each
-(Markdown: the tables as tables, the paragraphs as prose), so that every question's candidates
-include other reports' tables and prose that share its words. Each pseudo-document goes through the
-server's own pipeline (processor, chunker, embedder, ``DocumentIndex``); for every question the
-fusion's head (``LearnedRanker.head`` candidates) is read as the learned ranker reads it
-(``retrieval.index.signals``), a candidate labelled relevant when it holds a gold paragraph or the
-gold table's rows. The model is a pairwise logistic regression (RankNet with a linear scorer) over
-standardised features: every (relevant, other) pair of one question's head. The last
+(Markdown: the tables as tables, the paragraphs as prose): two of ~340 chunks, so that every
+question's head is crowded with other reports' tables and prose that share its words, as a filing's
+is. Each pseudo-document goes through the server's own pipeline (processor, chunker, embedder,
+``DocumentIndex``); for every question the fusion's head (``LearnedRanker.head`` candidates) is read
+as the learned ranker reads it (``retrieval.index.signals``), a candidate labelled relevant when it
+holds a gold paragraph or the gold table's rows. The model (``--kind``) is LambdaMART (LightGBM's
+lambdarank, TREES trees of LEAVES leaves, flattened into ``ranker.json`` for ``learned.Trees``) or a
+pairwise logistic regression (RankNet with a linear scorer) over standardised features; the server
+orders the head by the model's place and the fusion's together (WITH_FUSION). The last
 HELD_OUT_SHARE of the pseudo-documents is held out and the fusion's order and the model's are
 compared there (hit@5, MRR); then the model is refitted on all of them. Deterministic.
+``bench/ranker_heads.py`` screens a written model on FinanceBench's heads (validation only).
 """
 
 from __future__ import annotations
@@ -37,10 +40,13 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-CONTEXTS_PER_DOCUMENT = 40
+CONTEXTS_PER_DOCUMENT = 278  # two pseudo-documents of ~340 chunks: heads as crowded as a filing's
 HEAD = 20  # the head the model orders: the evidence is in the fusion's top 20 for most questions
 HELD_OUT_SHARE = 0.2
 C = 1.0  # inverse regularisation of the logistic regression
+KIND = "trees"
+WITH_FUSION = True  # the server orders the head by the model's and the fusion's places together
+TREES, LEAVES, LEARNING_RATE, MIN_LEAF = 200, 15, 0.05, 50  # LambdaMART's size
 FILES = ("tatqa_dataset_dev.json", "tatqa_dataset_test_gold.json")
 
 
@@ -92,7 +98,6 @@ def build(contexts: list[dict[str, Any]], work: Path, log: Any, per_document: in
     """Per question: its head's feature matrix and labels, and its pseudo-document's number."""
     from bench.financebench import ServerPipeline
     from mcp_server.retrieval.index import fused_head, signals
-    from mcp_server.retrieval.learned import features
 
     pipeline = ServerPipeline(use_cache=True)
     work.mkdir(parents=True, exist_ok=True)
@@ -115,7 +120,7 @@ def build(contexts: list[dict[str, Any]], work: Path, log: Any, per_document: in
                 head = fused_head(index, index.query_vector(query, embed), query, 5)[:HEAD]
                 labels = np.array([any(t(normed[c.pos]) for t in tests) for c in head])
                 if labels.any() and not labels.all():
-                    rows.append({"doc": d, "x": features(signals(index, query, head)), "y": labels})
+                    rows.append({"doc": d, "signals": signals(index, query, head), "y": labels})
                     kept += 1
         log(f"document {d}: {len(group)} contexts, {stats['chunks']} chunks, {kept} questions with a relevant "
             "and an irrelevant candidate in the head")
@@ -132,37 +137,92 @@ def pairs(rows: list[dict[str, Any]], mean: np.ndarray, scale: np.ndarray) -> tu
     return np.concatenate([d, -d]), np.concatenate([np.ones(len(d)), np.zeros(len(d))])
 
 
-def fit(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    from sklearn.linear_model import LogisticRegression
-
+def standardise(rows: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
     every = np.concatenate([r["x"] for r in rows])
     mean, scale = every.mean(axis=0), every.std(axis=0)
     scale[scale < 1e-9] = 1.0
+    return mean, scale
+
+
+def fit_linear(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """RankNet with a linear scorer: a logistic regression over every (relevant, other) pair's difference."""
+    from sklearn.linear_model import LogisticRegression
+
+    mean, scale = standardise(rows)
     x, y = pairs(rows, mean, scale)
     model = LogisticRegression(C=C, fit_intercept=False, max_iter=2000).fit(x, y)
     return {"mean": mean, "scale": scale, "weights": model.coef_[0]}
 
 
-def evaluate(rows: list[dict[str, Any]], model: dict[str, Any] | None) -> dict[str, float]:
+def fit_trees(rows: list[dict[str, Any]], trees: int = TREES, leaves: int = LEAVES) -> dict[str, Any]:
+    """LambdaMART (LightGBM's lambdarank) over the raw features, flattened for ``learned.Trees``."""
+    import lightgbm
+
+    x = np.concatenate([r["x"] for r in rows])
+    y = np.concatenate([r["y"] for r in rows]).astype(int)
+    model = lightgbm.LGBMRanker(objective="lambdarank", n_estimators=trees, num_leaves=leaves,
+                                learning_rate=LEARNING_RATE, min_child_samples=MIN_LEAF, subsample=1.0,
+                                colsample_bytree=1.0, reg_lambda=1.0, random_state=0, deterministic=True,
+                                force_row_wise=True, n_jobs=1, verbose=-1, lambdarank_truncation_level=HEAD)
+    model.fit(x, y, group=[len(r["y"]) for r in rows])
+    n = x.shape[1]
+    return {"mean": np.zeros(n), "scale": np.ones(n), "weights": np.zeros(n),
+            "trees": flatten(model.booster_.dump_model()["tree_info"])}
+
+
+def flatten(tree_info: list[dict[str, Any]]) -> dict[str, list[float]]:
+    """LightGBM's dumped trees as the node arrays ``learned.Trees`` reads."""
+    out: dict[str, list[Any]] = {k: [] for k in ("feature", "threshold", "left", "right", "value", "roots")}
+
+    def add(node: dict[str, Any]) -> int:
+        at = len(out["feature"])
+        for key in ("feature", "threshold", "left", "right", "value"):
+            out[key].append(-1 if key in ("feature", "left", "right") else 0.0)
+        if "leaf_value" in node:
+            out["value"][at] = round(float(node["leaf_value"]), 7)
+            return at
+        if node["decision_type"] != "<=":
+            raise ValueError(f"unsupported split {node['decision_type']}")
+        out["feature"][at], out["threshold"][at] = int(node["split_feature"]), float(node["threshold"])
+        out["left"][at] = add(node["left_child"])
+        out["right"][at] = add(node["right_child"])
+        return at
+
+    for tree in tree_info:
+        out["roots"].append(add(tree["tree_structure"]))
+    return out
+
+
+def ranker(model: dict[str, Any], with_fusion: bool = WITH_FUSION) -> Any:
+    from mcp_server.retrieval.learned import FEATURES, LearnedRanker
+
+    return LearnedRanker.from_dict({"model_id": "candidate", "features": list(FEATURES), "head": HEAD,
+                                    "with_fusion": with_fusion, **model})
+
+
+def evaluate(rows: list[dict[str, Any]], model: dict[str, Any] | None,
+             with_fusion: bool = WITH_FUSION) -> dict[str, float]:
+    """hit@5 and MRR of the fusion's order (``model`` None) or the server's with ``model``."""
     hits, rr = [], []
+    scorer = ranker(model, with_fusion) if model is not None else None
     for row in rows:
-        if model is None:
-            order = np.arange(len(row["y"]))
-        else:
-            scores = ((row["x"] - model["mean"]) / model["scale"]) @ model["weights"]
-            order = np.argsort(-scores, kind="stable")
+        order = np.arange(len(row["y"])) if scorer is None else scorer.ranked(scorer.scores(row["x"]))
         first = int(np.flatnonzero(row["y"][order])[0]) + 1
         hits.append(first <= 5)
         rr.append(1 / first)
-    return {"hit@5": float(np.mean(hits)), "mrr": float(np.mean(rr)), "questions": len(rows)}
+    return {"hit@5": round(float(np.mean(hits)), 4), "mrr": round(float(np.mean(rr)), 4), "questions": len(rows)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dry-run", action="store_true", help="fit and report only")
     parser.add_argument("--contexts", type=int, default=CONTEXTS_PER_DOCUMENT, help="contexts per pseudo-document")
+    parser.add_argument("--kind", choices=["trees", "linear"], default=KIND, help="the model: LambdaMART or linear")
+    parser.add_argument("--trees", type=int, default=TREES, help="LambdaMART: trees")
+    parser.add_argument("--leaves", type=int, default=LEAVES, help="LambdaMART: leaves per tree")
+    parser.add_argument("--drop", default="", help="comma-separated features the model may not use (held at 0)")
     parser.add_argument("--reuse", action="store_true",
-                        help="reuse the features of the last run (bench/results/cache/tatqa/<contexts>/rows.pkl)")
+                        help="reuse the heads of the last run (bench/results/cache/tatqa/<contexts>/heads.pkl)")
     parser.add_argument("--out", type=Path, default=ROOT / "mcp_server" / "retrieval" / "ranker.json")
     args = parser.parse_args()
     started = time.perf_counter()
@@ -170,19 +230,26 @@ def main() -> None:
     def log(message: str) -> None:
         print(f"[{time.perf_counter() - started:6.1f}s] {message}", file=sys.stderr, flush=True)
 
-    from mcp_server.retrieval.learned import FEATURES
+    from mcp_server.retrieval.learned import FEATURES, features
 
     folder = corpus()
     contexts = [c for name in FILES for c in json.loads((folder / name).read_text(encoding="utf-8"))]
     work = ROOT / "bench" / "results" / "cache" / "tatqa" / str(args.contexts)
-    saved = work / "rows.pkl"
+    saved = work / "heads.pkl"
     if args.reuse and saved.exists():
-        rows = pickle.loads(saved.read_bytes())
+        rows = pickle.loads(saved.read_bytes())  # noqa: S301 - our own cache
     else:
         rows = build(contexts, work, log, args.contexts)
         saved.write_bytes(pickle.dumps(rows))
+    dropped = [FEATURES.index(name) for name in args.drop.split(",") if name]
+    for row in rows:
+        row["x"] = features(row["signals"])
+        row["x"][:, dropped] = 0.0
     log(f"{len(rows)} questions; relevant candidates per head: mean {np.mean([r['y'].sum() for r in rows]):.2f}, "
         f"first relevant at fused place 1 for {np.mean([bool(r['y'][0]) for r in rows]):.3f}")
+    def fit(chosen: list[dict[str, Any]]) -> dict[str, Any]:
+        return fit_trees(chosen, args.trees, args.leaves) if args.kind == "trees" else fit_linear(chosen)
+
     documents = sorted({r["doc"] for r in rows})
     cut = documents[int(len(documents) * (1 - HELD_OUT_SHARE))]
     train, held = [r for r in rows if r["doc"] < cut], [r for r in rows if r["doc"] >= cut]
@@ -190,18 +257,22 @@ def main() -> None:
     log(f"held out (documents {cut}+): {json.dumps(held_out)}")
     model = fit(rows)
     log(f"on all: fusion {evaluate(rows, None)}, learned (fitted on them) {evaluate(rows, model)}")
-    for name, weight in sorted(zip(FEATURES, model["weights"], strict=True), key=lambda item: -abs(item[1])):
-        log(f"  {name:16s} {weight:+.3f}")
+    if args.kind == "linear":
+        for name, weight in sorted(zip(FEATURES, model["weights"], strict=True), key=lambda item: -abs(item[1])):
+            log(f"  {name:16s} {weight:+.3f}")
     body = {
-        "model_id": "tatqa-linear-v1", "features": list(FEATURES), "head": HEAD,
+        "model_id": f"tatqa-{args.kind}-v2", "features": list(FEATURES), "head": HEAD, "with_fusion": WITH_FUSION,
         "mean": [round(float(v), 6) for v in model["mean"]], "scale": [round(float(v), 6) for v in model["scale"]],
         "weights": [round(float(v), 6) for v in model["weights"]],
+        "trees": model.get("trees"),
         "trained_on": {"data": "TAT-QA train/tatqa (dev + test gold), MIT", "questions": len(rows),
-                       "contexts_per_document": args.contexts, "held_out": held_out},
+                       "contexts_per_document": args.contexts, "kind": args.kind, "held_out": held_out,
+                       "unused": [FEATURES[i] for i in dropped],
+                       **({"trees": args.trees, "leaves": args.leaves} if args.kind == "trees" else {})},
     }
     if not args.dry_run:
-        args.out.write_text(json.dumps(body, indent=1) + "\n", encoding="utf-8")
-        log(f"wrote {args.out.relative_to(ROOT)}")
+        args.out.write_text(json.dumps(body, separators=(",", ":")) + "\n", encoding="utf-8")
+        log(f"wrote {args.out}")
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ from mcp_server.encoders.embedders import Embedder, ProgressFn
 from mcp_server.encoders.rerankers import Reranker
 from mcp_server.retrieval.bm25 import ChunkBM25
 from mcp_server.retrieval.focus import FOCUS_CANDIDATES, SENTENCES_PER_CANDIDATE, UnitTerms, keep_units
-from mcp_server.retrieval.learned import CandidateSignals, LearnedRanker, digit_share, idf
+from mcp_server.retrieval.learned import CandidateSignals, LearnedRanker, digit_share, idf, number_signals
 from mcp_server.retrieval.naming import Identity, file_name_words
 from mcp_server.retrieval.neighbours import expand_hits
 from mcp_server.retrieval.ranking import (
@@ -331,6 +331,7 @@ def signals(index: DocumentIndex, query: str, head: Sequence[_Candidate]) -> Can
     pos = np.array([c.pos for c in head], dtype=np.int64)
     presence, df = index.lexical.presence(query, pos.tolist(), index.identity)
     chunks = index.chunks
+    numbers, query_numbers = number_signals(query, [chunks[p].text for p in pos])
     return CandidateSignals(
         fused=np.array([c.rrf * RRF_K for c in head]), bm25=np.array([c.bm25 or 0.0 for c in head]),
         dense=np.array([-1.0 if c.dense is None else c.dense for c in head]),
@@ -338,5 +339,5 @@ def signals(index: DocumentIndex, query: str, head: Sequence[_Candidate]) -> Can
         table=np.array([chunks[p].content_type == "table" for p in pos], dtype=np.bool_),
         chars=np.array([len(chunks[p].text) for p in pos], dtype=np.float64),
         digits=np.array([digit_share(chunks[p].text) for p in pos]), position=pos / max(len(chunks), 1),
-        numeric_query=any(ch.isdigit() for ch in query),
+        numeric_query=any(ch.isdigit() for ch in query), numbers=numbers, query_numbers=query_numbers,
     )

@@ -11,7 +11,7 @@ import pytest
 from mcp_server.encoders import FakeEmbedder
 from mcp_server.retrieval import DocumentIndex
 from mcp_server.retrieval.index import fused_head, signals
-from mcp_server.retrieval.learned import FEATURES, MODEL_PATH, LearnedRanker, bundled
+from mcp_server.retrieval.learned import FEATURES, MODEL_PATH, LearnedRanker, Trees, bundled, number_signals
 from tests.retrieval._chunks import make_chunks
 
 TEXTS = [
@@ -42,6 +42,38 @@ def test_the_bundled_model_loads_with_the_features_this_code_computes() -> None:
     assert len(model.weights) == len(model.mean) == len(model.scale) == len(FEATURES)
     assert np.all(model.scale > 0)
     assert body["trained_on"]["data"].startswith("TAT-QA")
+    if model.trees is not None:  # every split reads one of the features, every tree ends in leaves
+        inner = model.trees.feature >= 0
+        assert model.trees.feature[inner].max() < len(FEATURES)
+        assert (~inner).sum() >= 2 * len(model.trees.roots)
+    assert MODEL_PATH.stat().st_size < 1_000_000
+
+
+def test_a_model_of_trees_sums_the_leaf_each_candidate_reaches() -> None:
+    table, numbers = FEATURES.index("table"), FEATURES.index("query_numbers")
+    trees = Trees.from_dict({
+        # tree 1: table <= 0.5 ? -1 : +1;  tree 2: query_numbers <= 0.5 ? 0 : +0.5
+        "feature": [table, -1, -1, numbers, -1, -1], "threshold": [0.5, 0, 0, 0.5, 0, 0],
+        "left": [1, -1, -1, 4, -1, -1], "right": [2, -1, -1, 5, -1, -1],
+        "value": [0, -1.0, 1.0, 0, 0.0, 0.5], "roots": [0, 3],
+    })
+    x = np.zeros((3, len(FEATURES)))
+    x[1, table] = 1.0
+    x[2, [table, numbers]] = 1.0
+    assert trees.scores(x).tolist() == [-1.0, 1.0, 1.5]
+    zero = np.zeros(len(FEATURES))
+    model = LearnedRanker(model_id="t", names=FEATURES, mean=zero, scale=zero + 1, weights=zero, head=20, trees=trees)
+    index, embedder = build(TEXTS, table=2)
+    query = "What was revenue in 2023?"
+    assert ranked(index, embedder, query, None)[0] != TEXTS[2]
+    assert ranked(index, embedder, query, model)[0] == TEXTS[2]
+
+
+def test_the_number_signals_count_the_candidates_numbers_and_the_querys_among_them() -> None:
+    counts, shares = number_signals("Revenue in 2023 and 2022?", [TEXTS[2], TEXTS[0], "In 2023 we grew."])
+    assert counts.tolist() == [6.0, 0.0, 1.0]  # 2023, 2022, 4210, 3950, 2100, 2020
+    assert shares.tolist() == [1.0, 0.0, 0.5]
+    assert number_signals("What is revenue?", [TEXTS[2]])[1].tolist() == [0.0]
 
 
 def test_a_model_for_other_features_is_refused() -> None:
@@ -112,6 +144,7 @@ def test_the_signals_describe_the_candidates() -> None:
     assert found.presence.shape == (2, len(head))  # "revenue" and "2023"
     assert found.presence[:, at].all()
     assert found.numeric_query
+    assert found.query_numbers[at] == 1.0 and found.numbers[at] == 6
 
 
 def _training_script():  # type: ignore[no-untyped-def]
@@ -157,6 +190,40 @@ def test_the_pairwise_fit_puts_what_is_relevant_first() -> None:
         y[rng.integers(10)] = True
         x[y, FEATURES.index("table")] += 3.0  # the relevant candidate is told by one feature
         rows.append({"doc": 0, "x": x, "y": y})
-    model = script.fit(rows)
-    assert script.evaluate(rows, model)["mrr"] > 0.9 > script.evaluate(rows, None)["mrr"]
+    model = script.fit_linear(rows)
+    assert script.evaluate(rows, model, with_fusion=False)["mrr"] > 0.9 > script.evaluate(rows, None)["mrr"]
     assert int(np.argmax(np.abs(model["weights"]))) == FEATURES.index("table")
+
+
+def test_lambdamart_puts_what_is_relevant_first_and_loads_as_the_server_reads_it() -> None:
+    script = _training_script()
+    rng = np.random.default_rng(0)
+    rows = []
+    for _ in range(200):
+        x = rng.normal(size=(10, len(FEATURES)))
+        y = np.zeros(10, dtype=bool)
+        y[rng.integers(10)] = True
+        x[:, FEATURES.index("table")] = y & (x[:, 0] > -5)  # the relevant candidate is the table
+        rows.append({"doc": 0, "x": x, "y": y})
+    model = script.fit_trees(rows)
+    assert script.evaluate(rows, model, with_fusion=False)["mrr"] > 0.9 > script.evaluate(rows, None)["mrr"]
+    assert script.evaluate(rows, model)["mrr"] > script.evaluate(rows, None)["mrr"]  # with the fusion too
+    used = script.ranker(model).trees.feature
+    assert set(used[used >= 0].tolist()) == {FEATURES.index("table")}
+
+
+def test_ordered_with_the_fusion_a_candidate_moves_only_as_far_as_both_places_agree() -> None:
+    alone = LearnedRanker.fake()
+    together = dataclasses.replace(alone, with_fusion=True)
+    scores = np.array([0.5, 0.1, 0.9, 0.0, -1.0])  # the model puts the fusion's third first
+    assert alone.ranked(scores) == [2, 0, 1, 3, 4]
+    assert together.ranked(scores) == [0, 2, 1, 3, 4]  # 1/61 + 1/62 > 1/63 + 1/61 > 1/62 + 1/63
+    assert together.ranked(np.zeros(5)) == [0, 1, 2, 3, 4]
+
+
+def test_the_bundled_model_orders_a_real_head_and_keeps_its_candidates() -> None:
+    index, embedder = build(TEXTS, table=2)
+    query = "What was revenue in 2023?"
+    fused = ranked(index, embedder, query, None)
+    learned = ranked(index, embedder, query, bundled())
+    assert sorted(learned) == sorted(fused)

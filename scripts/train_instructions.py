@@ -10,6 +10,9 @@ Data (docs/architecture.md, "Models"):
   contexts.
 * Sentences written for this project (scripts/_instruction_texts.py): instructions to an AI
   (positives) and ordinary orders and questions to a human reader (negatives).
+* Measured, not in the shipped weights: --requests N more sentences to an AI of many kinds
+  (scripts/_assistant_requests.py) and --hard-negatives (software licences' sentences, statements
+  about the same subjects); docs/architecture.md has their figures.
 
 Units are the dense index's (``text/sentences.py``), embedded by the bundled MiniLM as the server
 embeds them. The classifier is a one-hidden-layer network trained with Adam in numpy.
@@ -39,6 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
+from _assistant_requests import assistant_requests, topic_statements  # noqa: E402
 from _instruction_texts import agent_instructions, narrative, ordinary_imperatives  # noqa: E402
 
 from mcp_server.encoders.instructions import WEIGHTS, decided, features  # noqa: E402
@@ -46,6 +50,7 @@ from mcp_server.text.sentences import chunk_units, split_sentences  # noqa: E402
 
 BIPIA = ROOT.parent / "shared" / "corpus" / "train" / "bipia"
 TATQA = BIPIA.parent / "tatqa"
+LICENCES = "/usr/share/common-licenses"
 THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95)
 CONTEXTS_PER_ATTACK = 6  # attacked copies per attack and position
 HIDDEN = 32
@@ -168,6 +173,21 @@ def prose_negatives(tatqa: Path, count: int, seed: int = 9) -> list[str]:
     return random.Random(seed).sample(sorted(sentences), min(count, len(sentences)))
 
 
+def licence_sentences(count: int, seed: int = 19) -> list[str]:
+    """Sentences of software licences: legal text that addresses "you" with "must", "may not" and
+    "shall" and is never addressed to an AI (the Debian licences in /usr/share/common-licenses and the
+    licence files of the packages installed here, dist-info); the hard negatives of a detector of
+    orders to the reader."""
+    texts = [p.read_text(encoding="utf-8", errors="replace") for p in sorted(Path(LICENCES).glob("*"))
+             if p.is_file()]
+    for folder in sorted(Path(sysconfig.get_paths()["purelib"]).glob("*.dist-info")):
+        texts += [p.read_text(encoding="utf-8", errors="replace") for p in sorted(folder.rglob("LICEN[CS]E*"))
+                  if p.is_file()]
+    sentences = {s for text in texts for block in text.split("\n\n") for s in split_sentences(" ".join(block.split()))
+                 if 30 <= len(s) <= 400 and sum(c.isalpha() for c in s) > 0.6 * len(s)}
+    return random.Random(seed).sample(sorted(sentences), min(count, len(sentences)))
+
+
 def wrapped(sentences: Sequence[str], count: int, seed: int = 13) -> list[str]:
     """Pieces of ``sentences`` cut as hard-wrapped text and PDF lines reach the index (a newline ends
     a unit): 25 to 75 characters from any word on."""
@@ -269,6 +289,12 @@ def main() -> None:
     parser.add_argument("--tatqa", type=Path, default=TATQA)
     parser.add_argument("--out", type=Path, default=WEIGHTS)
     parser.add_argument("--no-save", action="store_true")
+    # measured, not shipped (docs/architecture.md, "The instruction detector"): neither raised the recall
+    # at the threshold that keeps the real corpora's false flags at 1 %
+    parser.add_argument("--requests", type=int, default=0,
+                        help="add this many sentences to an AI of scripts/_assistant_requests.py (positives)")
+    parser.add_argument("--hard-negatives", action="store_true",
+                        help="add licence sentences and statements about the requests' subjects (negatives)")
     parser.add_argument("--cache", type=Path, default=None, help="keep the unit vectors in this .npz between runs")
     args = parser.parse_args()
     text_attacks, code_attacks, contexts = load_bipia(args.bipia)
@@ -278,7 +304,10 @@ def main() -> None:
     clean_train = [u for name in sorted(train_ctx) for u in chunk_units(_context(contexts, name))]
     clean_val = {name: chunk_units(_context(contexts, name)) for name in sorted(val_ctx)}
     prose = prose_negatives(args.tatqa, 4000) + narrative(1500)
-    made_pos, made_neg = agent_instructions(600), ordinary_imperatives(1500) + prose + wrapped(prose, 2000)
+    made_pos = agent_instructions(600) + assistant_requests(args.requests)
+    made_neg = ordinary_imperatives(1500) + prose + wrapped(prose, 2000)
+    if args.hard_negatives:
+        made_neg += licence_sentences(3000) + topic_statements(1500)
     everything = [u for s in train_samples + val_samples for u in s.units] + clean_train + made_pos + made_neg
     everything += [u for units in clean_val.values() for u in units]
     vec = embed_all(everything, args.cache)

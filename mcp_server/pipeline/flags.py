@@ -5,11 +5,14 @@ and ride on ``ProcessedDocument.flags`` and ``Chunk.flags``. Sentences addressed
 are scored where a text is returned (process_document, chunk_document, retrieve_chunks,
 search_documents, get_passage, read_document), by an optional ``InstructionScorer``: only the
 texts an answer holds are scored, and each sentence once (``SCORED_ENTRIES``), so a server
-without a scorer pays nothing and one with a scorer pays for what it returns.
+without a scorer pays nothing and one with a scorer pays for what it returns. A text returned
+before is answered from what was found in it (``FOUND_ENTRIES``), on the event loop: a warm answer
+splits no sentence, looks up no score and takes no model slot or thread hop.
 """
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -26,6 +29,9 @@ __all__ = ["Flagger", "InstructionScorer", "Piece", "Scorer", "chunk_piece", "do
 
 INSTRUCTIONS = "instructions_to_agent"
 SCORED_ENTRIES = 20_000  # sentences whose score is remembered (a warm answer scores nothing again)
+FOUND_ENTRIES = 4_096  # returned texts whose flagged sentences are remembered (a warm answer splits nothing)
+
+Found = tuple[tuple[int, int, float], ...]  # (start, end, score) in a text of its sentences at the threshold
 
 
 @runtime_checkable
@@ -68,9 +74,10 @@ class Flagger:
     def __init__(self, scorer: Scorer | None = None, *, threshold: float = 0.5,
                  runner: ModelRunner | None = None) -> None:
         self._scores: LRUCache[str, float] = LRUCache(maxsize=SCORED_ENTRIES)
-        self._lock = threading.Lock()  # the cache is shared by the worker threads that score
+        self._found: LRUCache[bytes, Found] = LRUCache(maxsize=FOUND_ENTRIES)  # by _key(text)
+        self._lock = threading.Lock()  # the caches are shared by the worker threads that score
+        self._threshold = threshold
         self.scorer = scorer  # plugged in by the lifespan (DocumentService(scorer=...)), or set by a test
-        self.threshold = threshold
         self.runner = runner
 
     @property
@@ -83,6 +90,18 @@ class Flagger:
         with self._lock:
             self._scorer = scorer
             self._scores.clear()
+            self._found.clear()
+
+    @property
+    def threshold(self) -> float:
+        return self._threshold
+
+    @threshold.setter
+    def threshold(self, threshold: float) -> None:
+        """Another threshold finds anew: the texts' remembered findings were at the previous one."""
+        with self._lock:
+            self._threshold = threshold
+            self._found.clear()
 
     @property
     def active(self) -> bool:
@@ -93,6 +112,9 @@ class Flagger:
         plugged in (scored in a worker thread, holding a model slot); no thread hop without one."""
         if self.scorer is None or not pieces:
             return [piece.flags for piece in pieces]
+        known = self._known(pieces)
+        if known is not None:  # every text returned before: no model, no thread
+            return [_with(piece, found) for piece, found in zip(pieces, known, strict=True)]
         if self.runner is None:
             return self.flags_now(pieces)
         return await self.runner.run(self.flags_now, pieces)  # a model call: it holds a model slot
@@ -108,14 +130,20 @@ class Flagger:
         out: list[tuple[TextFlag, ...]] = []
         at = 0
         for piece, found in zip(pieces, spans, strict=True):
-            added = [
-                TextFlag(kind=INSTRUCTIONS, reason="a sentence addressed to the AI agent",
-                         start=piece.start + a, end=piece.start + b, score=score)
-                for (a, b), score in zip(found, scores[at:at + len(found)], strict=True) if score >= self.threshold
-            ]
+            kept = tuple((a, b, score) for (a, b), score in zip(found, scores[at:at + len(found)], strict=True)
+                         if score >= self.threshold)
             at += len(found)
-            out.append(tuple(sorted((*piece.flags, *added), key=lambda f: (f.start, f.end))) if added else piece.flags)
+            with self._lock:
+                self._found[_key(piece.text)] = kept
+            out.append(_with(piece, kept))
         return out
+
+    def _known(self, pieces: Sequence[Piece]) -> list[Found] | None:
+        """What was found in each piece's text when it was returned before; None if one is new."""
+        keys = [_key(piece.text) for piece in pieces]
+        with self._lock:
+            known = [self._found.get(key) for key in keys]
+        return None if any(found is None for found in known) else [found for found in known if found is not None]
 
     def _score(self, sentences: list[str]) -> list[float]:
         with self._lock:
@@ -133,3 +161,17 @@ class Flagger:
             metrics.flags_found(INSTRUCTIONS, sum(value >= self.threshold for value in values))
             known.update(zip(new, values, strict=True))
         return [known[s] for s in sentences]
+
+
+def _with(piece: Piece, found: Found) -> tuple[TextFlag, ...]:
+    """The piece's own flags and one ``instructions_to_agent`` flag per sentence found, in order."""
+    if not found:
+        return piece.flags
+    added = [TextFlag(kind=INSTRUCTIONS, reason="a sentence addressed to the AI agent",
+                      start=piece.start + a, end=piece.start + b, score=score) for a, b, score in found]
+    return tuple(sorted((*piece.flags, *added), key=lambda f: (f.start, f.end)))
+
+
+def _key(text: str) -> bytes:
+    """A returned text's key: a digest, not the text (a whole document's content is returned too)."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()

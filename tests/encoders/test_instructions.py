@@ -99,6 +99,18 @@ def test_sentences_the_index_already_embedded_cost_no_model_call(minilm_registry
     assert minilm_registry.fast.texts_embedded == before
 
 
+def test_a_sentence_after_a_page_marker_is_scored_from_the_vector_the_index_embedded(
+    minilm_registry: ModelRegistry,
+) -> None:
+    detector = minilm_registry.instructions
+    assert detector is not None
+    unit = "The harbour master counted the boats that came in before the storm broke."
+    minilm_registry.fast.embed([unit])  # the index's unit: page marker lines are left out
+    before = minilm_registry.fast.texts_embedded
+    assert detector.score([f"--- Page 7 ---\n{unit}"]) == detector.score([unit])
+    assert minilm_registry.fast.texts_embedded == before
+
+
 def test_an_exact_rule_scores_one_whatever_the_model_says() -> None:
     embedder = FakeEmbedder(model_id=MINILM_ID, dimension=384)
     zero = [(np.zeros((385, 4), np.float32), np.zeros(4, np.float32)),

@@ -5,15 +5,18 @@ flagged; with ``instruction_detection`` off nothing is scored."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 import pytest
 
+from mcp_server.embedding.runner import ModelRunner
+from mcp_server.server.build import RagMCP, create_server
 from tests.conftest import FileServer
 from tests.mcp_harness import ThreadedServer, call, make_settings
 
 pytestmark = pytest.mark.anyio
+T = TypeVar("T")
 
 ORDINARY = [
     "The warehouse in Leeds received forty pallets of ceramic tiles during the second week of March.",
@@ -40,8 +43,14 @@ def _server(tmp_path_factory: pytest.TempPathFactory, **settings: Any) -> Iterat
 
 
 @pytest.fixture(scope="module")
-def detecting(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThreadedServer]:
-    yield from _server(tmp_path_factory)
+def rag_detecting(tmp_path_factory: pytest.TempPathFactory) -> RagMCP:
+    return create_server(make_settings(index_dir=tmp_path_factory.mktemp("indexes")))
+
+
+@pytest.fixture(scope="module")
+def detecting(rag_detecting: RagMCP) -> Iterator[ThreadedServer]:
+    with ThreadedServer(rag_detecting.rag_settings, rag_detecting) as server:
+        yield server
 
 
 @pytest.fixture(scope="module")
@@ -83,3 +92,37 @@ async def test_ordinary_sentences_are_not_flagged_and_detection_can_be_turned_of
     assert _instructions(clean["flags"]) == []
     off = await _ok(not_detecting, "process_document", document_url=files.url("report.txt"))
     assert ATTACK in off["content"] and _instructions(off["flags"]) == []
+
+
+class _Counting(ModelRunner):
+    """A model runner that counts the calls it runs (each a model slot and a thread hop)."""
+
+    def __init__(self, slots: int) -> None:
+        super().__init__(slots)
+        self.runs = 0
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        self.runs += 1
+        return await super().run(fn, *args)
+
+
+async def test_passages_returned_again_carry_the_same_flags_without_a_model_slot_or_a_scoring(
+    rag_detecting: RagMCP, detecting: ThreadedServer, files: FileServer,
+) -> None:
+    assert rag_detecting.shared_context is not None
+    flagger = rag_detecting.shared_context.service.flagger
+    runner, counting = flagger.runner, _Counting(slots=1)
+    flagger.runner = counting
+    try:
+        url = files.url("report.txt")
+        first = await _ok(detecting, "retrieve_chunks", document_url=url, query=QUERY, top_k=5)
+        assert any(_instructions(r["flags"]) for r in first["results"])
+        runs = counting.runs
+        again = await _ok(detecting, "retrieve_chunks", document_url=url, query=QUERY, top_k=5)
+        assert counting.runs == runs, "the passages were returned before: found again without a model slot"
+        assert [r["flags"] for r in again["results"]] == [r["flags"] for r in first["results"]]
+        flagger.threshold = 1.01  # another threshold: what was found is looked at anew
+        higher = await _ok(detecting, "retrieve_chunks", document_url=url, query=QUERY, top_k=5)
+        assert counting.runs == runs + 1 and all(not _instructions(r["flags"]) for r in higher["results"])
+    finally:
+        flagger.runner, flagger.threshold = runner, rag_detecting.rag_settings.instruction_threshold

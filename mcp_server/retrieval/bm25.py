@@ -8,13 +8,13 @@ where the filing writes "cash flows", "Umsatzwachstum" where a text writes "Umsa
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Container, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from mcp_server.core.models import Chunk
+from mcp_server.retrieval.analysed import AnalysedCorpus
 from mcp_server.retrieval.naming import Identity, identity_of, naming_factors
 from mcp_server.retrieval.ranking import known_share
 from mcp_server.text.analysis import analyzer_for, base_language, query_tokens
@@ -37,36 +37,28 @@ class ChunkBM25:
     """BM25 over every chunk of a document (rebuilt from the texts, never stored), the
     document's ``languages`` (the one with the most text first) and its ``identity``."""
 
-    def __init__(self, chunks: Sequence[Chunk]) -> None:
+    def __init__(self, chunks: Sequence[Chunk], analysed: AnalysedCorpus | None = None) -> None:
+        """``analysed``: the chunks' tokens as stored with the index (else they are analysed here)."""
         self.size = len(chunks)
         # each chunk is read by its own language's analyzer; a query by each language present
         self.languages = _languages(chunks)
-        corpus = analyse_chunks(chunks)
-        self._df: dict[str, int] = {}
-        for tokens in corpus:
-            for token in set(tokens):
-                self._df[token] = self._df.get(token, 0) + 1
-        self.identity = _identity(chunks, corpus, self.languages[0])
-        # the tokens of the chunks a search across documents pooled (``tokens_of``): ~2 KB a chunk
-        self._tokens: dict[int, list[str]] = {}
-        self._lock = threading.Lock()
+        if analysed is None or len(analysed) != self.size:
+            analysed = AnalysedCorpus.of(analyse_chunks(chunks))
+        self.analysed = analysed  # ~4 bytes a token: what the index stores, and what the pool reads
+        self._df = analysed.document_frequencies()
+        self.identity = _identity(chunks, analysed, self.languages[0])
         self._bm25: bm25s.BM25 | None = None
-        if any(corpus):  # bm25s cannot index a corpus without a single token
+        if len(analysed.ids):  # bm25s cannot index a corpus without a single token
             import bm25s  # at the first index, not at start: bm25s brings SciPy (~10 MB of a worker)
 
             self._bm25 = bm25s.BM25()
-            self._bm25.index(corpus, show_progress=False)
+            vocabulary = {token: i for i, token in enumerate(analysed.vocabulary)}
+            self._bm25.index((analysed.id_lists(), vocabulary), show_progress=False)
 
     def tokens_of(self, chunks: Sequence[Chunk], positions: Sequence[int]) -> list[list[str]]:
-        """The BM25 tokens of the ``chunks`` (this index's) at ``positions``, each analysed once: a
-        search across documents pools some chunks of each, and the next question pools many again."""
-        with self._lock:
-            missing = [p for p in dict.fromkeys(positions) if p not in self._tokens]
-        if missing:
-            analysed = analyse_chunks([chunks[p] for p in missing])
-            with self._lock:
-                self._tokens.update(zip(missing, analysed, strict=True))
-        return [self._tokens[p] for p in positions]
+        """The BM25 tokens of the ``chunks`` (this index's) at ``positions``, as analysed once: a
+        search across documents pools some chunks of each."""
+        return [self.analysed[p] for p in positions]
 
     def query_tokens(self, query: str) -> list[str]:
         """The query's BM25 tokens as this document's analyzers read them (known or not); an
@@ -126,7 +118,7 @@ class ChunkBM25:
         return [int(pos) for pos in order if scores[pos] > 0]
 
 
-def _identity(chunks: Sequence[Chunk], corpus: list[list[str]], language: str) -> Identity | None:
+def _identity(chunks: Sequence[Chunk], corpus: Sequence[list[str]], language: str) -> Identity | None:
     """The document's identity (``naming.py``) when it has a first page to read it from: a paged
     document of MIN_IDENTITY_PAGES or more (a shorter one's first page is its content)."""
     pages = {p for c in chunks for p in c.location.pages}

@@ -26,7 +26,14 @@ import regex
 
 from mcp_server.text.lexical import bm25_tokens, lexical_text
 
-__all__ = ["Analyzer", "ThaiDictionary", "analyzer_for", "base_language", "query_tokens", "warm_analyzers"]
+__all__ = [
+    "ANALYSIS_VERSION", "Analyzer", "ThaiDictionary", "analyzer_for", "base_language", "query_tokens",
+    "warm_analyzers",
+]
+
+# Bump when any analyzer reads the same text into other tokens: tokens stored with an index
+# (indexes/lexical.py) under another version are analysed again.
+ANALYSIS_VERSION = 1
 
 # Snowball stemmers by ISO 639-1 code (PyStemmer's algorithm names).
 _SNOWBALL = {

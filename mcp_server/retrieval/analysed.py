@@ -65,6 +65,21 @@ class AnalysedCorpus(Sequence[list[str]]):
         bounds = self.offsets.tolist()
         return [flat[start:end] for start, end in zip(bounds, bounds[1:], strict=False)]
 
+    def counts(self, positions: Sequence[int], terms: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        """(the token count of each chunk at ``positions``; per term id of ``terms``, how often each
+        holds it: terms x positions). An id outside the vocabulary (-1) counts nothing."""
+        at = np.asarray(positions, dtype=np.int64)
+        starts, lengths = self.offsets[at], self.offsets[at + 1] - self.offsets[at]
+        tf = np.zeros((len(terms), len(at)), dtype=np.float64)
+        wanted = [(row, term) for row, term in enumerate(terms) if term >= 0]
+        if wanted and lengths.sum():
+            owners = np.repeat(np.arange(len(at)), lengths)
+            # every chunk's slice of ids, end to end: its start plus the place within it
+            flat = self.ids[np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(lengths.sum())]
+            for row, term in wanted:
+                tf[row] = np.bincount(owners[flat == term], minlength=len(at))
+        return lengths, tf
+
     def document_frequencies(self) -> dict[str, int]:
         """Per token, the number of chunks holding it."""
         size = len(self.vocabulary)

@@ -9,6 +9,7 @@ where the filing writes "cash flows", "Umsatzwachstum" where a text writes "Umsa
 from __future__ import annotations
 
 from collections.abc import Container, Sequence
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -55,10 +56,12 @@ class ChunkBM25:
             vocabulary = {token: i for i, token in enumerate(analysed.vocabulary)}
             self._bm25.index((analysed.id_lists(), vocabulary), show_progress=False)
 
-    def tokens_of(self, chunks: Sequence[Chunk], positions: Sequence[int]) -> list[list[str]]:
-        """The BM25 tokens of the ``chunks`` (this index's) at ``positions``, as analysed once: a
-        search across documents pools some chunks of each."""
-        return [self.analysed[p] for p in positions]
+    def term_counts(self, positions: Sequence[int], terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(the token count of the chunks at ``positions``; how often each holds each of ``terms``:
+        terms x positions), counted on the stored token ids: a search across documents pools some
+        chunks of each, and scores them with one BM25 (``pool.py``)."""
+        vocabulary = self._bm25.vocab_dict if self._bm25 is not None else {}
+        return self.analysed.counts(positions, [vocabulary.get(term, -1) if term else -1 for term in terms])
 
     def query_tokens(self, query: str) -> list[str]:
         """The query's BM25 tokens as this document's analyzers read them (known or not); an
@@ -152,17 +155,33 @@ def compound_parts(tokens: Sequence[str], vocab: Container[str], language: str) 
     does know written together, each with the two: cut into parts of at least MIN_COMPOUND_PART
     letters, the most even cut first, each part read by the analyzer as one known token of at least
     as many. Letters only: "q22023" or "10-k" are codes, not compounds."""
-    cuts = {t: sorted(range(MIN_COMPOUND_PART, len(t) - MIN_COMPOUND_PART + 1), key=lambda i: (abs(2 * i - len(t)), i))
-            for t in tokens if t.isalpha() and 2 * MIN_COMPOUND_PART <= len(t) <= MAX_COMPOUND_CHARS}
-    halves = [half for t, at in cuts.items() for i in at for half in (t[:i], t[i:])]
-    if not halves:
-        return {}
-    read = iter(analyzer_for(language).tokens(halves))
     found: dict[str, tuple[str, str]] = {}
-    for token, at in cuts.items():
-        for _ in at:
-            left, right = next(read), next(read)
-            if token not in found and len(left) == 1 and len(right) == 1 and \
-                    min(len(left[0]), len(right[0])) >= MIN_COMPOUND_PART and left[0] in vocab and right[0] in vocab:
-                found[token] = (left[0], right[0])
+    for token in tokens:
+        for left, right in _halves(token, language):
+            if left in vocab and right in vocab:
+                found[token] = (left, right)
+                break
     return found
+
+
+def _halves(token: str, language: str) -> tuple[tuple[str, str], ...]:
+    """The cuts of ``token`` whose two parts each read as one token of at least MIN_COMPOUND_PART
+    letters, as read, the most even cut first; remembered (a search over a shelf asks every document
+    about the same unknown words), except in Thai, whose reading depends on whether its dictionary has loaded."""
+    read = _read_halves if base_language(language) != "th" else _read_halves.__wrapped__
+    return read(token, language)
+
+
+@lru_cache(maxsize=4096)
+def _read_halves(token: str, language: str) -> tuple[tuple[str, str], ...]:
+    if not (token.isalpha() and 2 * MIN_COMPOUND_PART <= len(token) <= MAX_COMPOUND_CHARS):
+        return ()
+    at = sorted(range(MIN_COMPOUND_PART, len(token) - MIN_COMPOUND_PART + 1),
+                key=lambda i: (abs(2 * i - len(token)), i))
+    read = iter(analyzer_for(language).tokens([half for i in at for half in (token[:i], token[i:])]))
+    cuts = []
+    for _ in at:
+        left, right = next(read), next(read)
+        if len(left) == 1 and len(right) == 1 and min(len(left[0]), len(right[0])) >= MIN_COMPOUND_PART:
+            cuts.append((left[0], right[0]))
+    return tuple(cuts)

@@ -117,9 +117,8 @@ def search_pool(
             vectors[model_id, query] = np.asarray(embed(model_id, query), dtype=np.float32).ravel()
         return vectors[model_id, query]
 
-    tokens: dict[tuple[int, int], list[str]] = {}
     rerank_n = candidate_count(top_k, POOL_CANDIDATES_PER_RESULT)
-    ranked = [_rank_one(sources, q, vector, tokens, n_each, reranker, rerank_n, ranker) for q in queries]
+    ranked = [_rank_one(sources, q, vector, n_each, reranker, rerank_n, ranker) for q in queries]
     if len(ranked) == 1:  # the diversity pass walks only as far as the answer reaches
         order = enumerate(_diverse(sources, ranked[0]), start=1)
         chosen = take_per_document(order, top_k, per_doc, lambda ranked_entry: ranked_entry[1].source)
@@ -133,7 +132,7 @@ def search_pool(
 # --- one query ---------------------------------------------------------------------------------
 def _rank_one(
     sources: Sequence[PoolSource], query: str, vector: Callable[[str, str], np.ndarray],
-    tokens: dict[tuple[int, int], list[str]], n_each: int, reranker: Reranker | None, rerank_n: int,
+    n_each: int, reranker: Reranker | None, rerank_n: int,
     ranker: LearnedRanker | None = None,
 ) -> list[_Entry]:
     """The pool's entries for ``query``, best first, before the diversity pass."""
@@ -148,7 +147,7 @@ def _rank_one(
     if not entries:
         return []
     dense = _comparable_dense(sources, entries)
-    bm25, coverage = _pooled_bm25(sources, entries, query, tokens)
+    bm25, coverage = _pooled_bm25(sources, entries, query)
     languages = list(dict.fromkeys(lang for src in sources for lang in src.index.languages))
     bm25_weight = BM25_WEIGHT * lexical_weight(coverage, query, languages)
     # a chunk without any query term is no BM25 candidate
@@ -208,39 +207,37 @@ def _comparable_dense(sources: Sequence[PoolSource], entries: list[_Entry]) -> n
     return dense
 
 
-def _pooled_bm25(
-    sources: Sequence[PoolSource], entries: list[_Entry], query: str, tokens: dict[tuple[int, int], list[str]],
-) -> tuple[np.ndarray, float]:
+def _pooled_bm25(sources: Sequence[PoolSource], entries: list[_Entry], query: str) -> tuple[np.ndarray, float]:
     """BM25 over the pooled candidates (one IDF for all), and the share of the query's words they know."""
-    missing: dict[int, list[int]] = {}
-    for e in entries:
-        if (e.source, e.pos) not in tokens:
-            missing.setdefault(e.source, []).append(e.pos)
-    for source, positions in missing.items():  # each chunk as its own document's BM25 reads it, once
-        index = sources[source].index
-        tokens.update(zip(((source, p) for p in positions), index.lexical.tokens_of(index.chunks, positions),
-                          strict=True))
-    corpus = [tokens[e.source, e.pos] for e in entries]
     languages = [lang for e in entries for lang in sources[e.source].index.languages]
     asked = query_tokens(query, languages)
-    scores, wanted = bm25_scores(corpus, asked)
+    terms = list(dict.fromkeys(asked))
+    lengths = np.zeros(len(entries), dtype=np.int64)
+    tf = np.zeros((len(terms), len(entries)), dtype=np.float64)
+    by_source: dict[int, list[int]] = {}
+    for j, e in enumerate(entries):
+        by_source.setdefault(e.source, []).append(j)
+    for source, rows in by_source.items():  # each chunk's tokens as its own document's BM25 read them
+        positions = [entries[j].pos for j in rows]
+        lengths[rows], tf[:, rows] = sources[source].index.lexical.term_counts(positions, terms)
+    scores, wanted = bm25_scores(lengths, tf, terms, asked)
     return scores.astype(np.float64), known_share(asked, wanted)
 
 
-def bm25_scores(corpus: Sequence[list[str]], asked: Sequence[str]) -> tuple[np.ndarray, list[str]]:
-    """(Okapi BM25 of each token list in ``corpus`` for the ``asked`` tokens, the asked tokens the
-    corpus holds), bm25s' scores to the bit (its "lucene" method, k1 1.5, b 0.75, float32): only
-    the query's terms are counted, where indexing the whole pool in bm25s first cost ~0.1 ms a chunk
-    and the pool holds ~50 chunks of every document."""
-    scores = np.zeros(len(corpus), dtype=np.float32)
-    terms = list(dict.fromkeys(asked))
-    if not terms or not any(corpus):
+def bm25_scores(
+    lengths: np.ndarray, tf: np.ndarray, terms: Sequence[str], asked: Sequence[str],
+) -> tuple[np.ndarray, list[str]]:
+    """(Okapi BM25 of each pooled chunk, of token count ``lengths`` and holding each of the distinct
+    ``terms`` of the query so often, ``tf``: terms x chunks, for the ``asked`` tokens; the asked
+    tokens some chunk holds), bm25s' scores to the bit (its "lucene" method, k1 1.5, b 0.75,
+    float32): only the query's terms are counted, where indexing the whole pool in bm25s first cost
+    ~0.1 ms a chunk and the pool holds ~50 chunks of every document."""
+    scores = np.zeros(len(lengths), dtype=np.float32)
+    if not len(terms) or not lengths.sum():
         return scores, []
-    lengths = np.array([len(tokens) for tokens in corpus])
     norm = BM25_K1 * ((1 - BM25_B) + BM25_B * lengths / lengths.mean())
-    tf = np.array([[tokens.count(term) for tokens in corpus] for term in terms], dtype=np.float64)
     df = np.count_nonzero(tf, axis=1)
-    n = len(corpus)
+    n = len(lengths)
     idf = np.array([math.log(1 + (n - d + 0.5) / (d + 0.5)) for d in df], dtype=np.float32)
     per_term = (idf[:, None].astype(np.float64) * (tf / (norm + tf))).astype(np.float32)
     held = {term: row for row, term in enumerate(terms) if df[row]}

@@ -37,7 +37,12 @@ def ranking(index: DocumentIndex) -> list[object]:
     for query in QUERIES:
         scores, share = index.lexical.scores(query)
         out.append((None if scores is None else scores.tolist(), share, index.bm25_top(query, 10)))
-    out.append(index.lexical.tokens_of(index.chunks, [0, 5, 3]))
+    terms, positions = ["princ", "andrew", "natasha", "zeppelin", ""], [0, 5, 3, 40, 41]
+    lengths, tf = index.lexical.term_counts(positions, terms)
+    tokens = [index.lexical.analysed[p] for p in positions]  # the pool counts ids: as counting the tokens
+    assert lengths.tolist() == [len(t) for t in tokens]
+    assert tf.tolist() == [[t.count(term) if term else 0 for t in tokens] for term in terms]
+    out.append((lengths.tolist(), tf.tolist(), tokens))
     return out
 
 

@@ -200,7 +200,9 @@ def test_pooled_bm25_scores_are_bm25s_scores_to_the_bit(corpus_dir: Path) -> Non
     for query in ["Prince Andrew and Natasha at the ball", "war war peace", "Pierre's duel with Dolokhov",
                   "zeppelin carburettor"]:
         asked = Analyzer("en").tokens([query])[0]
-        scores, wanted = bm25_scores(corpus, asked)
+        terms = list(dict.fromkeys(asked))
+        counts = np.array([[tokens.count(term) for tokens in corpus] for term in terms], dtype=np.float64)
+        scores, wanted = bm25_scores(np.array([len(tokens) for tokens in corpus]), counts, terms, asked)
         assert wanted == [t for t in asked if t in reference.vocab_dict]
         expected = reference.get_scores(wanted) if wanted else np.zeros(len(corpus), dtype=np.float32)
         assert np.array_equal(scores, expected)

@@ -9,6 +9,7 @@ pooled BM25 of a search across documents any chunk's tokens without analysing it
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -28,11 +29,15 @@ class AnalysedCorpus(Sequence[list[str]]):
     @classmethod
     def of(cls, corpus: Sequence[Sequence[str]]) -> AnalysedCorpus:
         """From token lists (the vocabulary in order of first use)."""
-        vocabulary: dict[str, int] = {}
-        flat = [vocabulary.setdefault(token, len(vocabulary)) for tokens in corpus for token in tokens]
+        # each token's id is first the place it first occurs at (one C-level pass), then its rank among those
+        first: dict[str, int] = {}
+        places = np.fromiter(map(first.setdefault, itertools.chain.from_iterable(corpus), itertools.count()),
+                             dtype=np.int64)
+        rank = np.zeros(len(places), dtype=np.int32)
+        rank[np.fromiter(first.values(), dtype=np.int64, count=len(first))] = np.arange(len(first), dtype=np.int32)
         offsets = np.zeros(len(corpus) + 1, dtype=np.int64)
         np.cumsum([len(tokens) for tokens in corpus], out=offsets[1:])
-        return cls(tuple(vocabulary), np.asarray(flat, dtype=np.int32), offsets)
+        return cls(tuple(first), rank[places], offsets)
 
     def check(self) -> AnalysedCorpus:
         """Itself, after raising ValueError unless its arrays describe a corpus (stored files are read through it)."""
@@ -86,8 +91,11 @@ class AnalysedCorpus(Sequence[list[str]]):
         if not size or not len(self.ids):
             return {}
         owners = np.repeat(np.arange(len(self), dtype=np.int64), np.diff(self.offsets))
-        pairs = np.unique(owners * size + self.ids)  # each (chunk, token) once
-        counts = np.bincount(pairs % size, minlength=size)
+        # each (chunk, token) once: sorted, as np.unique's hash took ~15x longer (NumPy 2.4)
+        pairs = np.sort(owners * size + self.ids)
+        first = np.ones(len(pairs), dtype=np.bool_)
+        first[1:] = pairs[1:] != pairs[:-1]
+        counts = np.bincount(pairs[first] % size, minlength=size)
         return {token: int(n) for token, n in zip(self.vocabulary, counts.tolist(), strict=True) if n}
 
 

@@ -12,9 +12,8 @@ agree.
 
 from __future__ import annotations
 
-import functools
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from mcp_server.core.markup import MARKER_LINE
 
@@ -45,27 +44,11 @@ def lexical_text(text: str) -> str:
 
 
 def bm25_tokens(texts: Sequence[str]) -> list[list[str]]:
-    """Stemmed BM25 tokens of each text (chunks and queries alike): bm25s' tokenizer's tokens to the
-    letter (its word pattern on the lower-cased text, its English stopwords, each distinct word stemmed
-    once), without its per-text stopword set and its vocabulary of ids, which took half of a novel's
-    analysis."""
-    stop, stem = _english()
-    read = [[w for w in _BM25_WORD(lexical_text(text).lower()) if w not in stop] for text in texts]
-    if stem is None:
-        return read
-    distinct = list(dict.fromkeys(w for words in read for w in words))
-    stemmed = dict(zip(distinct, stem(distinct), strict=True))
-    return [[stemmed[w] for w in words] for words in read]
+    """Stemmed BM25 tokens of each text (chunks and queries alike)."""
+    import bm25s  # at the first index or query, not at start: bm25s brings SciPy (~10 MB of a worker)
 
-
-_BM25_WORD = re.compile(r"(?u)\b\w\w+\b").findall  # bm25s.tokenize's default token_pattern
-
-
-@functools.cache
-def _english() -> tuple[frozenset[str], Callable[[list[str]], list[str]] | None]:
-    """The stopwords STOPWORDS names (bm25s' list) and the English stemmer; at first use, not at
-    start: bm25s brings SciPy (~10 MB of a worker)."""
-    import bm25s.stopwords
-
-    assert STOPWORDS == "en_plus"
-    return frozenset(bm25s.stopwords.STOPWORDS_EN_PLUS), _STEMMER
+    tokens = bm25s.tokenize(
+        [lexical_text(t) for t in texts], stopwords=STOPWORDS, stemmer=_STEMMER, return_ids=False,
+        show_progress=False,
+    )
+    return [list(t) for t in tokens]

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
 from mcp_server.retrieval.index import DocumentIndex
-from mcp_server.text.lexical import STOPWORDS, bm25_tokens, lexical_text
+from mcp_server.text.lexical import bm25_tokens, lexical_text
 from tests.retrieval._chunks import make_chunks
 
 
@@ -33,15 +31,3 @@ def test_a_question_finds_the_chunk_holding_its_number_written_with_separators()
     chunks = make_chunks(["| Total revenue | 30,583 | 23,198 |", "| Total revenue | 583 | 30 |"])
     index = DocumentIndex.build(chunks, np.eye(2, 8, dtype=np.float32), model_id="fake")
     assert index.bm25_top("which line shows 30583?", 2) == [0]
-
-
-def test_bm25_tokens_are_bm25s_tokenizers_tokens_to_the_letter(corpus_dir: Path) -> None:
-    import bm25s
-    import Stemmer
-
-    book = (corpus_dir / "docs" / "txt" / "book-war-and-peace-1225p.txt").read_text(encoding="utf-8")
-    texts = [book[i : i + 1500] for i in range(0, 600_000, 1500)] + [
-        "--- Page 12 ---\nNet cash from operations 30,583 in FY2022; Q22023 revenue", "", "a I", "Ünïcode ÉTÉ naïve"]
-    expected = bm25s.tokenize([lexical_text(t) for t in texts], stopwords=STOPWORDS,
-                              stemmer=Stemmer.Stemmer("english").stemWords, return_ids=False, show_progress=False)
-    assert bm25_tokens(texts) == [list(t) for t in expected]

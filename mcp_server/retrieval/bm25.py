@@ -35,8 +35,9 @@ MAX_COMPOUND_CHARS = 64  # longer query words are not cut (cutting costs the squ
 
 
 class ChunkBM25:
-    """BM25 over every chunk of a document (rebuilt from the texts, never stored), the
-    document's ``languages`` (the one with the most text first) and its ``identity``."""
+    """BM25 over every chunk of a document (from the chunks' tokens: analysed here, or as stored
+    beside the index, ``indexes/lexical.py``), the document's ``languages`` (the one with the most
+    text first) and its ``identity``."""
 
     def __init__(self, chunks: Sequence[Chunk], analysed: AnalysedCorpus | None = None) -> None:
         """``analysed``: the chunks' tokens as stored with the index (else they are analysed here)."""

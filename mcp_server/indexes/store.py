@@ -9,8 +9,9 @@ its files (a truncated copy, bit rot, an edited file) is never loaded: it is mov
 ``<key>.corrupt-<ts>`` and the caller rebuilds; a folder without a manifest holds no committed
 index (a first save was interrupted) and counts as absent. No pickle: FAISS's own serialisation for
 vectors (one per sentence), JSON for chunk metadata and for the sentence -> chunk map; BM25 is
-rebuilt from the texts on load (a few milliseconds, one format less to trust). One writer per key
-across processes: a file lock in ``<index_dir>/.locks/``; readers take no lock.
+built on load from the chunks' tokens stored beside the index (``lexical.py``, outside the manifest).
+One writer per key across processes: a file lock in ``<index_dir>/.locks/``; readers take no lock
+(but write that analysis beside an index that has none).
 
 ``export``/``write`` move an index's files as bytes, for a shared store in front of which this
 folder is the host's cache (``indexes.shared``).
@@ -36,6 +37,7 @@ import numpy as np
 from filelock import FileLock, Timeout
 
 from mcp_server.core.models import Chunk, ChunkLocation, TextFlag
+from mcp_server.indexes.lexical import read_lexical, store_lexical
 from mcp_server.retrieval.index import DocumentIndex
 
 __all__ = ["FILES", "FORMAT_VERSION", "IndexStore", "Manifest", "stored_file", "try_acquire", "verify_files"]
@@ -193,7 +195,7 @@ class IndexStore:
         }
         writers = {INDEX_FILE: lambda tmp: faiss.write_index(index.faiss, tmp), CHUNKS_FILE: _bytes(chunks),
                    SENTENCES_FILE: _bytes(owners)}
-        return self._commit(key, header, writers)
+        return store_lexical(self.path(key), self._commit(key, header, writers), index)
 
     def write(self, key: str, manifest: Manifest, blobs: Mapping[str, bytes]) -> Manifest:
         """Store files exported by another host's ``export`` (checked with ``verify_files`` first)."""
@@ -279,7 +281,7 @@ class IndexStore:
             if current != raw:
                 raise _Switched from None  # a writer replaced the version we were reading, or it went
             raise
-        return _decode(manifest, index, files)
+        return _decode(manifest, index, files, folder)
 
     @staticmethod
     def decode_blobs(manifest: Manifest, blobs: Mapping[str, bytes]) -> DocumentIndex:
@@ -375,7 +377,9 @@ def try_acquire(lock: FileLock) -> bool:
     return True
 
 
-def _decode(manifest: Manifest, index: Any, files: Mapping[str, bytes]) -> DocumentIndex:
+def _decode(manifest: Manifest, index: Any, files: Mapping[str, bytes], folder: Path | None = None) -> DocumentIndex:
+    """The index the files hold; from a folder, with the analysis stored beside it (``lexical.py``),
+    which a folder without one gets now."""
     chunks = [_chunk_from_json(c) for c in json.loads(files[CHUNKS_FILE])]
     owners = json.loads(files[SENTENCES_FILE])
     if not isinstance(owners, list) or not all(type(o) is int for o in owners):
@@ -387,9 +391,13 @@ def _decode(manifest: Manifest, index: Any, files: Mapping[str, bytes]) -> Docum
     if index.d != manifest["dimension"]:
         raise ValueError("dimension mismatch")
     # the constructor rejects a map that runs out of order; only complete indexes are stored
-    loaded = DocumentIndex(chunks, index, model_id=manifest["model_id"], owners=np.asarray(owners, dtype=np.int64))
+    stored = read_lexical(folder, manifest) if folder is not None else None
+    loaded = DocumentIndex(chunks, index, model_id=manifest["model_id"], owners=np.asarray(owners, dtype=np.int64),
+                           stored=stored)
     if loaded.coverage < 1.0:
         raise ValueError("sentence map misses a chunk")
+    if folder is not None and stored is None:
+        store_lexical(folder, manifest, loaded)
     return loaded
 
 

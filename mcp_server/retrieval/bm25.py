@@ -8,13 +8,14 @@ where the filing writes "cash flows", "Umsatzwachstum" where a text writes "Umsa
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Container, Sequence
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from mcp_server.core.models import Chunk
+from mcp_server.retrieval.analysed import AnalysedCorpus
 from mcp_server.retrieval.naming import Identity, identity_of, naming_factors
 from mcp_server.retrieval.ranking import known_share
 from mcp_server.text.analysis import analyzer_for, base_language, query_tokens
@@ -34,39 +35,34 @@ MAX_COMPOUND_CHARS = 64  # longer query words are not cut (cutting costs the squ
 
 
 class ChunkBM25:
-    """BM25 over every chunk of a document (rebuilt from the texts, never stored), the
-    document's ``languages`` (the one with the most text first) and its ``identity``."""
+    """BM25 over every chunk of a document (from the chunks' tokens: analysed here, or as stored
+    beside the index, ``indexes/lexical.py``), the document's ``languages`` (the one with the most
+    text first) and its ``identity``."""
 
-    def __init__(self, chunks: Sequence[Chunk]) -> None:
+    def __init__(self, chunks: Sequence[Chunk], analysed: AnalysedCorpus | None = None) -> None:
+        """``analysed``: the chunks' tokens as stored with the index (else they are analysed here)."""
         self.size = len(chunks)
         # each chunk is read by its own language's analyzer; a query by each language present
         self.languages = _languages(chunks)
-        corpus = analyse_chunks(chunks)
-        self._df: dict[str, int] = {}
-        for tokens in corpus:
-            for token in set(tokens):
-                self._df[token] = self._df.get(token, 0) + 1
-        self.identity = _identity(chunks, corpus, self.languages[0])
-        # the tokens of the chunks a search across documents pooled (``tokens_of``): ~2 KB a chunk
-        self._tokens: dict[int, list[str]] = {}
-        self._lock = threading.Lock()
+        if analysed is None or len(analysed) != self.size:
+            analysed = AnalysedCorpus.of(analyse_chunks(chunks))
+        self.analysed = analysed  # ~4 bytes a token: what the index stores, and what the pool reads
+        self._df = analysed.document_frequencies()
+        self.identity = _identity(chunks, analysed, self.languages[0])
         self._bm25: bm25s.BM25 | None = None
-        if any(corpus):  # bm25s cannot index a corpus without a single token
+        if len(analysed.ids):  # bm25s cannot index a corpus without a single token
             import bm25s  # at the first index, not at start: bm25s brings SciPy (~10 MB of a worker)
 
             self._bm25 = bm25s.BM25()
-            self._bm25.index(corpus, show_progress=False)
+            vocabulary = {token: i for i, token in enumerate(analysed.vocabulary)}
+            self._bm25.index((analysed.id_lists(), vocabulary), show_progress=False)
 
-    def tokens_of(self, chunks: Sequence[Chunk], positions: Sequence[int]) -> list[list[str]]:
-        """The BM25 tokens of the ``chunks`` (this index's) at ``positions``, each analysed once: a
-        search across documents pools some chunks of each, and the next question pools many again."""
-        with self._lock:
-            missing = [p for p in dict.fromkeys(positions) if p not in self._tokens]
-        if missing:
-            analysed = analyse_chunks([chunks[p] for p in missing])
-            with self._lock:
-                self._tokens.update(zip(missing, analysed, strict=True))
-        return [self._tokens[p] for p in positions]
+    def term_counts(self, positions: Sequence[int], terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(the token count of the chunks at ``positions``; how often each holds each of ``terms``:
+        terms x positions), counted on the stored token ids: a search across documents pools some
+        chunks of each, and scores them with one BM25 (``pool.py``)."""
+        vocabulary = self._bm25.vocab_dict if self._bm25 is not None else {}
+        return self.analysed.counts(positions, [vocabulary.get(term, -1) if term else -1 for term in terms])
 
     def query_tokens(self, query: str) -> list[str]:
         """The query's BM25 tokens as this document's analyzers read them (known or not); an
@@ -126,7 +122,7 @@ class ChunkBM25:
         return [int(pos) for pos in order if scores[pos] > 0]
 
 
-def _identity(chunks: Sequence[Chunk], corpus: list[list[str]], language: str) -> Identity | None:
+def _identity(chunks: Sequence[Chunk], corpus: Sequence[list[str]], language: str) -> Identity | None:
     """The document's identity (``naming.py``) when it has a first page to read it from: a paged
     document of MIN_IDENTITY_PAGES or more (a shorter one's first page is its content)."""
     pages = {p for c in chunks for p in c.location.pages}
@@ -160,17 +156,33 @@ def compound_parts(tokens: Sequence[str], vocab: Container[str], language: str) 
     does know written together, each with the two: cut into parts of at least MIN_COMPOUND_PART
     letters, the most even cut first, each part read by the analyzer as one known token of at least
     as many. Letters only: "q22023" or "10-k" are codes, not compounds."""
-    cuts = {t: sorted(range(MIN_COMPOUND_PART, len(t) - MIN_COMPOUND_PART + 1), key=lambda i: (abs(2 * i - len(t)), i))
-            for t in tokens if t.isalpha() and 2 * MIN_COMPOUND_PART <= len(t) <= MAX_COMPOUND_CHARS}
-    halves = [half for t, at in cuts.items() for i in at for half in (t[:i], t[i:])]
-    if not halves:
-        return {}
-    read = iter(analyzer_for(language).tokens(halves))
     found: dict[str, tuple[str, str]] = {}
-    for token, at in cuts.items():
-        for _ in at:
-            left, right = next(read), next(read)
-            if token not in found and len(left) == 1 and len(right) == 1 and \
-                    min(len(left[0]), len(right[0])) >= MIN_COMPOUND_PART and left[0] in vocab and right[0] in vocab:
-                found[token] = (left[0], right[0])
+    for token in tokens:
+        for left, right in _halves(token, language):
+            if left in vocab and right in vocab:
+                found[token] = (left, right)
+                break
     return found
+
+
+def _halves(token: str, language: str) -> tuple[tuple[str, str], ...]:
+    """The cuts of ``token`` whose two parts each read as one token of at least MIN_COMPOUND_PART
+    letters, as read, the most even cut first; remembered (a search over a shelf asks every document
+    about the same unknown words), except in Thai, whose reading depends on whether its dictionary has loaded."""
+    read = _read_halves if base_language(language) != "th" else _read_halves.__wrapped__
+    return read(token, language)
+
+
+@lru_cache(maxsize=4096)
+def _read_halves(token: str, language: str) -> tuple[tuple[str, str], ...]:
+    if not (token.isalpha() and 2 * MIN_COMPOUND_PART <= len(token) <= MAX_COMPOUND_CHARS):
+        return ()
+    at = sorted(range(MIN_COMPOUND_PART, len(token) - MIN_COMPOUND_PART + 1),
+                key=lambda i: (abs(2 * i - len(token)), i))
+    read = iter(analyzer_for(language).tokens([half for i in at for half in (token[:i], token[i:])]))
+    cuts = []
+    for _ in at:
+        left, right = next(read), next(read)
+        if len(left) == 1 and len(right) == 1 and min(len(left[0]), len(right[0])) >= MIN_COMPOUND_PART:
+            cuts.append((left[0], right[0]))
+    return tuple(cuts)

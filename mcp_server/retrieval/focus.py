@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 
@@ -47,6 +48,17 @@ def _terms(texts: list[str], languages: Sequence[str] = ("en",)) -> list[set[str
 
     tokens = bm25s.tokenize(texts, stopwords="en", stemmer=_STEM, return_ids=False, show_progress=False)
     return [set(t) for t in tokens]
+
+
+def _query_terms(query: str, languages: tuple[str, ...]) -> frozenset[str]:
+    """A query's terms, remembered: a search over a shelf reads one query in every document
+    (Thai words depend on whether its dictionary has loaded yet: read every time)."""
+    return frozenset(_terms([query], languages)[0]) if "th" in languages else _remembered_terms(query, languages)
+
+
+@lru_cache(maxsize=1024)
+def _remembered_terms(query: str, languages: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(_terms([query], languages)[0])
 
 
 def keep_units(shared: np.ndarray, owners: np.ndarray, per_chunk: int) -> np.ndarray:
@@ -118,7 +130,7 @@ class UnitTerms:
         counts = np.array([units for _, _, units in entries], dtype=np.int64)
         owners = np.repeat(np.asarray(positions, dtype=np.int64), counts)
         n = int(counts.sum())
-        wanted = np.array(sorted({self._vocabulary[t] for t in _terms([query], self._languages)[0]
+        wanted = np.array(sorted({self._vocabulary[t] for t in _query_terms(query, self._languages)
                                   if t in self._vocabulary}), dtype=np.int64)
         if not n or not len(wanted):
             return np.zeros(n, dtype=np.float64), owners

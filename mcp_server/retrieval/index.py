@@ -32,6 +32,7 @@ from mcp_server.core.concurrency import Once
 from mcp_server.core.models import Chunk, SearchHit
 from mcp_server.encoders.embedders import Embedder, ProgressFn
 from mcp_server.encoders.rerankers import Reranker
+from mcp_server.retrieval.analysed import StoredAnalysis
 from mcp_server.retrieval.bm25 import ChunkBM25
 from mcp_server.retrieval.focus import FOCUS_CANDIDATES, SENTENCES_PER_CANDIDATE, UnitTerms, keep_units
 from mcp_server.retrieval.learned import CandidateSignals, LearnedRanker, digit_share, idf, number_signals
@@ -87,17 +88,16 @@ class DocumentIndex:
 
     def __init__(
         self, chunks: Sequence[Chunk], faiss_index: faiss.Index, *, model_id: str,
-        owners: np.ndarray | None = None,
+        owners: np.ndarray | None = None, stored: StoredAnalysis | None = None,
     ) -> None:
-        self.chunks = list(chunks)
-        self.model_id = model_id
+        self.chunks, self.model_id = list(chunks), model_id
         self._set_vectors(faiss_index, owners)
-        self.lexical = ChunkBM25(self.chunks)  # the partial indexes of a document, copies, share it
+        # the partial indexes of a document, copies, share it; ``stored``: its tokens read with the index
+        self.lexical = ChunkBM25(self.chunks, stored.corpus if stored is not None else None)
         self.languages, self.identity = self.lexical.languages, self.lexical.identity
         self._unit_terms = UnitTerms(self.chunks, self.languages)  # the focus of the dense side, shared too
-        # found at the first search (or warm()); shared by the copies as well
-        texts = [c.text for c in self.chunks]
-        self._templates = Once(lambda: template_mask(texts))
+        # found at the first search (or warm()), or read with the index; shared by the copies as well
+        self._templates = Once(_template_finder(self.chunks, stored))
 
     @classmethod
     def build(
@@ -293,6 +293,13 @@ class DocumentIndex:
     def dense_scores(self, query_vec: np.ndarray, positions: Sequence[int] | np.ndarray) -> np.ndarray:
         """Exact dense score (best sentence cosine) of each chunk in ``positions``, in that order."""
         return self._vectors.scores(query_vec, positions)
+
+
+def _template_finder(chunks: Sequence[Chunk], stored: StoredAnalysis | None) -> Callable[[], np.ndarray]:
+    if stored is not None and len(stored.templates) == len(chunks):
+        return lambda: stored.templates
+    texts = [c.text for c in chunks]
+    return lambda: template_mask(texts)
 
 
 def _with_identity(index: DocumentIndex, identity: Identity | None) -> DocumentIndex:

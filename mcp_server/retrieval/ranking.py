@@ -22,7 +22,8 @@ Change the ranking here; ``bench/squad.py`` and ``bench/financebench.py`` measur
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Hashable, Iterable, Sequence
+import itertools
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from typing import Protocol, TypeVar
 
 import numpy as np
@@ -36,8 +37,8 @@ __all__ = [
     "BM25_WEIGHT", "CANDIDATES_PER_RESULT", "DENSE_WEIGHT", "DUPLICATE_OVERLAP", "LEXICAL_COVERAGE_HIGH",
     "LEXICAL_COVERAGE_LOW", "MIN_CANDIDATES", "POOL_CANDIDATES_PER_RESULT", "QUERY_LANGUAGE_SHARE", "RRF_K",
     "TEMPLATE_PRIOR",
-    "candidate_count", "drop_duplicates", "fuse", "lexical_weight", "overlap_share", "rerank_head", "score_ranking",
-    "take_per_document",
+    "candidate_count", "distinct", "drop_duplicates", "fuse", "lexical_weight", "overlap_share", "rerank_head",
+    "score_ranking", "take_per_document",
 ]
 
 RRF_K = 60  # the constant of Cormack et al.; flat enough that both rankings count
@@ -157,7 +158,19 @@ def drop_duplicates(
     sharing more than DUPLICATE_OVERLAP with a chosen one. Never re-sorts. With ``top_k``, stops
     there, and fills up with the skipped near-duplicates when fewer remain (rather near-duplicates
     than fewer results than asked for)."""
-    kept: list[T] = []
+    kept = list(itertools.islice(distinct(ranked, chunk, identity=identity, document=document), top_k))
+    if top_k is not None and len(kept) < top_k:
+        seen_ids = {identity(item) for item in kept}
+        kept += [item for item in ranked if identity(item) not in seen_ids][: top_k - len(kept)]
+    return kept
+
+
+def distinct(
+    ranked: Iterable[T], chunk: Callable[[T], Chunk], *, identity: Callable[[T], Hashable],
+    document: Callable[[T], Hashable] = lambda _: 0,
+) -> Iterator[T]:
+    """``drop_duplicates``' walk, lazily: a caller that needs the first few results of a long pool
+    (every chunk compared with its document's kept spans) walks no further."""
     seen_ids: set[Hashable] = set()
     seen_text: set[tuple[Hashable, str]] = set()
     spans: dict[Hashable, list[ChunkLocation]] = {}
@@ -169,19 +182,14 @@ def drop_duplicates(
             continue
         if any(overlap_share(found.location, loc) > DUPLICATE_OVERLAP for loc in spans.get(doc, ())):
             continue
-        kept.append(item)
         seen_ids.add(identity(item))
         seen_text.add(norm)
         spans.setdefault(doc, []).append(found.location)
-        if top_k is not None and len(kept) == top_k:
-            break
-    if top_k is not None and len(kept) < top_k:
-        kept += [item for item in ranked if identity(item) not in seen_ids][: top_k - len(kept)]
-    return kept
+        yield item
 
 
 def take_per_document(
-    ranked: Sequence[T], top_k: int, per_document: int, document: Callable[[T], Hashable],
+    ranked: Iterable[T], top_k: int, per_document: int, document: Callable[[T], Hashable],
 ) -> list[T]:
     """The first ``top_k`` of ``ranked`` in order, skipping a document's results past its first ``per_document``."""
     chosen: list[T] = []

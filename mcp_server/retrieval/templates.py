@@ -23,7 +23,11 @@ import numpy as np
 
 from mcp_server.core.markup import MARKER_LINE
 
-__all__ = ["DUPLICATE_JACCARD", "INDEX_LINES", "SHINGLE", "template_mask"]
+__all__ = ["DUPLICATE_JACCARD", "INDEX_LINES", "SHINGLE", "TEMPLATES_VERSION", "template_mask"]
+
+# Bump when the mask of the same chunks changes: masks stored with an index (indexes/lexical.py) under
+# another version are found again.
+TEMPLATES_VERSION = 1
 
 SHINGLE = 5  # words per shingle
 DUPLICATE_JACCARD = 0.5

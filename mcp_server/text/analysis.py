@@ -20,13 +20,20 @@ from __future__ import annotations
 import threading
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
-from functools import cache
+from functools import cache, lru_cache
 
 import regex
 
 from mcp_server.text.lexical import bm25_tokens, lexical_text
 
-__all__ = ["Analyzer", "ThaiDictionary", "analyzer_for", "base_language", "query_tokens", "warm_analyzers"]
+__all__ = [
+    "ANALYSIS_VERSION", "Analyzer", "ThaiDictionary", "analyzer_for", "base_language", "query_tokens",
+    "warm_analyzers",
+]
+
+# Bump when any analyzer reads the same text into other tokens: tokens stored with an index
+# (indexes/lexical.py) under another version are analysed again.
+ANALYSIS_VERSION = 1
 
 # Snowball stemmers by ISO 639-1 code (PyStemmer's algorithm names).
 _SNOWBALL = {
@@ -206,10 +213,26 @@ def _analyzer(language: str) -> Analyzer:
     return Analyzer(language)
 
 
+# Queries whose tokens are remembered: a search over a shelf reads one query in every document's
+# index several times (BM25, focus, the learned ranker's presence), ~1-3 ms of tokenizer a time.
+QUERY_TOKENS_CACHED = 1024
+
+
 def query_tokens(query: str, languages: Iterable[str]) -> list[str]:
     """The query read by each language's analyzer, tokens of the first kept first, each once:
     a document mixing languages matches the query in each of its languages."""
-    languages = list(dict.fromkeys(languages))
+    read = tuple(dict.fromkeys(languages))
+    if "th" in read:  # Thai words depend on whether its dictionary has loaded yet: read every time
+        return _query_tokens(query, read)
+    return list(_remembered_query_tokens(query, read))
+
+
+@lru_cache(maxsize=QUERY_TOKENS_CACHED)
+def _remembered_query_tokens(query: str, languages: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(_query_tokens(query, languages))
+
+
+def _query_tokens(query: str, languages: Sequence[str]) -> list[str]:
     if len(languages) == 1:  # as the analyzer reads it, repeated words and all
         return analyzer_for(languages[0]).tokens([query])[0]
     seen: dict[str, None] = {}

@@ -21,7 +21,7 @@ __all__ = ["STOPWORDS", "bm25_tokens", "lexical_text", "without_page_markers"]
 
 # Lucene's 33 English stopwords let "does", "have", "which", "than" through; bm25s' longer list
 # drops those question words, which only match chunks by chance.
-STOPWORDS = "en_plus"
+STOPWORDS = "en_plus"  # any change to what this module reads: bump analysis.ANALYSIS_VERSION (stored tokens)
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 _GLUED_YEAR = re.compile(r"\b([A-Za-z]{1,3}\d?)((?:19|20)\d\d)\b")
 

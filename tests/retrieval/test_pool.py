@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from mcp_server.encoders import FakeReranker
 from mcp_server.retrieval import DocumentIndex
 from mcp_server.retrieval.passages import passage_id
-from mcp_server.retrieval.pool import PoolSource, search_pool
+from mcp_server.retrieval.pool import PoolSource, bm25_scores, search_pool
 from mcp_server.text.analysis import Analyzer
 from tests.retrieval._chunks import make_chunks
 
@@ -186,3 +187,22 @@ def test_pooled_chunks_are_analysed_once_per_index_and_rank_as_when_analysed_afr
     assert [(h.source, h.hit.chunk.chunk_index, h.hit.bm25) for h in again] == [
         (h.source, h.hit.chunk.chunk_index, h.hit.bm25) for h in fresh]
     assert other and other[0].hit.bm25 is not None and other[0].hit.bm25 > 0
+
+
+def test_pooled_bm25_scores_are_bm25s_scores_to_the_bit(corpus_dir: Path) -> None:
+    import bm25s
+
+    text = (corpus_dir / "docs" / "txt" / "book-war-and-peace-1225p.txt").read_text(encoding="utf-8")[:400_000]
+    paragraphs = [p for p in text.split("\n\n") if p.strip()][:600]
+    corpus = Analyzer("en").tokens(paragraphs) + [[]]  # an empty chunk too (a page of figures)
+    reference = bm25s.BM25()
+    reference.index(corpus, show_progress=False)
+    for query in ["Prince Andrew and Natasha at the ball", "war war peace", "Pierre's duel with Dolokhov",
+                  "zeppelin carburettor"]:
+        asked = Analyzer("en").tokens([query])[0]
+        terms = list(dict.fromkeys(asked))
+        counts = np.array([[tokens.count(term) for tokens in corpus] for term in terms], dtype=np.float64)
+        scores, wanted = bm25_scores(np.array([len(tokens) for tokens in corpus]), counts, terms, asked)
+        assert wanted == [t for t in asked if t in reference.vocab_dict]
+        expected = reference.get_scores(wanted) if wanted else np.zeros(len(corpus), dtype=np.float32)
+        assert np.array_equal(scores, expected)

@@ -19,9 +19,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from mcp_server.core.settings import Settings
+from mcp_server.indexes.lexical import POINTER_FILE
 from mcp_server.indexes.manager import IndexManager
 from mcp_server.indexes.store import (
     CHUNKS_FILE,
@@ -54,7 +56,14 @@ def _mid_save(folder: Path) -> bool:
     """Files beside the current version: a save was cut between its first file and its cleanup."""
     if not (folder / MANIFEST_FILE).is_file():
         return folder.is_dir() and any(folder.iterdir())
-    current = {MANIFEST_FILE, *json.loads((folder / MANIFEST_FILE).read_text())["files"].values()}
+    manifest = json.loads((folder / MANIFEST_FILE).read_text())
+    current = {MANIFEST_FILE, *manifest["files"].values()}
+    try:  # the analysis stored beside the version (indexes/lexical.py) belongs to it
+        pointer = json.loads((folder / POINTER_FILE).read_text())
+    except (OSError, ValueError):
+        pointer = {}
+    if pointer.get("chunks_sha256") == manifest["sha256"][CHUNKS_FILE]:
+        current |= {POINTER_FILE, pointer["file"]}
     return any(entry.name not in current for entry in folder.iterdir())
 
 
@@ -208,7 +217,8 @@ async def test_a_folder_without_its_manifest_holds_no_index_and_is_rebuilt_over(
     (folder / MANIFEST_FILE).unlink()  # what a first save killed before its switch leaves
     index, cached = await restarted.get_or_build("doc", worker.CHUNKER, "params", made)
     assert not cached and restarted.counters["builds"] == 1 and restarted.store.quarantined == 0
-    assert len(index) == len(made) and len(list(folder.iterdir())) == 4  # the orphans were cleared
+    # the orphans were cleared: the manifest, its three files and the analysis beside them (lexical.py)
+    assert len(index) == len(made) and len(list(folder.iterdir())) == 6
 
 
 def test_four_processes_building_one_document_end_with_one_index(tmp_path: Path) -> None:
@@ -227,13 +237,18 @@ async def test_index_files_on_disk_are_json_and_faiss_never_pickle(tmp_path: Pat
     manager = IndexManager(settings, worker.MODELS)
     await manager.get_or_build("doc", worker.CHUNKER, "params", worker.chunks(1))
     files = [p for p in tmp_path.rglob("*") if p.is_file() and ".locks" not in p.parts]
-    assert {p.name for p in files} == {MANIFEST_FILE, *(stored_file(files[0].parent, name).name
-                                                        for name in (INDEX_FILE, CHUNKS_FILE, SENTENCES_FILE))}
+    folder = files[0].parent
+    (analysis,) = folder.glob("lexical.*.npz")  # the chunks' tokens beside the index (indexes/lexical.py)
+    assert {p.name for p in files} == {MANIFEST_FILE, POINTER_FILE, analysis.name, *(
+        stored_file(folder, name).name for name in (INDEX_FILE, CHUNKS_FILE, SENTENCES_FILE))}
     for path in files:
         data = path.read_bytes()
         assert not data.startswith(b"\x80"), f"{path.name} looks like a pickle"
         if path.suffix == ".json":
             json.loads(data)
+        elif path.suffix == ".npz":  # NumPy arrays: loading refuses any object array (pickle)
+            with np.load(path, allow_pickle=False) as arrays:
+                assert all(arrays[name].dtype != object for name in arrays.files)
         else:
             assert data[:4] in (b"IxFI", b"IxF2", b"IxFl", b"IxHe", b"IwFl", b"IxM2", b"IxPQ", b"IxPT"), data[:4]
     # pickle between the processes of one server (parse jobs and their results over the shared parser

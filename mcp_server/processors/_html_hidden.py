@@ -23,7 +23,7 @@ from typing import Any
 from bs4 import BeautifulSoup, NavigableString, Tag
 
 from mcp_server.core.visibility import hidden
-from mcp_server.processors._html_css import Declared, Rule, match_rules, rules_of
+from mcp_server.processors._html_css import Declared, Sheet, sheet_of
 
 __all__ = ["mark_hidden_lxml", "mark_hidden_soup"]
 
@@ -112,18 +112,20 @@ def _reason(name: str, attrs: Mapping[str, Any], style: dict[str, str], backgrou
     """Why the element's text is not seen; colour is judged only against a known ``background``."""
     if "hidden" in attrs:
         return "hidden attribute"
+    if not style and name != "font":
+        return None
     if style.get("display", "").startswith("none"):
         return "display:none"
     if style.get("visibility", "").startswith(("hidden", "collapse")):
         return "visibility:hidden"
-    size = _length(style.get("font-size", "1"))
+    size = _length(style["font-size"]) if "font-size" in style else None
     if size is not None and size <= 0:
         return "font size 0"
-    opacity = _length(style.get("opacity", "1"))
+    opacity = _length(style["opacity"]) if "opacity" in style else None
     if opacity is not None and opacity <= 0:
         return "opacity 0"
     for key in ("left", "top", "text-indent", "margin-left", "margin-top"):
-        offset = _length(style.get(key, "0"))
+        offset = _length(style[key]) if key in style else None
         if offset is not None and offset <= -OFF_SCREEN_PX and style.get(key, "").rstrip().endswith(("px", "pt")):
             return "positioned off-screen"
     text_colour = style.get("color") or (str(attrs.get("color")) if name == "font" and attrs.get("color") else "")
@@ -146,13 +148,13 @@ def _wrap(text: str, reason: str) -> str | None:
 
 
 def _mark(nodes: Iterable[tuple[Any, str, Mapping[str, Any], Any]], texts: Callable[[Any, str], None],
-          linked: bool, sheets: dict[int, tuple[Any, Declared]]) -> int:
+          linked: bool, sheet: Sheet, declared: Callable[[Any], Declared | None]) -> int:
     states: dict[int, tuple[Any, _State]] = {}  # the element kept with its state: its id stays its own
-    root = _State(known=not linked)  # a linked style sheet may give any box a dark background
+    root = _State(known=not linked and sheet.backgrounds_known)  # a sheet not read may paint any box dark
     marked = 0
     for element, name, attrs, parent in nodes:
-        sheet = sheets[id(element)][1] if id(element) in sheets else _NO_SHEET
-        state = _state(name, attrs, states[id(parent)][1] if id(parent) in states else root, sheet)
+        from_sheet = (declared(element) or _NO_SHEET) if sheet else _NO_SHEET
+        state = _state(name, attrs, states[id(parent)][1] if id(parent) in states else root, from_sheet)
         states[id(element)] = (element, state)
         if state.reason is not None:
             texts(element, state.reason)
@@ -178,13 +180,16 @@ def mark_hidden_lxml(tree: Any) -> int:
                 child.tail = new
 
     linked = bool(tree.xpath("//link[contains(translate(@rel, 'STYLESHEET', 'stylesheet'), 'stylesheet')]"))
-    rules, complete = rules_of(style.text or "" for style in tree.iter("style"))
+    sheet = sheet_of("\n".join(style.text or "" for style in tree.iter("style")))
 
-    def select(rule: Rule) -> Iterable[Any]:
-        return tree.xpath(rule.xpath)
+    def view(element: Any) -> tuple[str, str | None, tuple[str, ...], Any]:
+        tag = element.tag.lower() if isinstance(element.tag, str) else ""
+        return tag, element.get("id"), tuple((element.get("class") or "").split()), element.getparent()
 
-    sheets = match_rules(rules, select) if rules else {}
-    return _mark(nodes(), texts, linked or not complete, sheets)
+    def attr(element: Any, name: str) -> str | None:
+        return element.get(name)
+
+    return _mark(nodes(), texts, linked, sheet, sheet.matcher(view, attr))
 
 
 def mark_hidden_soup(soup: BeautifulSoup) -> int:
@@ -202,10 +207,17 @@ def mark_hidden_soup(soup: BeautifulSoup) -> int:
                 child.replace_with(NavigableString(new))
 
     linked = any("stylesheet" in " ".join(link.get("rel") or []).lower() for link in soup.find_all("link"))
-    rules, complete = rules_of(style.get_text() for style in soup.find_all("style"))
+    sheet = sheet_of("\n".join(style.get_text() for style in soup.find_all("style")))
 
-    def select(rule: Rule) -> Iterable[Any]:
-        return soup.select(rule.selector)
+    def view(element: Any) -> tuple[str, str | None, tuple[str, ...], Any]:
+        classes = element.get("class") or ()
+        parent = element.parent
+        names = tuple(classes.split() if isinstance(classes, str) else classes)
+        parent = parent if parent is not None and parent.name != "[document]" else None
+        return element.name.lower(), element.get("id"), names, parent
 
-    sheets = match_rules(rules, select) if rules else {}
-    return _mark(nodes(), texts, linked or not complete, sheets)
+    def attr(element: Any, name: str) -> str | None:
+        value = element.get(name)
+        return " ".join(value) if isinstance(value, list) else value
+
+    return _mark(nodes(), texts, linked, sheet, sheet.matcher(view, attr))

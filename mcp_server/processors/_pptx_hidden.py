@@ -20,10 +20,15 @@ _ALPHA = "{http://schemas.openxmlformats.org/drawingml/2006/main}alpha"
 
 
 def _box(shape: Any) -> Box | None:
-    if shape.left is None or shape.top is None or not shape.width or not shape.height:
+    """The shape's own box (its ``a:xfrm``): one inherited from the layout is not looked up (slow)."""
+    try:
+        xfrm = shape._element.xfrm
+        if xfrm is None or xfrm.off is None or xfrm.ext is None:
+            return None
+        left, top, width, height = int(xfrm.off.x), int(xfrm.off.y), int(xfrm.ext.cx), int(xfrm.ext.cy)
+    except Exception:  # a shape element without a transform of its own
         return None
-    left, top = int(shape.left), int(shape.top)
-    return left, top, left + int(shape.width), top + int(shape.height)
+    return (left, top, left + width, top + height) if width and height else None
 
 
 def _opaque(shape: Any) -> bool:
@@ -40,17 +45,21 @@ def _opaque(shape: Any) -> bool:
 
 
 def covered_shapes(shapes: Any) -> set[int]:
-    """The ids of the top-level shapes that a later opaque shape wholly covers."""
+    """The ids of the top-level shapes that a later opaque shape wholly covers (boxes compared first:
+    a shape's fill is read only when its box holds an earlier shape's)."""
     listed = [(shape, _box(shape)) for shape in shapes]
-    covers = [(i, box) for i, (shape, box) in enumerate(listed) if box is not None and _opaque(shape)]
-    if not covers:
-        return set()
+    opaque: dict[int, bool] = {}
     out = set()
     for i, (shape, box) in enumerate(listed):
         if box is None:
             continue
-        for j, over in covers:
-            if j > i and over[0] <= box[0] and over[1] <= box[1] and over[2] >= box[2] and over[3] >= box[3]:
+        for j in range(i + 1, len(listed)):
+            over, lid = listed[j]
+            if lid is None or not (lid[0] <= box[0] and lid[1] <= box[1] and lid[2] >= box[2] and lid[3] >= box[3]):
+                continue
+            if j not in opaque:
+                opaque[j] = _opaque(over)
+            if opaque[j]:
                 out.add(shape.shape_id)
                 break
     return out

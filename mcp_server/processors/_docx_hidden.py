@@ -53,10 +53,20 @@ def _own(rpr: Any) -> Props:
     return out
 
 
+def _hides(props: Props, shaded: bool) -> bool:
+    """Whether ``props`` could hide a run's text (a colour only when near white or the document shades)."""
+    colour = props.get("colour")
+    return bool(props.get("vanish") or props.get("size", 99) <= TINY_HALF_POINTS or (
+        colour is not None and (shaded or min(colour) >= 255 - COLOUR_TOLERANCE)))
+
+
 class RunStyles:
     """The hiding properties each style gives its runs (following ``basedOn``), read once per document."""
 
-    def __init__(self, styles: Any) -> None:
+    def __init__(self, styles: Any, *, shaded: bool = True) -> None:
+        """``shaded``: whether the document paints any background (shading, highlight, page colour);
+        without one, only a near-white colour from a style can hide text."""
+        self.relevant = False  # whether any style or the defaults set what can hide text
         self._by_id: dict[str, Any] = {}
         self._resolved: dict[str, Props] = {}
         self._pairs: dict[tuple[str | None, str | None], Props] = {}
@@ -72,6 +82,8 @@ class RunStyles:
         defaults = styles.find(qn("w:docDefaults"))
         if defaults is not None:
             self.defaults = _own(defaults.find(f"{qn('w:rPrDefault')}/{_RPR}"))
+        self.relevant = any(_hides(props, shaded) for props in (
+            self.defaults, *(_own(style.find(_RPR)) for style in self._by_id.values())))
 
     def of(self, style_id: str | None, depth: int = 0) -> Props:
         """What the style ``style_id`` sets, its own properties over those of the style it is based on."""
@@ -142,8 +154,8 @@ def reason(run: Any, styles: RunStyles = NO_STYLES) -> str | None:
     """Why a ``w:r``'s text is hidden from a reader, or None."""
     rpr = run.find(_RPR)
     props = _own(rpr)
-    if styles is not NO_STYLES:
-        props = {**styles.inherited(run, rpr), **props}
+    if styles.relevant and (inherited := styles.inherited(run, rpr)):
+        props = {**inherited, **props}
     if not props:
         return None
     if props.get("vanish"):

@@ -74,7 +74,9 @@ class _Converter:
     def __init__(self, document: Document) -> None:
         self.document = document
         self.heading_levels, self.list_styles = _style_tables(document)
-        self.run_styles = RunStyles(document.styles.element)  # hidden, white or tiny text set by a style
+        root = document.element
+        shaded = bool(root.xpath("boolean(.//w:shd | .//w:highlight | ./w:background)"))
+        self.run_styles = RunStyles(document.styles.element, shaded=shaded)  # hidden, white or tiny by a style
         self.blocks: list[str] = []
         self.length = 0  # len("\n\n".join(self.blocks)) kept incrementally (no O(n^2) joins)
         self.locations: list[Location] = []

@@ -270,8 +270,10 @@ class Settings(BaseSettings):
     )
     hidden_text: Literal["flag", "drop", "keep"] = Field(
         "flag",
-        description="Text a reader of the document cannot see (hidden HTML elements, hidden Word runs, white, "
-        "tiny or invisible PDF text, hidden sheets, rows, columns and slides, boxes off the slide): 'flag' = keep "
+        description="Text a reader of the document cannot see (HTML elements hidden inline or by the page's style "
+        "sheets, hidden, white or tiny Word runs, white, tiny or invisible PDF text, hidden sheets, rows, columns "
+        "and slides, cells coloured like their fill, boxes off the slide or under another shape, speaker notes): "
+        "'flag' = keep "
         "it and mark every passage, chunk and read window holding it with flags of kind hidden_text, 'drop' = "
         "leave it out of content, chunks, passages and the index, 'keep' = keep it unmarked. Invisible code "
         "points (Unicode tag characters, zero-width characters inside words, bidi overrides) are removed and "

@@ -46,6 +46,9 @@ HIDDEN_REASONS: tuple[str, ...] = (
     "hidden column",
     "hidden slide",
     "outside the slide",
+    "speaker notes",
+    "covered by a shape",
+    "OCR layer the scan does not show",
 )
 _OPEN_BASE = 0xFDD0
 _CLOSE = "\ufdef"

@@ -52,7 +52,10 @@ from mcp_server.text.analysis import warm_analyzers
 __all__ = ["DocumentService", "Indexed", "Processed", "Retrieval", "Source", "View"]
 
 # Bump when processor output changes in a way cached documents and indexes must not survive.
-PROCESSING_VERSION = "2"  # 2: invisible code points removed, hidden text flagged (processors/_visibility.py)
+# 2: invisible code points removed, hidden text flagged (processors/_visibility.py); 3: hidden text from
+# style sheets, Word styles, cell colours, speaker notes, covered shapes, OCR layers (a document cached
+# under 2 would lack those flags, and under drop still hold that text)
+PROCESSING_VERSION = "3"
 # Bump when a web page's main content changes (the whole-page view keeps PROCESSING_VERSION's keys).
 MAIN_CONTENT_VERSION = "2"  # 2: images' alt text
 

@@ -23,7 +23,7 @@ from docx.parts.document import DocumentPart
 
 from mcp_server.core.markup import heading_line
 from mcp_server.core.models import ExtractedTable, Location, ProcessedDocument
-from mcp_server.processors._docx_hidden import mark_run
+from mcp_server.processors._docx_hidden import RunStyles, mark_run
 from mcp_server.processors._markdown import markdown_table
 
 __all__ = ["read"]
@@ -74,6 +74,9 @@ class _Converter:
     def __init__(self, document: Document) -> None:
         self.document = document
         self.heading_levels, self.list_styles = _style_tables(document)
+        root = document.element
+        shaded = bool(root.xpath("boolean(.//w:shd | .//w:highlight | ./w:background)"))
+        self.run_styles = RunStyles(document.styles.element, shaded=shaded)  # hidden, white or tiny by a style
         self.blocks: list[str] = []
         self.length = 0  # len("\n\n".join(self.blocks)) kept incrementally (no O(n^2) joins)
         self.locations: list[Location] = []
@@ -129,7 +132,7 @@ class _Converter:
         self.length += len(text)
 
     def _paragraph(self, p: Any, rels: dict[str, str]) -> None:
-        text = _paragraph_text(p, rels, self.hyperlinks).strip()
+        text = _paragraph_text(p, rels, self.hyperlinks, self.run_styles).strip()
         if not text:
             return
         style_id = _style_id(p)
@@ -153,7 +156,7 @@ class _Converter:
         self._add(heading_line(level, text))
 
     def _table(self, tbl: Any, rels: dict[str, str]) -> None:
-        grid = _table_grid(tbl, rels, self.hyperlinks)
+        grid = _table_grid(tbl, rels, self.hyperlinks, self.run_styles)
         markdown = markdown_table(grid)
         if not markdown:
             return
@@ -180,9 +183,9 @@ class _Converter:
                 lines = []
                 for kind, element in _iter_blocks(part._element):
                     if kind == "p":
-                        lines.append(_paragraph_text(element, rels, self.hyperlinks).strip())
+                        lines.append(_paragraph_text(element, rels, self.hyperlinks, self.run_styles).strip())
                     else:
-                        lines.append(markdown_table(_table_grid(element, rels, self.hyperlinks)))
+                        lines.append(markdown_table(_table_grid(element, rels, self.hyperlinks, self.run_styles)))
                 text = "\n".join(line for line in lines if line)
                 if text and text not in seen:
                     seen.add(text)
@@ -215,17 +218,17 @@ def _iter_blocks(container: Any) -> Iterator[tuple[str, Any]]:
                 yield from _iter_blocks(content)
 
 
-def _paragraph_text(p: Any, rels: dict[str, str], links: list[dict[str, str]]) -> str:
-    return "".join(_inline_text(p, rels, links))
+def _paragraph_text(p: Any, rels: dict[str, str], links: list[dict[str, str]], styles: RunStyles) -> str:
+    return "".join(_inline_text(p, rels, links, styles))
 
 
-def _inline_text(parent: Any, rels: dict[str, str], links: list[dict[str, str]]) -> Iterator[str]:
+def _inline_text(parent: Any, rels: dict[str, str], links: list[dict[str, str]], styles: RunStyles) -> Iterator[str]:
     for child in parent.iterchildren():
         tag = child.tag
         if tag == _R and isinstance(child, CT_R):
-            yield mark_run(child, child.text)
+            yield mark_run(child, child.text, styles)
         elif tag == _HYPERLINK:
-            text = "".join(_inline_text(child, rels, links))
+            text = "".join(_inline_text(child, rels, links, styles))
             url = rels.get(child.get(_R_ID) or "", "")
             if url and text.strip():
                 links.append({"text": text.strip(), "url": url})
@@ -233,11 +236,11 @@ def _inline_text(parent: Any, rels: dict[str, str], links: list[dict[str, str]])
             else:
                 yield text
         elif tag in _RUN_WRAPPERS or tag == _SDT_CONTENT:
-            yield from _inline_text(child, rels, links)
+            yield from _inline_text(child, rels, links, styles)
         elif tag == _SDT:
             content = child.find(_SDT_CONTENT)
             if content is not None:
-                yield from _inline_text(content, rels, links)
+                yield from _inline_text(content, rels, links, styles)
 
 
 def _rels(part: Any) -> dict[str, str]:
@@ -305,7 +308,7 @@ def _style_tables(document: Document) -> tuple[dict[str, int], set[str]]:
 
 
 # --- tables -------------------------------------------------------------------------------
-def _table_grid(tbl: Any, rels: dict[str, str], links: list[dict[str, str]]) -> list[list[str]]:
+def _table_grid(tbl: Any, rels: dict[str, str], links: list[dict[str, str]], styles: RunStyles) -> list[list[str]]:
     """Rows of cell texts on the table's grid; merged cells repeat their text in each position."""
     grid: list[list[str]] = []
     for tr in tbl.iterchildren(_TR):
@@ -316,7 +319,7 @@ def _table_grid(tbl: Any, rels: dict[str, str], links: list[dict[str, str]]) -> 
             if tc.vMerge == "continue" and grid and col < len(grid[-1]):
                 text = grid[-1][col]
             else:
-                text = _cell_text(tc, rels, links)
+                text = _cell_text(tc, rels, links, styles)
             row.extend([text] * span)
         grid.append(row)
     return [row for row in grid if any(cell for cell in row)]
@@ -345,16 +348,16 @@ def _int_attr(props: Any, tag: str) -> int:
         return 0
 
 
-def _cell_text(tc: Any, rels: dict[str, str], links: list[dict[str, str]]) -> str:
+def _cell_text(tc: Any, rels: dict[str, str], links: list[dict[str, str]], styles: RunStyles) -> str:
     parts: list[str] = []
     for kind, element in _iter_blocks(tc):
         if kind == "p":
-            text = _paragraph_text(element, rels, links).strip()
+            text = _paragraph_text(element, rels, links, styles).strip()
             if text and element.pPr is not None and element.pPr.numPr is not None:
                 text = "- " + text
         else:
             # A nested table is flattened: cells joined by ", ", rows by "; ".
-            text = "; ".join(", ".join(c for c in row if c) for row in _table_grid(element, rels, links))
+            text = "; ".join(", ".join(c for c in row if c) for row in _table_grid(element, rels, links, styles))
         if text:
             parts.append(text)
     return "<br>".join(parts)

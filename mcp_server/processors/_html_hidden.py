@@ -1,15 +1,16 @@
 """A web page's text that a reader of the rendered page does not see, marked in the parsed tree.
 
-Read from the markup itself, before either view is extracted: the ``hidden`` attribute and inline
-styles (``display:none``, ``visibility:hidden``, ``font-size:0``, ``opacity:0``, a text colour
-equal to the background it stands on, a box moved far off the screen). Each text node under such
-an element is wrapped with ``core.visibility.hidden``, so whatever the extractor keeps of it
+Read from the markup itself, before either view is extracted: the ``hidden`` attribute, inline
+styles and the page's own ``<style>`` sheets (``_html_css``: class, id and other selectors, in
+cascade order): ``display:none``, ``visibility:hidden``, ``font-size:0``, ``opacity:0``, a text
+colour equal to the background it stands on, a box moved far off the screen. Each text node under
+such an element is wrapped with ``core.visibility.hidden``, so whatever the extractor keeps of it
 stays marked (trafilatura drops some hidden elements and keeps others). The background is the
-nearest ``background``/``background-color``/``bgcolor`` declared on the element or an ancestor,
-white when none is and the page has no style sheet; on a page with a style sheet and no background
-declared inline, the background is unknown and colour decides nothing (a class may paint the box
-dark): white text on a dark background is visible and never marked.
-Not read: style sheets (``<style>``, linked CSS) and scripts, which need a browser engine.
+nearest background colour declared (inline, ``bgcolor`` or by a ``<style>`` rule) on the element or
+an ancestor, white when none is; on a page that links a style sheet (not fetched) or paints a
+background with an image, a background not declared is unknown and colour decides nothing: white
+text on a dark background is visible and never marked.
+Not read: linked style sheets, rules behind a media condition or a pseudo-class, and scripts.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 from bs4 import BeautifulSoup, NavigableString, Tag
 
 from mcp_server.core.visibility import hidden
+from mcp_server.processors._html_css import Declared, Sheet, sheet_of
 
 __all__ = ["mark_hidden_lxml", "mark_hidden_soup"]
 
@@ -82,14 +84,22 @@ def _same(a: RGB, b: RGB) -> bool:
     return all(abs(x - y) <= COLOUR_TOLERANCE for x, y in zip(a, b, strict=True))
 
 
-def _state(name: str, attrs: Mapping[str, Any], parent: _State) -> _State:
+_NO_SHEET: Declared = ({}, {})
+
+
+def _state(name: str, attrs: Mapping[str, Any], parent: _State, sheet: Declared = _NO_SHEET) -> _State:
     """This element's background and why its text is hidden (inherited from ``parent``)."""
-    style = {k.lower(): v.strip().lower() for k, v in _DECLARATION.findall(str(attrs.get("style") or ""))}
+    inline = {k.lower(): v.strip().lower() for k, v in _DECLARATION.findall(str(attrs.get("style") or ""))}
+    style = {**sheet[0], **inline, **sheet[1]} if sheet is not _NO_SHEET else inline
     background, known = parent.background, parent.known
     for key in ("background-color", "background"):
-        if key in style and (found := colour(style[key])) is not None:
+        if key not in style:
+            continue
+        if (found := colour(style[key])) is not None and "url(" not in style[key] and "gradient" not in style[key]:
             background, known = found, True
-            break
+        elif not _transparent(style[key]) and style[key] not in ("none", "inherit", "initial", "unset"):
+            known = False  # an image or a colour not read: what is behind the text is not known
+        break
     else:
         if attrs.get("bgcolor") and (found := colour(str(attrs["bgcolor"]))) is not None:
             background, known = found, True
@@ -102,18 +112,20 @@ def _reason(name: str, attrs: Mapping[str, Any], style: dict[str, str], backgrou
     """Why the element's text is not seen; colour is judged only against a known ``background``."""
     if "hidden" in attrs:
         return "hidden attribute"
+    if not style and name != "font":
+        return None
     if style.get("display", "").startswith("none"):
         return "display:none"
     if style.get("visibility", "").startswith(("hidden", "collapse")):
         return "visibility:hidden"
-    size = _length(style.get("font-size", "1"))
+    size = _length(style["font-size"]) if "font-size" in style else None
     if size is not None and size <= 0:
         return "font size 0"
-    opacity = _length(style.get("opacity", "1"))
+    opacity = _length(style["opacity"]) if "opacity" in style else None
     if opacity is not None and opacity <= 0:
         return "opacity 0"
     for key in ("left", "top", "text-indent", "margin-left", "margin-top"):
-        offset = _length(style.get(key, "0"))
+        offset = _length(style[key]) if key in style else None
         if offset is not None and offset <= -OFF_SCREEN_PX and style.get(key, "").rstrip().endswith(("px", "pt")):
             return "positioned off-screen"
     text_colour = style.get("color") or (str(attrs.get("color")) if name == "font" and attrs.get("color") else "")
@@ -136,12 +148,13 @@ def _wrap(text: str, reason: str) -> str | None:
 
 
 def _mark(nodes: Iterable[tuple[Any, str, Mapping[str, Any], Any]], texts: Callable[[Any, str], None],
-          styled: bool) -> int:
+          linked: bool, sheet: Sheet, declared: Callable[[Any], Declared | None]) -> int:
     states: dict[int, tuple[Any, _State]] = {}  # the element kept with its state: its id stays its own
-    root = _State(known=not styled)  # a style sheet may give any box a dark background
+    root = _State(known=not linked and sheet.backgrounds_known)  # a sheet not read may paint any box dark
     marked = 0
     for element, name, attrs, parent in nodes:
-        state = _state(name, attrs, states[id(parent)][1] if id(parent) in states else root)
+        from_sheet = (declared(element) or _NO_SHEET) if sheet else _NO_SHEET
+        state = _state(name, attrs, states[id(parent)][1] if id(parent) in states else root, from_sheet)
         states[id(element)] = (element, state)
         if state.reason is not None:
             texts(element, state.reason)
@@ -166,8 +179,17 @@ def mark_hidden_lxml(tree: Any) -> int:
             if child.tail and (new := _wrap(child.tail, reason)) is not None:
                 child.tail = new
 
-    styled = bool(tree.xpath("//style | //link[contains(translate(@rel, 'STYLESHEET', 'stylesheet'), 'stylesheet')]"))
-    return _mark(nodes(), texts, styled)
+    linked = bool(tree.xpath("//link[contains(translate(@rel, 'STYLESHEET', 'stylesheet'), 'stylesheet')]"))
+    sheet = sheet_of("\n".join(style.text or "" for style in tree.iter("style")))
+
+    def view(element: Any) -> tuple[str, str | None, tuple[str, ...], Any]:
+        tag = element.tag.lower() if isinstance(element.tag, str) else ""
+        return tag, element.get("id"), tuple((element.get("class") or "").split()), element.getparent()
+
+    def attr(element: Any, name: str) -> str | None:
+        return element.get(name)
+
+    return _mark(nodes(), texts, linked, sheet, sheet.matcher(view, attr))
 
 
 def mark_hidden_soup(soup: BeautifulSoup) -> int:
@@ -184,6 +206,18 @@ def mark_hidden_soup(soup: BeautifulSoup) -> int:
             if type(child) is NavigableString and (new := _wrap(str(child), reason)) is not None:
                 child.replace_with(NavigableString(new))
 
-    styled = soup.find("style") is not None or any(
-        "stylesheet" in " ".join(link.get("rel") or []).lower() for link in soup.find_all("link"))
-    return _mark(nodes(), texts, styled)
+    linked = any("stylesheet" in " ".join(link.get("rel") or []).lower() for link in soup.find_all("link"))
+    sheet = sheet_of("\n".join(style.get_text() for style in soup.find_all("style")))
+
+    def view(element: Any) -> tuple[str, str | None, tuple[str, ...], Any]:
+        classes = element.get("class") or ()
+        parent = element.parent
+        names = tuple(classes.split() if isinstance(classes, str) else classes)
+        parent = parent if parent is not None and parent.name != "[document]" else None
+        return element.name.lower(), element.get("id"), names, parent
+
+    def attr(element: Any, name: str) -> str | None:
+        value = element.get(name)
+        return " ".join(value) if isinstance(value, list) else value
+
+    return _mark(nodes(), texts, linked, sheet, sheet.matcher(view, attr))

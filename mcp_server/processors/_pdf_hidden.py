@@ -6,8 +6,11 @@ out for text that is not painted; only a page where that shows a span that is un
 1 pt or near white is read span by span (``extractDICT``: paint flags, opacity, colour, size).
 What is behind a span is the fill of the smallest filled shape under it, else white; a span over
 an image is never judged by colour (the image may be dark). Unpainted text on a page that an image
-covers mostly is a scan's OCR layer and is not flagged (the layer is not compared with the image:
-a limit, in SECURITY.md). Text outside the page never reaches the words (MuPDF clips to the page).
+covers mostly is a scan's OCR layer: legitimate where the scan shows text, so the page is rendered
+once in grey at 72 dpi and a layer line that stands over blank paper (no ink under it),
+or on a line of the layer already there (two lines of text in one place), is flagged. The layer's
+words are not read against the scan's words (OCR per page costs seconds: a limit, in SECURITY.md).
+Text outside the page or clipped out of view never reaches the words (MuPDF drops it).
 """
 
 from __future__ import annotations
@@ -25,6 +28,9 @@ TINY_PT = 1.0
 NEAR_WHITE = 0xF0  # every channel at least this: white to a reader
 COLOUR_TOLERANCE = 24
 SCAN_COVER = 0.5  # an image over this share of the page: a scan, its unpainted text an OCR layer
+LAYER_ZOOM = 1.0  # 72 dpi: a stroke of a 6 pt line is still a pixel of ink
+INK = 176  # a grey level darker than this is ink
+STACKED = 0.5  # two layer lines overlapping over this share of the smaller: one is not the scan's
 _PAINTED = 16 | 32  # MuPDF char_flags: filled, stroked
 # A span that is not painted (no colour), near white, or under 1 pt, in MuPDF's HTML of the page.
 _SUSPECT = re.compile(r'font-size:(?:0\.\d|[\d.]+pt">)|color:#f[0-9a-f]f[0-9a-f]f[0-9a-f]')
@@ -69,6 +75,7 @@ def _hidden_spans(page: pymupdf.Page, textpage: Any) -> list[tuple[Box, str]]:
     scan = any(abs(rect & page.rect) / area > SCAN_COVER for rect in images)
     fills: list[tuple[float, pymupdf.Rect, RGB]] | None = None
     found: list[tuple[Box, str]] = []
+    layer: list[pymupdf.Rect] = []
     for block in textpage.extractDICT()["blocks"]:
         for line in block.get("lines", ()):
             for span in line["spans"]:
@@ -77,7 +84,9 @@ def _hidden_spans(page: pymupdf.Page, textpage: Any) -> list[tuple[Box, str]]:
                 bbox = pymupdf.Rect(span["bbox"])
                 painted = span.get("char_flags", _PAINTED) & _PAINTED and span.get("alpha", 255) > 0
                 if not painted:
-                    if not scan:
+                    if scan:
+                        layer.append(bbox)
+                    else:
                         found.append((_box(bbox), "invisible text (render mode 3)"))
                     continue
                 if span["size"] < TINY_PT:
@@ -94,7 +103,26 @@ def _hidden_spans(page: pymupdf.Page, textpage: Any) -> list[tuple[Box, str]]:
                 behind = next((fill for _, rect, fill in fills if centre in rect), (255, 255, 255))
                 if _same(colour, behind):
                     found.append((_box(bbox), "text coloured like its background"))
+    if layer:
+        found += [(_box(rect), "OCR layer the scan does not show") for rect in _not_in_scan(page, layer)]
     return found
+
+
+def _not_in_scan(page: pymupdf.Page, layer: list[pymupdf.Rect]) -> list[pymupdf.Rect]:
+    """The OCR layer's spans with no ink under them, or stacked on an earlier span of the layer."""
+    pix = page.get_pixmap(matrix=pymupdf.Matrix(LAYER_ZOOM, LAYER_ZOOM), colorspace=pymupdf.csGRAY, alpha=False)
+    samples, width, height = pix.samples, pix.width, pix.height
+    origin = page.rect.tl
+    out = []
+    for i, rect in enumerate(layer):
+        stacked = any(abs(rect & other) > STACKED * min(abs(rect), abs(other)) for other in layer[:i])
+        x0, y0 = max(int((rect.x0 - origin.x) * LAYER_ZOOM), 0), max(int((rect.y0 - origin.y) * LAYER_ZOOM), 0)
+        x1 = min(int((rect.x1 - origin.x) * LAYER_ZOOM) + 1, width)
+        y1 = min(int((rect.y1 - origin.y) * LAYER_ZOOM) + 1, height)
+        inked = any(min(samples[y * width + x0:y * width + x1] or b"\xff") < INK for y in range(y0, y1))
+        if stacked or not inked:
+            out.append(rect)
+    return out
 
 
 def _fill_rgb(fill: Any) -> RGB:

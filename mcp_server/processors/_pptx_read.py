@@ -15,6 +15,7 @@ from mcp_server.core.markup import slide_marker
 from mcp_server.core.models import ExtractedTable, Location, ProcessedDocument
 from mcp_server.core.visibility import hidden
 from mcp_server.processors._markdown import markdown_table
+from mcp_server.processors._pptx_hidden import covered_shapes
 
 __all__ = ["read"]
 
@@ -51,9 +52,9 @@ class _Converter:
             notes = self._notes(slide)
             if notes:
                 notes_count += 1
-                body.append(f"Notes: {notes}")
+                body.append(hidden(f"Notes: {notes}", "speaker notes"))  # the presenter's, not on the slide
             if slide._element.get("show") in ("0", "false"):  # skipped by the slide show
-                body = [hidden(part, "hidden slide") for part in body]
+                body = [part if _marked(part) else hidden(part, "hidden slide") for part in body]
             lines = [slide_marker(number), *body]
             text = "\n\n".join(lines)
             if sections:
@@ -82,11 +83,14 @@ class _Converter:
 
     def _shapes(self, shapes: Any, depth: int) -> list[str]:
         out: list[str] = []
+        covered = covered_shapes(shapes) if depth == 0 else set()
         for shape in _reading_order(shapes):
             try:
                 parts = self._shape(shape, depth)
                 if depth == 0 and parts and self._off_slide(shape):
                     parts = [hidden(part, "outside the slide") for part in parts]
+                elif parts and shape.shape_id in covered:
+                    parts = [hidden(part, "covered by a shape") for part in parts]
                 out.extend(parts)
             except Exception as exc:  # one broken shape must not lose the slide
                 self.shape_errors.append(
@@ -181,6 +185,11 @@ class _Converter:
         except Exception:  # a notes slide without its body placeholder
             return ""
         return " ".join(frame.text.split()) if frame is not None else ""
+
+
+def _marked(part: str) -> bool:
+    """Whether ``part`` is hidden text already (marks do not nest)."""
+    return bool(part) and "\ufdd0" <= part[0] <= "\ufdee"
 
 
 def _reading_order(shapes: Any) -> list[Any]:

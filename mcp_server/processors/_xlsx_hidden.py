@@ -3,8 +3,8 @@
 Read from the package's XML (``xl/workbook.xml`` names each sheet's state and part; a sheet part's
 ``<row hidden="1">`` and ``<col hidden="1">``): pandas' read-only openpyxl reading does not keep
 row and column dimensions. A sheet part without the word ``hidden`` is not parsed further, so a
-workbook with nothing hidden costs a substring search per sheet. Cell colours (white text) are
-not read (a limit, in SECURITY.md).
+workbook with nothing hidden costs a substring search per sheet. Cells whose text is the colour of
+their fill are found from the stylesheet (``_xlsx_colours``).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from mcp_server.core.visibility import hidden
+from mcp_server.processors._xlsx_colours import hidden_cells, hiding_formats
 from mcp_server.processors.tabular import RawSheet
 
 __all__ = ["mark_hidden_cells"]
@@ -83,6 +84,8 @@ def mark_hidden_cells(data: bytes, sheets: Sequence[RawSheet]) -> list[RawSheet]
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as book:
             parts = _sheet_parts(book)
+            names = set(book.namelist())
+            formats = hiding_formats(book.read("xl/styles.xml")) if "xl/styles.xml" in names else set()
             out = []
             for sheet in sheets:
                 state, path = parts.get(sheet.name, ("visible", ""))
@@ -90,12 +93,15 @@ def mark_hidden_cells(data: bytes, sheets: Sequence[RawSheet]) -> list[RawSheet]
                     reason = "very hidden sheet" if state == "veryHidden" else "hidden sheet"
                     out.append(RawSheet(name=sheet.name, rows=[[_mark(v, reason) for v in row] for row in sheet.rows]))
                     continue
-                rows, columns = _hidden_rows_columns(book.read(path)) if path in book.namelist() else (set(), set())
-                if not rows and not columns:
+                part = book.read(path) if path in names else b""
+                rows, columns = _hidden_rows_columns(part)
+                coloured = hidden_cells(part, formats) if formats else set()
+                if not rows and not columns and not coloured:
                     out.append(sheet)
                     continue
                 out.append(RawSheet(name=sheet.name, rows=[
-                    [_mark(v, "hidden row") if number in rows else _mark(v, "hidden column") if col in columns else v
+                    [_mark(v, "hidden row") if number in rows else _mark(v, "hidden column") if col in columns
+                     else _mark(v, "text coloured like its background") if (number, col) in coloured else v
                      for col, v in enumerate(row, start=1)]
                     for number, row in enumerate(sheet.rows, start=1)
                 ]))

@@ -3,7 +3,8 @@
 ``META-INF/container.xml`` names the package document; its spine gives the reading order and its
 table of contents (the EPUB 3 nav document, else the EPUB 2 NCX) the chapter titles (a chapter
 missing from it takes its XHTML ``<title>``, else its first heading). Each chapter's XHTML is read
-by the HTML processor, with every image replaced by ``[Image: alt text]`` first. The zip passes
+by the HTML processor, with every image replaced by ``[Image: alt text]`` first and the book's
+style sheets it links put in the page (the HTML processor reads them for the text they hide). The zip passes
 the same directory limits as every archive (SECURITY P1) before anything is inflated; the XML of
 the container, package and NCX is parsed by ``_doctype.parse_xml`` (a DOCTYPE, as every Project
 Gutenberg book has, and internal entities read with their expansion bounded; nothing external).
@@ -14,10 +15,12 @@ book into memory objects; four small XML files and the spine are all that is nee
 
 from __future__ import annotations
 
+import functools
 import io
 import posixpath
 import warnings
 import zipfile
+from collections.abc import Callable
 from typing import ClassVar
 from urllib.parse import unquote
 from xml.etree.ElementTree import Element
@@ -41,6 +44,7 @@ _DC = "{http://purl.org/dc/elements/1.1/}"
 _CONTAINER = "{urn:oasis:names:tc:opendocument:xmlns:container}"
 _NCX = "{http://www.daisy.org/z3986/2005/ncx/}"
 _XHTML = {"application/xhtml+xml", "text/html"}
+MAX_STYLE_SHEET = 1_000_000  # bytes: a book's style sheet past this is not read for hidden text
 
 
 class EpubProcessor:
@@ -96,7 +100,7 @@ def _read(book: zipfile.ZipFile, options: ProcessOptions) -> ProcessedDocument:
             html = book.read(path)
         except KeyError:
             continue
-        chapter, fallback = _chapter(html, options)
+        chapter, fallback = _chapter(html, options, functools.partial(_style_sheet, book, path))
         name = titles.get(path) or fallback or f"Chapter {number}"
         names.append(name)
         parts.add_member(name, chapter, ())
@@ -110,9 +114,27 @@ def _read(book: zipfile.ZipFile, options: ProcessOptions) -> ProcessedDocument:
                              tables=tuple(parts.tables), locations=tuple(parts.locations))
 
 
-def _chapter(html: bytes, options: ProcessOptions) -> tuple[ProcessedDocument, str]:
-    """The chapter read by the HTML processor (images as their alt text), and its own title."""
+def _style_sheet(book: zipfile.ZipFile, chapter: str, href: str) -> str | None:
+    """The text of the book's style sheet ``href`` links from ``chapter``; None when it is not in the book."""
+    path = _join(posixpath.dirname(chapter), href.split("#", 1)[0])
+    try:
+        info = book.getinfo(path)
+    except KeyError:
+        return None
+    return book.read(info).decode("utf-8", "replace") if info.file_size <= MAX_STYLE_SHEET else None
+
+
+def _chapter(html: bytes, options: ProcessOptions,
+             style_sheet: Callable[[str], str | None]) -> tuple[ProcessedDocument, str]:
+    """The chapter read by the HTML processor (images as their alt text, the book's style sheets it
+    links put in the page, for the text they hide), and its own title."""
     soup = _soup(html)
+    for link in soup.find_all("link"):
+        linked = "stylesheet" in " ".join(link.get("rel") or []).lower()
+        if linked and (css := style_sheet(str(link.get("href") or ""))):
+            style = soup.new_tag("style")
+            style.string = css
+            link.replace_with(style)
     for image in soup.find_all(["img", "image"]):
         alt = str(image.get("alt") or image.get("title") or "").strip() if hasattr(image, "get") else ""
         image.replace_with(f" [Image: {alt}] " if alt else " ")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from mcp_server.core.models import Location, ProcessedDocument
@@ -79,6 +81,12 @@ def test_a_document_keeps_its_locations_and_metadata_in_step_with_its_settled_co
 def test_a_document_with_nothing_to_settle_is_returned_as_it_is() -> None:
     doc = ProcessedDocument(content="plain text", doc_type="txt", metadata={"title": "t"})
     assert settle_document(doc, "flag") is doc and clean_text("plain") == "plain"
+
+
+def test_every_hidden_text_reason_is_documented_in_the_tools_reference() -> None:
+    tools = (Path(__file__).parents[2] / "docs" / "tools.md").read_text(encoding="utf-8")
+    listed = tools[tools.index("The `hidden_text` reasons, all of them"):]
+    assert [reason for reason in HIDDEN_REASONS if f"`{reason}`" not in listed] == []
 
 
 def test_every_reason_has_its_own_mark() -> None:

@@ -25,6 +25,7 @@ from tests.tools._hidden_documents import (
     VISIBLE_WORD,
     docx_with_subject,
 )
+from tests.tools._hidden_styled import MORE_CLEAN, MORE_HIDDEN, clipped_pdf
 
 pytestmark = pytest.mark.anyio
 
@@ -39,7 +40,7 @@ INVISIBLE = ("\u200b", "\u202e", "\u202c", TAGS[0])
 @pytest.fixture(scope="module")
 def files(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FileServer]:
     root = tmp_path_factory.mktemp("served")
-    for name, data in {**HIDDEN, **CLEAN}.items():
+    for name, data in {**HIDDEN, **CLEAN, **MORE_HIDDEN, **MORE_CLEAN, "clipped.pdf": clipped_pdf()}.items():
         (root / name).write_bytes(data)
     (root / "invisible.txt").write_text(INVISIBLE_TEXT, encoding="utf-8")
     (root / "invisible.html").write_text(
@@ -96,7 +97,8 @@ def _covers_payload(text: str, offset: int, flags: Sequence[dict[str, Any]]) -> 
 # --- flag ------------------------------------------------------------------------------------------
 # Web pages in both views: the main view's extractor drops some hidden elements itself (then nothing
 # reaches the agent); the whole page keeps them all.
-CASES = [(name, view) for name in sorted(HIDDEN) for view in (("main", "full") if name.endswith(".html") else (None,))]
+CASES = [(name, view) for name in sorted({**HIDDEN, **MORE_HIDDEN})
+         for view in (("main", "full") if name.endswith(".html") else (None,))]
 
 
 @pytest.mark.parametrize(("name", "view"), CASES)
@@ -130,7 +132,7 @@ async def test_a_hidden_payload_is_flagged_in_every_result_that_holds_it(name: s
     assert PAYLOAD_WORD in read["text"] and _hidden(read["flags"])
 
 
-@pytest.mark.parametrize("name", sorted(CLEAN))
+@pytest.mark.parametrize("name", sorted({**CLEAN, **MORE_CLEAN}))
 async def test_clean_twins_and_text_a_reader_sees_are_never_flagged(name: str, flag: ThreadedServer,
                                                                    files: FileServer) -> None:
     url = files.url(name)
@@ -160,6 +162,18 @@ async def test_under_drop_a_hidden_payload_is_in_no_result_and_the_drop_is_repor
     assert found["results"] and PAYLOAD_WORD not in str(found)
     read = await _ok(drop, "read_document", document_url=url, view=view)
     assert PAYLOAD_WORD not in read["text"]
+
+
+@pytest.mark.parametrize("mode", ["flag", "drop"])
+async def test_pdf_text_clipped_out_of_view_reaches_no_result(mode: str, request: pytest.FixtureRequest,
+                                                              files: FileServer) -> None:
+    server: ThreadedServer = request.getfixturevalue(mode)
+    url = files.url("clipped.pdf")
+    processed = await _ok(server, "process_document", document_url=url)
+    assert VISIBLE_WORD in processed["content"] and PAYLOAD_WORD not in str(processed)
+    found = await _ok(server, "retrieve_chunks", document_url=url, query=QUERY, top_k=20)
+    read = await _ok(server, "read_document", document_url=url)
+    assert found["results"] and PAYLOAD_WORD not in str(found) and PAYLOAD_WORD not in read["text"]
 
 
 async def test_the_policy_is_part_of_the_cache_key(drop: ThreadedServer, flag: ThreadedServer,

@@ -192,7 +192,9 @@ class EmbeddingInstructionDetector(InstructionDetector):
     def probabilities(self, sentences: Sequence[str], vectors: np.ndarray) -> np.ndarray:
         """The classifier's probability for the sentences of one passage that the model reads (in
         order) and their unit vectors of the embedder, shape (n,)."""
-        hidden = features(sentences, vectors)
+        return self._forward(features(sentences, vectors))
+
+    def _forward(self, hidden: np.ndarray) -> np.ndarray:
         for w, b in self.layers[:-1]:
             hidden = np.maximum(hidden @ w + b, 0.0)
         w, b = self.layers[-1]
@@ -214,14 +216,13 @@ class EmbeddingInstructionDetector(InstructionDetector):
         asked = [texts[p][i] for p, open_ in enumerate(todo) for i in open_]
         if asked:
             vectors = self.embedder.embed(asked, unit="sentences")
-            at = 0
-            for p, open_ in enumerate(todo):
-                if open_:
-                    mine = [texts[p][i] for i in open_]
-                    probabilities = self.probabilities(mine, vectors[at:at + len(open_)])
-                    for i, probability in zip(open_, probabilities, strict=True):
-                        out[p][i] = float(probability)
-                    at += len(open_)
+            bounds = np.cumsum([0, *(len(open_) for open_ in todo)])
+            # each passage's features (its context), then one forward pass for all
+            x = np.vstack([features([texts[p][i] for i in open_], vectors[bounds[p]:bounds[p + 1]])
+                           for p, open_ in enumerate(todo) if open_])
+            places = [(p, i) for p, open_ in enumerate(todo) for i in open_]
+            for (p, i), probability in zip(places, self._forward(x).tolist(), strict=True):
+                out[p][i] = probability
         return [[0.0 if score is None else score for score in passage] for passage in out]  # every None was filled
 
     def scores_of(self, sentences: Sequence[str], vectors: np.ndarray) -> list[float]:

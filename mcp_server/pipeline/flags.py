@@ -18,7 +18,7 @@ import hashlib
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Protocol, cast, runtime_checkable
 
 from cachetools import LRUCache
 
@@ -174,8 +174,10 @@ class Flagger:
         new = [s for s in dict.fromkeys(sentences) if s not in known]
         if new:
             assert self.scorer is not None
-            score = self.scorer.score if isinstance(self.scorer, InstructionScorer) else self.scorer
-            values = [float(v) for v in _same_length(new, score(new))]  # type: ignore[operator]
+            # a plain sentence scorer (a PassageScorer went to _score_passages)
+            score = (self.scorer.score if isinstance(self.scorer, InstructionScorer)
+                     else cast(Callable[[Sequence[str]], Sequence[float]], self.scorer))
+            values = [float(v) for v in _same_length(new, score(new))]
             with self._lock:
                 for sentence, value in zip(new, values, strict=True):
                     self._scores[sentence] = value

@@ -1,6 +1,6 @@
 """Train the instruction detector (mcp_server/encoders/instructions.npz): `make train-instructions`.
 
-    .venv/bin/python scripts/train_instructions.py [--bipia DIR] [--out PATH] [--no-save]
+    .venv/bin/python scripts/train_instructions.py [--bipia DIR] [--out PATH] [--no-save] [--cache NPZ]
 
 Data (docs/architecture.md, "Models"):
 * BIPIA's training half (MIT; ../shared/corpus/train/bipia or --bipia): its 25 attack categories
@@ -10,9 +10,14 @@ Data (docs/architecture.md, "Models"):
   contexts.
 * Sentences written for this project (scripts/_instruction_texts.py): instructions to an AI
   (positives) and ordinary orders and questions to a human reader (negatives).
-* Measured, not in the shipped weights: --requests N more sentences to an AI of many kinds
-  (scripts/_assistant_requests.py) and --hard-negatives (software licences' sentences, statements
-  about the same subjects); docs/architecture.md has their figures.
+* Sentences to an AI of many kinds (scripts/_assistant_requests.py, --requests N, default 3,000),
+  each placed in one of the training contexts as BIPIA places its attacks, and hard negatives
+  (software licences' sentences, statements about the requests' subjects; --no-hard-negatives
+  leaves them out). docs/architecture.md has the figures of each.
+
+Features are built per passage, as the server builds them: a unit's vector, the lexical column and
+its cosine to the units around it in its context (``instructions.context_features``); a sentence
+written alone (the made-up sentences above) has no context.
 
 Units are the dense index's (``text/sentences.py``), embedded by the bundled MiniLM as the server
 embeds them. The classifier is a one-hidden-layer network trained with Adam in numpy.
@@ -45,17 +50,17 @@ sys.path.insert(0, str(ROOT / "scripts"))
 from _assistant_requests import assistant_requests, topic_statements  # noqa: E402
 from _instruction_texts import agent_instructions, narrative, ordinary_imperatives  # noqa: E402
 
-from mcp_server.encoders.instructions import WEIGHTS, decided, features  # noqa: E402
+from mcp_server.encoders.instructions import CONTEXT_FEATURES, WEIGHTS, decided, features  # noqa: E402
 from mcp_server.text.sentences import chunk_units, split_sentences  # noqa: E402
 
 BIPIA = ROOT.parent / "shared" / "corpus" / "train" / "bipia"
 TATQA = BIPIA.parent / "tatqa"
 LICENCES = "/usr/share/common-licenses"
-THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95)
+THRESHOLDS = (0.5, 0.7, 0.8, 0.85, 0.9, 0.95, 0.98)  # bench/instructions.py's
 CONTEXTS_PER_ATTACK = 6  # attacked copies per attack and position
 HIDDEN = 32
 FOLDS = 5  # categories are dealt into folds; each fold's are held out together
-VERSION = "1"
+VERSION = "2"  # 2: the context features (1: a sentence alone)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -173,6 +178,18 @@ def prose_negatives(tatqa: Path, count: int, seed: int = 9) -> list[str]:
     return random.Random(seed).sample(sorted(sentences), min(count, len(sentences)))
 
 
+def prose_passages(tatqa: Path, count: int, seed: int = 11) -> list[list[str]]:
+    """Ordinary prose read in its context: the units of TAT-QA's report paragraphs (MIT, its questions
+    left out) of two or more sentences, ``count`` of them: the negatives that have a context, as a
+    real document's sentences do (BIPIA's clean contexts are emails, tables and code)."""
+    texts: list[str] = []
+    for name in ("tatqa_dataset_dev.json", "tatqa_dataset_test_gold.json"):
+        for item in json.loads((tatqa / name).read_text(encoding="utf-8")):
+            texts += [p["text"] for p in item["paragraphs"]]
+    passages = [units for text in sorted(set(texts)) if len(units := chunk_units(" ".join(text.split()))) >= 2]
+    return random.Random(seed).sample(passages, min(count, len(passages)))
+
+
 def licence_sentences(count: int, seed: int = 19) -> list[str]:
     """Sentences of software licences: legal text that addresses "you" with "must", "may not" and
     "shall" and is never addressed to an AI (the Debian licences in /usr/share/common-licenses and the
@@ -266,21 +283,58 @@ def predict(layers: list[tuple[np.ndarray, np.ndarray]], x: np.ndarray) -> np.nd
     return 1 / (1 + np.exp(-np.clip((hidden @ layers[1][0] + layers[1][1]).ravel(), -30, 30)))
 
 
-def gated(probabilities: np.ndarray, units: Sequence[str]) -> list[float]:
-    """What ``EmbeddingInstructionDetector.score`` makes of the classifier's probabilities."""
-    return [float(p) if (score := decided(u)) is None else score for u, p in zip(units, probabilities, strict=True)]
+def passage_scores(layers: list[tuple[np.ndarray, np.ndarray]], units: Sequence[str],
+                   vec: dict[str, np.ndarray]) -> list[float]:
+    """What ``EmbeddingInstructionDetector.scores_of`` makes of one passage's units."""
+    out = [decided(u) for u in units]
+    open_ = [i for i, score in enumerate(out) if score is None]
+    if open_:
+        texts = [units[i] for i in open_]
+        for i, p in zip(open_, predict(layers, features(texts, np.stack([vec[t] for t in texts]))), strict=True):
+            out[i] = float(p)
+    return [0.0 if score is None else score for score in out]
 
 
-def rows(samples: Sequence[Sample], skip: set[str]) -> tuple[list[str], list[int]]:
-    texts, labels = [], []
+def alone(texts: Sequence[str], vec: dict[str, np.ndarray]) -> np.ndarray:
+    """Features of sentences each read alone (no context), those the model reads."""
+    texts = [t for t in texts if decided(t) is None]
+    x = features(texts, np.stack([vec[t] for t in texts]))
+    x[:, -CONTEXT_FEATURES:] = 0.0
+    return x
+
+
+def rows(samples: Sequence[Sample], skip: set[str], vec: dict[str, np.ndarray]) -> tuple[np.ndarray, list[int]]:
+    """Features and labels of the units of attacked contexts the model reads (an attack's code block
+    neither class), each read against its context."""
+    xs, labels = [], []
     for s in samples:
         if s.category in skip:
             continue
-        for unit, positive, ignored in zip(s.units, s.positive, s.ignored, strict=True):
-            if not ignored:
-                texts.append(unit)
-                labels.append(int(positive))
-    return texts, labels
+        open_ = [i for i, u in enumerate(s.units) if decided(u) is None]
+        if not open_:
+            continue
+        x = features([s.units[i] for i in open_], np.stack([vec[s.units[i]] for i in open_]))
+        keep = [k for k, i in enumerate(open_) if not s.ignored[i]]
+        xs.append(x[keep])
+        labels += [int(s.positive[open_[k]]) for k in keep]
+    return np.vstack(xs), labels
+
+
+def clean_rows(passages: Sequence[list[str]], vec: dict[str, np.ndarray]) -> np.ndarray:
+    samples = [Sample(units=units, positive=[False] * len(units), ignored=[False] * len(units), category="",
+                      context="") for units in passages]
+    x, _ = rows(samples, set(), vec)
+    return x
+
+
+def placed(requests: Sequence[str], contexts: dict[str, list[str]], names: set[str], seed: int = 7) -> list[Sample]:
+    """Each written request inserted into one training context (an email or a table), at the start,
+    the middle or the end, as BIPIA inserts its attacks."""
+    rng = random.Random(seed)
+    pool = sorted(name for name in names if not name.startswith("code:"))
+    return [attacked(_context(contexts, name), request, rng.choice(("start", "middle", "end")), rng,
+                     category="written request", name=name)
+            for request, name in zip(requests, (rng.choice(pool) for _ in requests), strict=False)]
 
 
 def main() -> None:
@@ -289,12 +343,13 @@ def main() -> None:
     parser.add_argument("--tatqa", type=Path, default=TATQA)
     parser.add_argument("--out", type=Path, default=WEIGHTS)
     parser.add_argument("--no-save", action="store_true")
-    # measured, not shipped (docs/architecture.md, "The instruction detector"): neither raised the recall
-    # at the threshold that keeps the real corpora's false flags at 1 %
-    parser.add_argument("--requests", type=int, default=0,
-                        help="add this many sentences to an AI of scripts/_assistant_requests.py (positives)")
-    parser.add_argument("--hard-negatives", action="store_true",
-                        help="add licence sentences and statements about the requests' subjects (negatives)")
+    parser.add_argument("--requests", type=int, default=3000,
+                        help="sentences to an AI of scripts/_assistant_requests.py placed in training contexts "
+                             "(positives)")
+    parser.add_argument("--no-hard-negatives", dest="hard_negatives", action="store_false",
+                        help="leave out the licence sentences and statements about the requests' subjects")
+    parser.add_argument("--prose-passages", type=int, default=1500,
+                        help="TAT-QA paragraphs read as passages (negatives with a context)")
     parser.add_argument("--cache", type=Path, default=None, help="keep the unit vectors in this .npz between runs")
     args = parser.parse_args()
     text_attacks, code_attacks, contexts = load_bipia(args.bipia)
@@ -304,48 +359,52 @@ def main() -> None:
     clean_train = [u for name in sorted(train_ctx) for u in chunk_units(_context(contexts, name))]
     clean_val = {name: chunk_units(_context(contexts, name)) for name in sorted(val_ctx)}
     prose = prose_negatives(args.tatqa, 4000) + narrative(1500)
-    made_pos = agent_instructions(600) + assistant_requests(args.requests)
+    made_pos = agent_instructions(600)
+    requests = placed(assistant_requests(args.requests), contexts, train_ctx)
     made_neg = ordinary_imperatives(1500) + prose + wrapped(prose, 2000)
     if args.hard_negatives:
         made_neg += licence_sentences(3000) + topic_statements(1500)
-    everything = [u for s in train_samples + val_samples for u in s.units] + clean_train + made_pos + made_neg
-    everything += [u for units in clean_val.values() for u in units]
+    everything = [u for s in train_samples + val_samples + requests for u in s.units] + clean_train
+    prose_ctx = prose_passages(args.tatqa, args.prose_passages)
+    everything += made_pos + made_neg + [u for units in clean_val.values() for u in units]
+    everything += [u for units in prose_ctx for u in units]
     vec = embed_all(everything, args.cache)
 
-    def matrix(texts: Sequence[str]) -> np.ndarray:
-        return features(texts, np.stack([vec[t] for t in texts]))
-
-    fixed_texts = clean_train + made_neg + made_pos
-    fixed_labels = [0] * (len(clean_train) + len(made_neg)) + [1] * len(made_pos)
+    clean_train_passages = [chunk_units(_context(contexts, name)) for name in sorted(train_ctx)] + prose_ctx
+    req_x, req_y = rows(requests, set(), vec) if requests else (np.zeros((0, 0), np.float32), [])
+    fixed = [clean_rows(clean_train_passages, vec), alone(made_neg, vec), alone(made_pos, vec)]
+    fixed_labels = [0] * (len(fixed[0]) + len(fixed[1])) + [1] * len(fixed[2])
+    if requests:
+        fixed.append(req_x)
+        fixed_labels += req_y
+    fixed_x = np.vstack(fixed)
     categories = sorted({s.category for s in train_samples})
     folds = [categories[i::FOLDS] for i in range(FOLDS)]
     print(f"\n{FOLDS} folds of held-out categories: {len(categories)} categories, "
-          f"{len(train_samples)} attacked training contexts, "
+          f"{len(train_samples)} attacked training contexts, {len(requests)} written requests in contexts, "
           f"{len(val_samples)} attacked validation contexts, {len(clean_val)} clean validation contexts")
     recalls: dict[str, dict[float, float]] = {}
     clean_flags: dict[float, list[float]] = {t: [] for t in THRESHOLDS}
-    clean_x = [matrix(units) for units in clean_val.values()]
     for fold in folds:
-        texts, labels = rows(train_samples, skip=set(fold))
-        model = train(matrix(texts + fixed_texts), np.asarray(labels + fixed_labels, np.float32))
+        x, labels = rows(train_samples, set(fold), vec)
+        model = train(np.vstack([x, fixed_x]), np.asarray(labels + fixed_labels, np.float32))
         for category in fold:
             held = [s for s in val_samples if s.category == category]
-            best = [max(gated(predict(model, matrix(s.units)), s.units)) for s in held]
+            best = [max(passage_scores(model, s.units, vec)) for s in held]
             recalls[category] = {t: float(np.mean([b >= t for b in best])) for t in THRESHOLDS}
             print(f"  {category}: recall {recalls[category][0.9]:.3f} at 0.9", flush=True)
-        clean_best = [float(max(gated(predict(model, x), units))) for x, units in zip(clean_x, clean_val.values(),
-                                                                                      strict=True)]
+        clean_best = [max(passage_scores(model, units, vec)) for units in clean_val.values()]
         for t in THRESHOLDS:
             clean_flags[t].append(float(np.mean([b >= t for b in clean_best])))
     _print_table(recalls, clean_flags, val_samples)
-    texts, labels = rows(train_samples + val_samples, skip=set())
-    clean_all = [u for units in clean_val.values() for u in units]
-    final = train(matrix(texts + fixed_texts + clean_all),
+    x, labels = rows(train_samples + val_samples, set(), vec)
+    clean_all = clean_rows(list(clean_val.values()), vec)
+    final = train(np.vstack([x, fixed_x, clean_all]),
                   np.asarray(labels + fixed_labels + [0] * len(clean_all), np.float32))
     if not args.no_save:
         flagged = {str(t): float(np.mean(v)) for t, v in clean_flags.items()}
         report = {"recall": recalls, "clean_contexts_flagged": flagged,
-                  "units": len(texts) + len(fixed_texts) + len(clean_all)}
+                  "units": len(labels) + len(fixed_labels) + len(clean_all)}
         np.savez_compressed(args.out, layers=np.int64(len(final)), w0=final[0][0], b0=final[0][1],
                             w1=final[1][0], b1=final[1][1], embedder=np.str_(_minilm()),
                             version=np.str_(VERSION), report=np.str_(json.dumps(report)))

@@ -9,13 +9,16 @@ setting and removes nothing.
 ``instructions.npz`` beside this module, ~50 KB) over the unit vectors of the bundled MiniLM, the
 server's English embedder, trained by ``scripts/train_instructions.py`` on BIPIA's training half and
 sentences written for the purpose (docs/architecture.md, "Models", has the data and the figures).
-It reads one lexical feature beside each vector (``LEXICAL``). It embeds through the embedder's
+It reads one lexical feature beside each vector (``LEXICAL``) and the sentence's context: its
+cosine to the mean vector of the sentences around it in the same passage (``context_features``; an
+injected request is off the topic of the text around it). It embeds through the embedder's
 content-hash cache, so the sentence units the dense index already embedded (``text/sentences.py``)
 cost no model call. A few exact rules (``RULES``: the override
 phrases of injections, "you are an AI ...") score 1.0 whatever the model says; a unit that is not a
 whole sentence (``whole_sentence``: a wrapped line, a cell) scores 0.0 otherwise.
 
-``score`` blocks (a model call): run it off the event loop, in a model slot (``ModelRunner.run``).
+``score`` takes one passage's sentences in order (``score_passages`` several passages in one model
+call). ``score`` blocks (a model call): run it off the event loop, in a model slot (``ModelRunner.run``).
 """
 
 from __future__ import annotations
@@ -33,8 +36,9 @@ from mcp_server.text.lexical import without_page_markers
 from mcp_server.text.sentences import split_sentences
 
 __all__ = [
-    "LEXICAL", "RULES", "WEIGHTS", "EmbeddingInstructionDetector", "FakeInstructionDetector", "InstructionDetector",
-    "features", "instruction_spans", "rule_match", "whole_sentence",
+    "CONTEXT_FEATURES", "CONTEXT_WINDOW", "LEXICAL", "RULES", "WEIGHTS", "EmbeddingInstructionDetector",
+    "FakeInstructionDetector", "InstructionDetector", "context_features", "features", "instruction_spans",
+    "rule_match", "whole_sentence",
 ]
 
 WEIGHTS = Path(__file__).with_name("instructions.npz")
@@ -63,11 +67,39 @@ LEXICAL = (
 )
 
 
+# The context of a sentence: the sentences the model reads (``decided`` left open) within this many
+# places before and after it in the same passage: about a chunk's worth, so a sentence of a whole
+# document's content is read against the text around it as it would be in its chunk.
+CONTEXT_WINDOW = 8
+CONTEXT_FEATURES = 2  # the cosine to the context's mean vector, and whether there is a context
+
+
+def context_features(vectors: np.ndarray) -> np.ndarray:
+    """Per unit vector of one passage (in order): its cosine to the sum of its neighbours' vectors
+    within ``CONTEXT_WINDOW`` places, and 1.0; (0.0, 0.0) for a unit without neighbours. From the
+    vectors already computed: no model call."""
+    vectors = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
+    n = len(vectors)
+    out = np.zeros((n, CONTEXT_FEATURES), dtype=np.float32)
+    if n < 2:
+        return out
+    sums = np.vstack([np.zeros((1, vectors.shape[1]), np.float32), np.cumsum(vectors, axis=0)])
+    at = np.arange(n)
+    lo, hi = np.maximum(at - CONTEXT_WINDOW, 0), np.minimum(at + CONTEXT_WINDOW + 1, n)
+    rest = sums[hi] - sums[lo] - vectors
+    norms = np.linalg.norm(rest, axis=1)
+    out[:, 0] = np.einsum("ij,ij->i", vectors, rest) / np.maximum(norms, 1e-6)
+    out[:, 1] = 1.0
+    return out
+
+
 def features(sentences: Sequence[str], vectors: np.ndarray) -> np.ndarray:
-    """The classifier's input: each sentence's unit vector, then one 0/1 column per ``LEXICAL`` pattern."""
+    """The classifier's input for the sentences of one passage that the model reads, in order: each
+    sentence's unit vector, one 0/1 column per ``LEXICAL`` pattern, then ``context_features``."""
     lexical = np.array([[1.0 if pattern.search(s) else 0.0 for pattern in LEXICAL] for s in sentences],
                        dtype=np.float32).reshape(len(sentences), len(LEXICAL))
-    return np.hstack([np.asarray(vectors, dtype=np.float32).reshape(len(sentences), -1), lexical])
+    vectors = np.asarray(vectors, dtype=np.float32).reshape(len(sentences), -1)
+    return np.hstack([vectors, lexical, context_features(vectors)])
 
 
 # A whole sentence starts with a capital letter, a digit or an opening quote or bracket, and ends with
@@ -106,7 +138,12 @@ class InstructionDetector(ABC):
 
     @abstractmethod
     def score(self, sentences: Sequence[str]) -> list[float]:
-        """One probability per sentence, in the order given (blocking: call it off the event loop)."""
+        """One probability per sentence of one passage, in its order (blocking: call it off the
+        event loop); a sentence is read against the sentences around it."""
+
+    def score_passages(self, passages: Sequence[Sequence[str]]) -> list[list[float]]:
+        """``score`` of each passage's sentences."""
+        return [self.score(sentences) for sentences in passages]
 
 
 class FakeInstructionDetector(InstructionDetector):
@@ -132,7 +169,7 @@ class EmbeddingInstructionDetector(InstructionDetector):
         if embedder.model_id != embedder_id:
             raise ModelLoadError(f"the instruction classifier was trained on {embedder_id}'s vectors, "
                                  f"not {embedder.model_id}'s")
-        if not layers or layers[0][0].shape[0] != embedder.dimension + len(LEXICAL):
+        if not layers or layers[0][0].shape[0] != embedder.dimension + len(LEXICAL) + CONTEXT_FEATURES:
             raise ModelLoadError("the instruction classifier's input size is not the embedder's dimension")
         self.embedder = embedder
         self.layers = [(np.asarray(w, dtype=np.float32), np.asarray(b, dtype=np.float32)) for w, b in layers]
@@ -153,8 +190,11 @@ class EmbeddingInstructionDetector(InstructionDetector):
         return cls(embedder, layers, embedder_id=embedder_id, version=version)
 
     def probabilities(self, sentences: Sequence[str], vectors: np.ndarray) -> np.ndarray:
-        """The classifier's probability for sentences and their unit vectors of the embedder, shape (n,)."""
-        hidden = features(sentences, vectors)
+        """The classifier's probability for the sentences of one passage that the model reads (in
+        order) and their unit vectors of the embedder, shape (n,)."""
+        return self._forward(features(sentences, vectors))
+
+    def _forward(self, hidden: np.ndarray) -> np.ndarray:
         for w, b in self.layers[:-1]:
             hidden = np.maximum(hidden @ w + b, 0.0)
         w, b = self.layers[-1]
@@ -162,27 +202,40 @@ class EmbeddingInstructionDetector(InstructionDetector):
         return 1.0 / (1.0 + np.exp(-np.clip(logits, -30.0, 30.0)))
 
     def score(self, sentences: Sequence[str]) -> list[float]:
-        if not sentences:
-            return []
+        return self.score_passages([sentences])[0]
+
+    def score_passages(self, passages: Sequence[Sequence[str]]) -> list[list[float]]:
+        """Each passage's scores; the sentences the rules leave open, of every passage, in one model call."""
         # as the index embeds a unit: without a page marker line (a sentence that follows one is the
         # index's unit, so its vector is a cache hit, not a model call)
-        texts = [without_page_markers(s).strip()[:MAX_SENTENCE_CHARS] for s in sentences]
-        out = [decided(text) for text in texts]
+        texts = [[without_page_markers(s).strip()[:MAX_SENTENCE_CHARS] for s in sentences] for sentences in passages]
+        out = [[decided(text) for text in passage] for passage in texts]
         # only the sentences the rules leave open reach the model: a returned table's rows and
         # wrapped lines cost no embedding
-        todo = [i for i, score in enumerate(out) if score is None]
-        if todo:
-            asked = [texts[i] for i in todo]
-            for i, p in zip(todo, self.probabilities(asked, self.embedder.embed(asked, unit="sentences")), strict=True):
-                out[i] = float(p)
-        return [0.0 if score is None else score for score in out]  # every None was filled above
+        todo = [[i for i, score in enumerate(passage) if score is None] for passage in out]
+        asked = [texts[p][i] for p, open_ in enumerate(todo) for i in open_]
+        if asked:
+            vectors = self.embedder.embed(asked, unit="sentences")
+            bounds = np.cumsum([0, *(len(open_) for open_ in todo)])
+            # each passage's features (its context), then one forward pass for all
+            x = np.vstack([features([texts[p][i] for i in open_], vectors[bounds[p]:bounds[p + 1]])
+                           for p, open_ in enumerate(todo) if open_])
+            places = [(p, i) for p, open_ in enumerate(todo) for i in open_]
+            for (p, i), probability in zip(places, self._forward(x).tolist(), strict=True):
+                out[p][i] = probability
+        return [[0.0 if score is None else score for score in passage] for passage in out]  # every None was filled
 
     def scores_of(self, sentences: Sequence[str], vectors: np.ndarray) -> list[float]:
-        """``score`` of sentences whose unit vectors are known: 1.0 where a rule matches, 0.0 for a
-        unit that is not a whole sentence, else the classifier's probability."""
-        probabilities = self.probabilities(sentences, vectors)
-        return [float(p) if (score := decided(text)) is None else score
-                for text, p in zip(sentences, probabilities, strict=True)]
+        """``score`` of one passage's sentences whose unit vectors are known: 1.0 where a rule matches,
+        0.0 for a unit that is not a whole sentence, else the classifier's probability (the context
+        read from the other sentences the classifier reads)."""
+        out = [decided(text) for text in sentences]
+        open_ = [i for i, score in enumerate(out) if score is None]
+        if open_:
+            probabilities = self.probabilities([sentences[i] for i in open_], np.asarray(vectors)[open_])
+            for i, probability in zip(open_, probabilities, strict=True):
+                out[i] = float(probability)
+        return [0.0 if score is None else score for score in out]
 
 
 def instruction_spans(detector: InstructionDetector, text: str, threshold: float) -> list[tuple[int, int, float]]:

@@ -3,9 +3,11 @@
 Hidden text and invisible code points are found at parse time (``processors/_visibility.py``)
 and ride on ``ProcessedDocument.flags`` and ``Chunk.flags``. Sentences addressed to the AI agent
 are scored where a text is returned (process_document, chunk_document, retrieve_chunks,
-search_documents, get_passage, read_document), by an optional ``InstructionScorer``: only the
-texts an answer holds are scored, and each sentence once (``SCORED_ENTRIES``), so a server
-without a scorer pays nothing and one with a scorer pays for what it returns. A text returned
+search_documents, get_passage, read_document), by an optional scorer: only the texts an answer
+holds are scored, so a server without a scorer pays nothing and one with a scorer pays for what it
+returns. A ``PassageScorer`` (the bundled detector) reads each sentence against the sentences around
+it, so it is given each returned text's sentences together; a plain ``InstructionScorer`` scores
+sentences alone, each once (``SCORED_ENTRIES``). A text returned
 before is answered from what was found in it (``FOUND_ENTRIES``), on the event loop: a warm answer
 splits no sentence, looks up no score and takes no model slot or thread hop.
 """
@@ -16,7 +18,7 @@ import hashlib
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Protocol, cast, runtime_checkable
 
 from cachetools import LRUCache
 
@@ -25,7 +27,7 @@ from mcp_server.core.models import Chunk, TextFlag
 from mcp_server.embedding.runner import ModelRunner
 from mcp_server.text.sentences import sentence_spans
 
-__all__ = ["Flagger", "InstructionScorer", "Piece", "Scorer", "chunk_piece", "document_slice"]
+__all__ = ["Flagger", "InstructionScorer", "PassageScorer", "Piece", "Scorer", "chunk_piece", "document_slice"]
 
 INSTRUCTIONS = "instructions_to_agent"
 SCORED_ENTRIES = 20_000  # sentences whose score is remembered (a warm answer scores nothing again)
@@ -41,7 +43,15 @@ class InstructionScorer(Protocol):
     def score(self, sentences: Sequence[str]) -> list[float]: ...
 
 
-Scorer = InstructionScorer | Callable[[Sequence[str]], Sequence[float]]
+@runtime_checkable
+class PassageScorer(Protocol):
+    """Probability, per sentence of each passage (in order), that it addresses the AI agent: a
+    sentence is read against the sentences around it in its passage."""
+
+    def score_passages(self, passages: Sequence[Sequence[str]]) -> list[list[float]]: ...
+
+
+Scorer = PassageScorer | InstructionScorer | Callable[[Sequence[str]], Sequence[float]]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -125,8 +135,12 @@ class Flagger:
         if self.scorer is None:
             return [piece.flags for piece in pieces]
         spans = [sentence_spans(piece.text) for piece in pieces]
-        sentences = [piece.text[a:b] for piece, found in zip(pieces, spans, strict=True) for a, b in found]
-        scores = self._score(sentences)
+        if isinstance(self.scorer, PassageScorer):
+            scores = self._score_passages([[piece.text[a:b] for a, b in found]
+                                           for piece, found in zip(pieces, spans, strict=True)])
+        else:
+            scores = self._score([piece.text[a:b] for piece, found in zip(pieces, spans, strict=True)
+                                  for a, b in found])
         out: list[tuple[TextFlag, ...]] = []
         at = 0
         for piece, found in zip(pieces, spans, strict=True):
@@ -145,22 +159,37 @@ class Flagger:
             known = [self._found.get(key) for key in keys]
         return None if any(found is None for found in known) else [found for found in known if found is not None]
 
+    def _score_passages(self, passages: list[list[str]]) -> list[float]:
+        """The scores of every passage's sentences, in order, flat (one call to the scorer)."""
+        assert isinstance(self.scorer, PassageScorer)
+        scored = self.scorer.score_passages(passages)
+        values = [float(v) for sentences, scores in zip(passages, scored, strict=True)
+                  for v in _same_length(sentences, scores)]
+        metrics.flags_found(INSTRUCTIONS, sum(value >= self.threshold for value in values))
+        return values
+
     def _score(self, sentences: list[str]) -> list[float]:
         with self._lock:
             known = {s: self._scores[s] for s in set(sentences) if s in self._scores}
         new = [s for s in dict.fromkeys(sentences) if s not in known]
         if new:
             assert self.scorer is not None
-            score = self.scorer.score if isinstance(self.scorer, InstructionScorer) else self.scorer
-            values = [float(v) for v in score(new)]
-            if len(values) != len(new):
-                raise ValueError(f"the instruction scorer gave {len(values)} scores for {len(new)} sentences")
+            # a plain sentence scorer (a PassageScorer went to _score_passages)
+            score = (self.scorer.score if isinstance(self.scorer, InstructionScorer)
+                     else cast(Callable[[Sequence[str]], Sequence[float]], self.scorer))
+            values = [float(v) for v in _same_length(new, score(new))]
             with self._lock:
                 for sentence, value in zip(new, values, strict=True):
                     self._scores[sentence] = value
             metrics.flags_found(INSTRUCTIONS, sum(value >= self.threshold for value in values))
             known.update(zip(new, values, strict=True))
         return [known[s] for s in sentences]
+
+
+def _same_length(sentences: Sequence[str], scores: Sequence[float]) -> Sequence[float]:
+    if len(scores) != len(sentences):
+        raise ValueError(f"the instruction scorer gave {len(scores)} scores for {len(sentences)} sentences")
+    return scores
 
 
 def _with(piece: Piece, found: Found) -> tuple[TextFlag, ...]:

@@ -297,7 +297,7 @@ class Settings(BaseSettings):
         description="Cross-encoder reranker; empty disables; unloadable -> no reranking.",
     )
     learned_ranking: bool = Field(
-        False,
+        True,
         description="Order the head of an English document's complete index (and the pool) by the learned "
         "ranker bundled with the package (retrieval/ranker.json, trained by scripts/train_ranker.py).",
     )

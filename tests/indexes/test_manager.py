@@ -693,3 +693,10 @@ async def test_the_partial_answers_of_a_document_share_its_template_passages_fou
             await m.search(view.index, query, top_k=1)
         embedder.gate.set()
     assert found == [len(BOOK) + 1]
+
+
+def test_the_bundled_learned_ranker_orders_heads_by_default_and_the_setting_turns_it_off(tmp_path) -> None:
+    on = IndexManager(Settings(index_dir=str(tmp_path / "on")), ModelRegistry.fake())
+    off = IndexManager(Settings(index_dir=str(tmp_path / "off"), learned_ranking=False), ModelRegistry.fake())
+    assert on.ranker is not None and on.ranker.head > 0
+    assert off.ranker is None

@@ -40,3 +40,13 @@ def test_a_sheet_with_too_many_colour_rules_still_hides_but_judges_no_colour() -
     many = "".join(f".c{i} {{ color: #{i % 256:02x}2030; background: #fff }}" for i in range(500))
     assert _reasons(many + " .w { color: #fff }", f'<p class="w">{PAYLOAD}</p>') == []
     assert _reasons(many + " .h { display: none }", f'<p class="h">{PAYLOAD}</p>') == ["display:none"]
+
+
+def test_comments_hide_no_rule_and_a_sheet_full_of_unclosed_comment_openers_is_read_in_one_pass() -> None:
+    assert _reasons("/* .h { display: block } */ .h { display: none } /* a note */",
+                    f'<p class="h">{PAYLOAD}</p>') == ["display:none"]
+    assert _reasons(".h { display: none } /* an unclosed comment .h { display: block }",
+                    f'<p class="h">{PAYLOAD}</p>') == ["display:none"]  # it runs to the end, as CSS reads it
+    # 200,000 openers and no closer: one pass (a lazy pattern searched the rest from each opener,
+    # ~12 s for 32,000 of them); the rule before them still applies
+    assert _reasons(".h { display: none }" + "/*x" * 200_000, f'<p class="h">{PAYLOAD}</p>') == ["display:none"]

@@ -140,8 +140,9 @@ PDF_CLEAN = _pdf(None)
 PDF_WHITE_ON_DARK = _pdf(_white_on_dark)
 
 
-def scanned_pdf_with_ocr_layer() -> bytes:
-    """A page that is one image of its text, with the same text in an invisible layer (as OCR writes it)."""
+def scanned_pdf_with_ocr_layer(extra: str | None = None) -> bytes:
+    """A page that is one image of its text, with the same text in an invisible layer (as OCR writes it),
+    and ``extra`` in the layer too, over a blank part of the scan."""
     source = pymupdf.open()
     page = source.new_page()
     for i, line in enumerate(VISIBLE):
@@ -152,6 +153,8 @@ def scanned_pdf_with_ocr_layer() -> bytes:
     scanned.insert_image(scanned.rect, stream=picture)
     for i, line in enumerate(VISIBLE):
         scanned.insert_text((50, 80 + 20 * i), line, fontsize=10, render_mode=3)
+    if extra:
+        scanned.insert_text((50, 400), extra, fontsize=10, render_mode=3)
     return bytes(scan.tobytes())
 
 

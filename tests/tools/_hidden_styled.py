@@ -23,7 +23,7 @@ from pptx.dml.color import RGBColor as PptxColour
 from pptx.enum.shapes import MSO_SHAPE
 from pptx.util import Inches
 
-from tests.tools._hidden_documents import PAYLOAD, VISIBLE, _page
+from tests.tools._hidden_documents import PAYLOAD, VISIBLE, _page, scanned_pdf_with_ocr_layer
 
 # --- HTML: the page's own style sheet -----------------------------------------------------------
 SHEET_HIDDEN: dict[str, bytes] = {
@@ -218,24 +218,6 @@ PPTX_MORE_CLEAN = {"text-on-panel.pptx": _deck("behind")}
 
 
 # --- PDF: an OCR layer that says more than its scan; text clipped out of view -----------------------
-def scan_with_layer(extra: str | None) -> bytes:
-    """A page that is one image of the visible text, an invisible layer of the same text, and
-    ``extra`` in the layer too, over a blank part of the scan."""
-    source = pymupdf.open()
-    page = source.new_page()
-    for i, line in enumerate(VISIBLE):
-        page.insert_text((50, 80 + 20 * i), line, fontsize=10)
-    picture = page.get_pixmap(dpi=100).tobytes("png")
-    scan = pymupdf.open()
-    scanned = scan.new_page()
-    scanned.insert_image(scanned.rect, stream=picture)
-    for i, line in enumerate(VISIBLE):
-        scanned.insert_text((50, 80 + 20 * i), line, fontsize=10, render_mode=3)
-    if extra:
-        scanned.insert_text((50, 400), extra, fontsize=10, render_mode=3)
-    return bytes(scan.tobytes())
-
-
 def clipped_pdf() -> bytes:
     """The visible text, and the payload drawn inside a clip of one point square: never painted."""
     pdf = pymupdf.open()
@@ -249,7 +231,7 @@ def clipped_pdf() -> bytes:
     return bytes(pdf.tobytes())
 
 
-PDF_MORE_HIDDEN = {"ocr-layer-says-more.pdf": scan_with_layer(PAYLOAD)}
+PDF_MORE_HIDDEN = {"ocr-layer-says-more.pdf": scanned_pdf_with_ocr_layer(PAYLOAD)}
 
 MORE_HIDDEN: dict[str, bytes] = {**SHEET_HIDDEN, **WRAPPED_HIDDEN, **DOCX_STYLED_HIDDEN, **CONVERTED_HIDDEN,
                                  **XLSX_COLOUR_HIDDEN, **PPTX_MORE_HIDDEN, **PDF_MORE_HIDDEN}

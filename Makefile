@@ -80,7 +80,7 @@ bench: setup $(BENCH_STAMP)
 train-ranker: setup $(BENCH_STAMP)
 	$(BIN)/python scripts/train_ranker.py
 
-# The instruction detector's weights (mcp_server/encoders/instructions.npz) from BIPIA's training half in
+# The instruction detector's weights (mcp_server/detectors/instructions.npz) from BIPIA's training half in
 # ../shared/corpus/train/bipia (minutes; not part of `make test`); bench/instructions.py measures them.
 train-instructions: setup
 	$(BIN)/python scripts/train_instructions.py

@@ -289,7 +289,7 @@ class ServerPipeline:
 
     def template_test(self, path: Path) -> Callable[[str], bool | None]:
         """Whether a result's text is one of the document's template chunks (this checkout's
-        ``retrieval/templates.py``, so that every checkout is measured alike); None when the text
+        ``text/templates.py``, so that every checkout is measured alike); None when the text
         is none of its chunks."""
         document, key, _, _ = self.process(path)
         chunks, _ = self.chunks(document, key)
@@ -303,10 +303,10 @@ def _norm(text: str) -> str:
 
 
 def _templates_module() -> Any:
-    """``retrieval/templates.py`` of this checkout, whichever ``mcp_server`` --code imports."""
+    """``text/templates.py`` of this checkout, whichever ``mcp_server`` --code imports."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("_bench_templates", ROOT / "mcp_server/retrieval/templates.py")
+    spec = importlib.util.spec_from_file_location("_bench_templates", ROOT / "mcp_server/text/templates.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -31,9 +31,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.data import QA, load_average, table  # noqa: E402
 from mcp_server.chunking import chunk_document, chunk_params_for  # noqa: E402
 from mcp_server.core.models import FetchedDocument  # noqa: E402
+from mcp_server.detectors.instructions import WEIGHTS, EmbeddingInstructionDetector, rule_match  # noqa: E402
 from mcp_server.embedding.registry import MINILM_ID, _bundled_minilm  # noqa: E402
 from mcp_server.encoders.embedders import SentenceTransformerEmbedder  # noqa: E402
-from mcp_server.encoders.instructions import WEIGHTS, EmbeddingInstructionDetector, rule_match  # noqa: E402
 from mcp_server.processors import ProcessOptions, document_input, process_document  # noqa: E402
 from mcp_server.text.sentences import chunk_units  # noqa: E402
 

@@ -9,12 +9,14 @@ every import, function-local and ``TYPE_CHECKING`` ones too):
     caches      in-memory cache layers under one memory budget, build admission, the idle trim
     subprocesses  child processes started, stopped and killed one way; the parser pool --workers share
     fetch       downloads: http(s) with the address policy, local files
-    text        language detection, each language's BM25 analyzer, the sentence units vectors embed
+    text        language detection, each language's BM25 analyzer, the sentence units vectors embed, templates
     processors  one parser per format, the sniffing registry, the sandboxed parser pool
     chunking    a processed document cut into chunks that cite their source
-    encoders    the model runtimes: embedders, rerankers, the instruction detector (each with a fake), ONNX, e5
+    encoders    the model runtimes: embedders and rerankers (each with a fake), ONNX, e5
+    detectors   the instruction detector: a classifier over an embedder's vectors, its weights beside it
     embedding   the model roles: which model embeds which document, loaded with fallbacks
-    retrieval   one document's hybrid index and its search, every ranking rule, pools, passage ids, quotes
+    citations   passage ids that find a passage again, a quote aligned with the document's wording
+    retrieval   one document's hybrid index and its search, every ranking rule, pools
     indexes     indexes built, stored, shared and cached: the manager, the folder store, the shared store
     pipeline    one document through the stages (service), many documents (research), reading
     middleware  what every tool call passes through: guard, rate limiter, HTTP caller identity

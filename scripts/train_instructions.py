@@ -1,4 +1,4 @@
-"""Train the instruction detector (mcp_server/encoders/instructions.npz): `make train-instructions`.
+"""Train the instruction detector (mcp_server/detectors/instructions.npz): `make train-instructions`.
 
     .venv/bin/python scripts/train_instructions.py [--bipia DIR] [--out PATH] [--no-save] [--cache NPZ]
 
@@ -50,7 +50,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 from _assistant_requests import assistant_requests, topic_statements  # noqa: E402
 from _instruction_texts import agent_instructions, narrative, ordinary_imperatives  # noqa: E402
 
-from mcp_server.encoders.instructions import CONTEXT_FEATURES, WEIGHTS, decided, features  # noqa: E402
+from mcp_server.detectors.instructions import CONTEXT_FEATURES, WEIGHTS, decided, features  # noqa: E402
 from mcp_server.text.sentences import chunk_units, split_sentences  # noqa: E402
 
 BIPIA = ROOT.parent / "shared" / "corpus" / "train" / "bipia"

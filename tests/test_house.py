@@ -138,3 +138,30 @@ def test_a_class_is_measured_from_its_line_to_its_last(tmp_path: Path) -> None:
     (tmp_path / "a.py").write_text("class A:\n    x = 1\n\n    def f(self) -> None:\n        pass\n", encoding="utf-8")
 
     assert class_lengths(tmp_path) == {"a.py:A": 5}
+
+
+# A package is one room: past this many lines it holds several jobs (the parsers, one module per
+# format, are the exception).
+PACKAGE_LINES = 2200
+LARGE_PACKAGES = {"processors"}
+
+
+def package_lines(root: Path) -> dict[str, int]:
+    """sub-package -> lines of its Python modules, for every sub-package under ``root``."""
+    return {init.parent.name: sum(len(path.read_text(encoding="utf-8").splitlines())
+                                  for path in init.parent.rglob("*.py"))
+            for init in sorted(root.glob("*/__init__.py"))}
+
+
+def test_no_package_but_the_parsers_is_longer_than_2200_lines() -> None:
+    lengths = package_lines(PACKAGE)
+    assert {name: n for name, n in lengths.items() if n > PACKAGE_LINES and name not in LARGE_PACKAGES} == {}
+
+
+def test_a_package_is_measured_over_all_its_modules(tmp_path: Path) -> None:
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "a" / "__init__.py").write_text('"""A."""\n', encoding="utf-8")
+    (tmp_path / "a" / "b" / "c.py").write_text("x = 1\ny = 2\n", encoding="utf-8")
+    (tmp_path / "a" / "data.json").write_text("{}\n" * 10, encoding="utf-8")
+
+    assert package_lines(tmp_path) == {"a": 3}

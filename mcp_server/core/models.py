@@ -199,4 +199,4 @@ class SearchHit:
     bm25: float | None = None
     rerank: float | None = None
     text: str | None = None  # expanded text when neighbours were merged in; else chunk.text
-    passage_id: str = ""  # stable id of the chunk (retrieval/passages.py); get_passage finds it again
+    passage_id: str = ""  # stable id of the chunk (citations/passages.py); get_passage finds it again

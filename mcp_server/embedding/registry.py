@@ -18,7 +18,7 @@ bundled 4-bit multilingual-e5-small (``encoders/e5.py``, no hub, no torch), or a
 sentence-transformers loads as above. Unavailable, it falls back to the fast/accurate models.
 
 The instructions role scores sentences for instructions addressed to the agent
-(``encoders/instructions.py``): a classifier over MiniLM's vectors, served by the fast embedder when
+(``detectors/instructions.py``): a classifier over MiniLM's vectors, served by the fast embedder when
 that is MiniLM (the sentence units it embedded for the index are then cached), else by the bundled
 MiniLM loaded for it.
 """
@@ -39,8 +39,8 @@ from mcp_server.chunking import TokenCounter, special_tokens
 from mcp_server.core.concurrency import start_thread
 from mcp_server.core.errors import ModelLoadError
 from mcp_server.core.settings import Settings
+from mcp_server.detectors.instructions import EmbeddingInstructionDetector, FakeInstructionDetector, InstructionDetector
 from mcp_server.encoders.embedders import Embedder, FakeEmbedder, SentenceTransformerEmbedder
-from mcp_server.encoders.instructions import EmbeddingInstructionDetector, FakeInstructionDetector, InstructionDetector
 from mcp_server.encoders.onnx_encoder import local_folder
 from mcp_server.encoders.rerankers import CrossEncoderReranker, FakeReranker, Reranker
 from mcp_server.text.analysis import base_language

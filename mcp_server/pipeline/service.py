@@ -31,6 +31,7 @@ from mcp_server import metrics
 from mcp_server.caches.layers import CacheLayer, cache_delete, cache_get
 from mcp_server.caches.registry import CacheRegistry
 from mcp_server.chunking import CHUNKER_VERSION, ChunkParams, chunk_document, chunk_params_for
+from mcp_server.citations.passages import passage_id
 from mcp_server.core.concurrency import Progress, off_loop, start_thread
 from mcp_server.core.errors import ValidationError
 from mcp_server.core.failures import FailedParse
@@ -46,7 +47,6 @@ from mcp_server.pipeline.parsing import Parsing
 from mcp_server.processors import DocumentInput, ProcessOptions, View, document_input
 from mcp_server.processors.sandbox import ParserPool
 from mcp_server.processors.sheet_search import search_spreadsheet
-from mcp_server.retrieval.passages import passage_id
 from mcp_server.text.analysis import warm_analyzers
 
 __all__ = ["DocumentService", "Indexed", "Processed", "Retrieval", "Source", "View"]

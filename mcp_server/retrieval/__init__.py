@@ -4,11 +4,10 @@
 (FAISS, ``vectors.py``; the sentences that carry a query's match, ``focus.py``) and BM25
 (``bm25.py``) — and its search, a hit grown by its neighbours in
 ``neighbours.py``; ``ranking.py`` holds every ranking rule (fusion, the rerank of the head,
-duplicate-dropping), ``pool.py`` ranks many documents' chunks as one list, ``naming.py`` and
-``templates.py`` keep a document's name and its repeated boilerplate from deciding a rank,
-``passages.py`` names a hit so it can be found again, ``quotes.py`` checks a quote against the text.
+duplicate-dropping), ``pool.py`` ranks many documents' chunks as one list, ``naming.py`` keeps a document's name (and
+``ranking.TEMPLATE_PRIOR`` its repeated boilerplate, found by ``text/templates.py``) from deciding a rank.
 Building, storing and sharing indexes is ``indexes/``'s job; the models are ``encoders/``'s and
-``embedding/``'s.
+``embedding/``'s; passage ids and quote checks ``citations/``'s.
 """
 
 from mcp_server.retrieval.index import MAX_NEIGHBORS, MAX_TOP_K, DocumentIndex

@@ -104,4 +104,4 @@ class StoredAnalysis:
     """What an index's lexical side is built from, read with the index (``indexes/lexical.py``)."""
 
     corpus: AnalysedCorpus
-    templates: np.ndarray  # per chunk, whether it is a template passage (``templates.py``)
+    templates: np.ndarray  # per chunk, whether it is a template passage (``text/templates.py``)

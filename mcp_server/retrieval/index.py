@@ -51,8 +51,8 @@ from mcp_server.retrieval.ranking import (
     rerank_head,
     score_ranking,
 )
-from mcp_server.retrieval.templates import template_mask
 from mcp_server.retrieval.vectors import SentenceVectors, UnitSelect, embed_into
+from mcp_server.text.templates import template_mask
 
 __all__ = [
     "MAX_NEIGHBORS", "MAX_TOP_K", "RRF_K", "DocumentIndex", "SearchMode", "lexical_weight",
@@ -160,7 +160,7 @@ class DocumentIndex:
 
     @property
     def templates(self) -> np.ndarray:
-        """Per chunk, whether it is a template passage (``templates.py``); found at the first search."""
+        """Per chunk, whether it is a template passage (``text/templates.py``); found at the first search."""
         return self._templates.get()
 
     def named(self, location: str) -> DocumentIndex:

@@ -42,12 +42,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from mcp_server.citations.passages import passage_id
 from mcp_server.core.bounds import clamp
 from mcp_server.core.models import Chunk, SearchHit
 from mcp_server.encoders.rerankers import Reranker
 from mcp_server.retrieval.index import DocumentIndex
 from mcp_server.retrieval.learned import LearnedRanker
-from mcp_server.retrieval.passages import passage_id
 from mcp_server.retrieval.ranking import (
     BM25_WEIGHT,
     DENSE_WEIGHT,

@@ -10,6 +10,7 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult, ImageContent, TextContent
 from pydantic import BaseModel, Field
 
+from mcp_server.citations.quotes import CLOSE_SIMILARITY
 from mcp_server.fetch import validate_url
 from mcp_server.pipeline.reading import (
     DPI_RANGE,
@@ -19,7 +20,6 @@ from mcp_server.pipeline.reading import (
     Reading,
 )
 from mcp_server.pipeline.research import PageRanges
-from mcp_server.retrieval.quotes import CLOSE_SIMILARITY
 from mcp_server.tools.common import DocumentUrl, PageView, app_of, require_text, tool
 from mcp_server.tools.research import PassageId
 from mcp_server.tools.schemas import FLAGS_DESCRIPTION, FlagItem, flag_items

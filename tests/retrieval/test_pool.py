@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from mcp_server.citations.passages import passage_id
 from mcp_server.encoders import FakeReranker
 from mcp_server.retrieval import DocumentIndex
-from mcp_server.retrieval.passages import passage_id
 from mcp_server.retrieval.pool import PoolSource, bm25_scores, search_pool
 from mcp_server.text.analysis import Analyzer
 from tests.retrieval._chunks import make_chunks

@@ -21,12 +21,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mcp_server.chunking import HFTokenCounter, TokenCounter
+from mcp_server.citations.quotes import QuoteIndex
 from mcp_server.core.errors import ValidationError
 from mcp_server.core.models import FetchedDocument
 from mcp_server.embedding.registry import ModelRegistry
 from mcp_server.pipeline.read_windows import Cursor, read_window
 from mcp_server.processors import ProcessOptions, document_input, process_document
-from mcp_server.retrieval.quotes import QuoteIndex
 from mcp_server.server.build import create_server
 from tests.conftest import DOCS, FileServer, serve_copies
 from tests.mcp_harness import ThreadedServer, http_client, make_settings, payload

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcp_server.retrieval.passages import parse_passage_id, passage_id, text_checksum
+from mcp_server.citations.passages import parse_passage_id, passage_id, text_checksum
 
 KEY = "0123456789abcdef0123456789abcdef"
 

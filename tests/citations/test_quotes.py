@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_server.retrieval.quotes import CLOSE_SIMILARITY, QuoteIndex, normalise
+from mcp_server.citations.quotes import CLOSE_SIMILARITY, QuoteIndex, normalise
 
 TEXT = (
     "--- Page 1 ---\nRevenue for the year was $30,583 million, up 4 % from\n2021. The self-\n"

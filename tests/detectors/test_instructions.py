@@ -15,11 +15,8 @@ import pytest
 
 from mcp_server.core.errors import ModelLoadError
 from mcp_server.core.settings import Settings
-from mcp_server.embedding import MINILM_ID, ModelRegistry
-from mcp_server.embedding.runner import ModelRunner
-from mcp_server.encoders import FakeEmbedder
-from mcp_server.encoders import instructions as module
-from mcp_server.encoders.instructions import (
+from mcp_server.detectors import instructions as module
+from mcp_server.detectors.instructions import (
     CONTEXT_FEATURES,
     LEXICAL,
     EmbeddingInstructionDetector,
@@ -28,6 +25,9 @@ from mcp_server.encoders.instructions import (
     instruction_spans,
     rule_match,
 )
+from mcp_server.embedding import MINILM_ID, ModelRegistry
+from mcp_server.embedding.runner import ModelRunner
+from mcp_server.encoders import FakeEmbedder
 
 THRESHOLD = Settings(_env_file=None).instruction_threshold
 

@@ -1,11 +1,11 @@
-"""Template passages: near-duplicates within a document and index pages (retrieval/templates.py)."""
+"""Template passages: near-duplicates within a document and index pages (text/templates.py)."""
 
 from __future__ import annotations
 
 import itertools
 import re
 
-from mcp_server.retrieval.templates import (
+from mcp_server.text.templates import (
     _COMMON_SHINGLE,
     DUPLICATE_JACCARD,
     MIN_SHINGLES,

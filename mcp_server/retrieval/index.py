@@ -39,17 +39,13 @@ from mcp_server.retrieval.learned import CandidateSignals, LearnedRanker, digit_
 from mcp_server.retrieval.naming import Identity, file_name_words
 from mcp_server.retrieval.neighbours import expand_hits
 from mcp_server.retrieval.ranking import (
-    BM25_WEIGHT,
     CANDIDATES_PER_RESULT,
-    DENSE_WEIGHT,
     RRF_K,
-    TEMPLATE_PRIOR,
     candidate_count,
     drop_duplicates,
-    fuse,
+    fuse_hybrid,
     lexical_weight,
     rerank_head,
-    score_ranking,
 )
 from mcp_server.retrieval.vectors import SentenceVectors, UnitSelect, embed_into
 from mcp_server.text.templates import template_mask
@@ -224,8 +220,8 @@ class DocumentIndex:
         vec = np.ascontiguousarray(np.asarray(query_vec, dtype=np.float32).reshape(1, -1))
         dense = self._vectors.ranking(vec, n, allowed)
         bm25, coverage = self.lexical.scores(query, self.identity)
-        weight = BM25_WEIGHT * lexical_weight(coverage, query, self.languages)
-        if mode == "hybrid" and weight >= BM25_WEIGHT and self._vectors.covered.all():
+        lexical = lexical_weight(coverage, query, self.languages)
+        if mode == "hybrid" and lexical >= 1.0 and self._vectors.covered.all():
             dense = self._focused(vec[0], query, dense, n, allowed)
         for pos, sim in dense:
             candidates.setdefault(pos, _Candidate(pos)).dense = sim
@@ -233,13 +229,9 @@ class DocumentIndex:
             kept = np.zeros_like(bm25)
             kept[allowed] = bm25[allowed]
             bm25 = kept
-        rankings: list[tuple[list[int], float]] = []
-        if mode != "bm25":
-            rankings.append(([pos for pos, _ in dense], DENSE_WEIGHT))
-        if bm25 is not None and mode != "dense":  # a chunk without any query term is no BM25 candidate
-            rankings.append((score_ranking(bm25, n, positive=True), weight))
-        templates = self.templates
-        for pos, score in fuse(rankings, lambda pos: TEMPLATE_PRIOR if templates[pos] else 0).items():
+        fused = fuse_hybrid([pos for pos, _ in dense] if mode != "bm25" else None,
+                            bm25 if mode != "dense" else None, lexical, n=n, templates=self.templates)
+        for pos, score in fused.items():
             candidates.setdefault(pos, _Candidate(pos)).rrf = score
         if bm25 is not None:
             for cand in candidates.values():

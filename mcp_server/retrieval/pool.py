@@ -12,7 +12,7 @@ document only *proposes* candidates (its dense and BM25 top-n, in its own rankin
   that model's candidates (z-scores), the only common scale two models have;
 - BM25: one Okapi BM25 index over the pooled candidates' texts, so IDF and length normalisation
   are shared by every document (a word that only one document uses weighs as such);
-- reciprocal rank fusion of the two global rankings (``ranking.fuse``, the weights of a single
+- reciprocal rank fusion of the two global rankings (``ranking.fuse_hybrid``, as a single
   document's search).
 
 When the query names documents (the words of their first pages, ``naming.py``), the named ones
@@ -49,12 +49,11 @@ from mcp_server.encoders.rerankers import Reranker
 from mcp_server.retrieval.index import DocumentIndex
 from mcp_server.retrieval.learned import LearnedRanker
 from mcp_server.retrieval.ranking import (
-    BM25_WEIGHT,
-    DENSE_WEIGHT,
     POOL_CANDIDATES_PER_RESULT,
     candidate_count,
     distinct,
     fuse,
+    fuse_hybrid,
     known_share,
     lexical_weight,
     rerank_head,
@@ -149,10 +148,8 @@ def _rank_one(
     dense = _comparable_dense(sources, entries)
     bm25, coverage = _pooled_bm25(sources, entries, query)
     languages = list(dict.fromkeys(lang for src in sources for lang in src.index.languages))
-    bm25_weight = BM25_WEIGHT * lexical_weight(coverage, query, languages)
-    # a chunk without any query term is no BM25 candidate
-    for j, score in fuse([(score_ranking(dense), DENSE_WEIGHT),
-                          (score_ranking(bm25, positive=True), bm25_weight)]).items():
+    lexical = lexical_weight(coverage, query, languages)
+    for j, score in fuse_hybrid(score_ranking(dense), bm25, lexical).items():
         entries[j].fused = score
     for entry, score in zip(entries, bm25, strict=True):
         entry.bm25 = float(score)

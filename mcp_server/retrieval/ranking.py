@@ -6,6 +6,8 @@ with these pieces:
 
 - ``fuse``: weighted reciprocal rank fusion of any number of rankings,
   score(item) = sum over rankings of weight / (RRF_K + rank), rank 1-based, absent = no term;
+- ``fuse_hybrid``: the fusion of search, which one document's search and the pool both call: the
+  dense ranking and the BM25 ranking with their weights (a new ranking signal is added here);
 - ``lexical_weight``: how much of BM25's weight a query keeps over a document's vocabulary;
 - ``rerank_head``: the cross-encoder re-sorts the head of a ranking (stable: ties keep the
   fused order), the tail keeps its place;
@@ -37,8 +39,8 @@ __all__ = [
     "BM25_WEIGHT", "CANDIDATES_PER_RESULT", "DENSE_WEIGHT", "DUPLICATE_OVERLAP", "LEXICAL_COVERAGE_HIGH",
     "LEXICAL_COVERAGE_LOW", "MIN_CANDIDATES", "POOL_CANDIDATES_PER_RESULT", "QUERY_LANGUAGE_SHARE", "RRF_K",
     "TEMPLATE_PRIOR",
-    "candidate_count", "distinct", "drop_duplicates", "fuse", "lexical_weight", "overlap_share", "rerank_head",
-    "score_ranking", "take_per_document",
+    "candidate_count", "distinct", "drop_duplicates", "fuse", "fuse_hybrid", "lexical_weight", "overlap_share",
+    "rerank_head", "score_ranking", "take_per_document",
 ]
 
 RRF_K = 60  # the constant of Cormack et al.; flat enough that both rankings count
@@ -64,7 +66,7 @@ POOL_CANDIDATES_PER_RESULT = 3
 LEXICAL_COVERAGE_LOW = 0.4
 LEXICAL_COVERAGE_HIGH = 0.7
 QUERY_LANGUAGE_SHARE = 0.2
-# A template passage (templates.py) counts this many places lower in each ranking it is fused from:
+# A template passage (text/templates.py) counts this many places lower in each ranking it is fused from:
 # first in both rankings it still lands in the head (a question that asks for it finds it), but
 # a template that merely shares the question's words drops below the content that answers it.
 TEMPLATE_PRIOR = 10
@@ -96,6 +98,26 @@ def fuse(rankings: Iterable[tuple[Iterable[K], float]], demote: Callable[[K], in
         for rank, item in enumerate(ranking, start=1):
             scores[item] = scores.get(item, 0.0) + weight / (RRF_K + rank + (demote(item) if demote else 0))
     return scores
+
+
+def fuse_hybrid(
+    dense: Iterable[int] | None, bm25: np.ndarray | None, lexical: float, *, n: int | None = None,
+    templates: np.ndarray | None = None,
+) -> dict[int, float]:
+    """The fusion of search, one document's (``index.py``) and a pool's (``pool.py``): the ``dense``
+    ranking (positions, best first) at DENSE_WEIGHT and the ranking of the ``bm25`` scores (their
+    first ``n``; a position without any query term is no BM25 candidate) at BM25_WEIGHT times
+    ``lexical`` (``lexical_weight``); a position that ``templates`` marks counts TEMPLATE_PRIOR places
+    lower in each. None leaves a ranking out (the dense- or BM25-only modes)."""
+    rankings: list[tuple[Iterable[int], float]] = []
+    if dense is not None:
+        rankings.append((dense, DENSE_WEIGHT))
+    if bm25 is not None:
+        rankings.append((score_ranking(bm25, n, positive=True), BM25_WEIGHT * lexical))
+    if templates is None:
+        return fuse(rankings)
+    marked = templates
+    return fuse(rankings, lambda pos: TEMPLATE_PRIOR if marked[pos] else 0)
 
 
 def score_ranking(scores: np.ndarray, n: int | None = None, *, positive: bool = False) -> list[int]:

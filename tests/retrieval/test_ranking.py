@@ -10,7 +10,18 @@ import numpy as np
 from mcp_server.core.models import Chunk, ChunkLocation
 from mcp_server.encoders.rerankers import Reranker
 from mcp_server.retrieval import ranking
-from mcp_server.retrieval.ranking import RRF_K, drop_duplicates, fuse, rerank_head, score_ranking, take_per_document
+from mcp_server.retrieval.ranking import (
+    BM25_WEIGHT,
+    DENSE_WEIGHT,
+    RRF_K,
+    TEMPLATE_PRIOR,
+    drop_duplicates,
+    fuse,
+    fuse_hybrid,
+    rerank_head,
+    score_ranking,
+    take_per_document,
+)
 
 
 class TableReranker(Reranker):
@@ -47,6 +58,29 @@ def test_fusion_adds_each_rankings_weight_over_rrf_k_plus_the_rank() -> None:
 def test_fusion_follows_the_module_constant_so_a_benchmark_can_vary_it(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setattr(ranking, "RRF_K", 10)
     assert fuse([(["a"], 1.0)])["a"] == 1.0 / 11
+
+
+def test_the_search_fusion_weighs_dense_and_bm25_and_leaves_out_chunks_without_a_query_term() -> None:
+    bm25 = np.array([0.0, 3.0, 1.0, 0.0])  # 0 and 3 hold no query term
+    scores = fuse_hybrid([3, 0], bm25, 0.5)
+    assert scores == {
+        3: DENSE_WEIGHT / (RRF_K + 1),
+        0: DENSE_WEIGHT / (RRF_K + 2),
+        1: BM25_WEIGHT * 0.5 / (RRF_K + 1),
+        2: BM25_WEIGHT * 0.5 / (RRF_K + 2),
+    }
+    assert fuse_hybrid([3, 0], bm25, 1.0, n=1) == {3: DENSE_WEIGHT / (RRF_K + 1), 0: DENSE_WEIGHT / (RRF_K + 2),
+                                                    1: BM25_WEIGHT / (RRF_K + 1)}
+    assert fuse_hybrid(None, bm25, 1.0) == {1: BM25_WEIGHT / (RRF_K + 1), 2: BM25_WEIGHT / (RRF_K + 2)}
+    assert list(fuse_hybrid([3, 0], None, 1.0)) == [3, 0]
+
+
+def test_the_search_fusion_counts_a_template_passage_lower_in_every_ranking() -> None:
+    templates = np.array([False, True, False])
+    scores = fuse_hybrid([1, 0], np.array([0.0, 2.0, 1.0]), 1.0, templates=templates)
+    assert scores[1] == DENSE_WEIGHT / (RRF_K + 1 + TEMPLATE_PRIOR) + BM25_WEIGHT / (RRF_K + 1 + TEMPLATE_PRIOR)
+    assert scores[0] == DENSE_WEIGHT / (RRF_K + 2)
+    assert scores[2] == BM25_WEIGHT / (RRF_K + 2)
 
 
 def test_a_score_ranking_is_stable_and_can_keep_only_positive_scores() -> None:

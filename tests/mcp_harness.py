@@ -154,10 +154,12 @@ async def call(server: ThreadedServer, tool: str, **arguments: Any) -> tuple[boo
 
 
 @contextlib.asynccontextmanager
-async def stdio_session(env: dict[str, str] | None = None, mode: ConnectMode = "auto") -> AsyncIterator[Client]:
+async def stdio_session(env: dict[str, str] | None = None, mode: ConnectMode = "auto",
+                        command: list[str] | None = None) -> AsyncIterator[Client]:
+    """A client of the server over stdio, started by ``command`` (default ``python -m mcp_server``)."""
+    command = command or [sys.executable, "-m", "mcp_server", "--transport", "stdio"]
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "mcp_server", "--transport", "stdio"],
-        env={**os.environ, "MCP_LOG_DIR": "", **(env or {})}, cwd=str(ROOT),
+        command=command[0], args=command[1:], env={**os.environ, "MCP_LOG_DIR": "", **(env or {})}, cwd=str(ROOT),
     )
     with open(os.devnull, "w") as devnull:
         async with Client(stdio_client(params, errlog=devnull), mode=mode) as client:

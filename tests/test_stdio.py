@@ -29,6 +29,16 @@ async def test_stdio_client_lists_tools_calls_a_tool_and_reads_resources() -> No
     assert payload(bad)["code"] == "VALIDATION_ERROR"
 
 
+async def test_the_sdks_mcp_command_runs_the_server_file_of_the_checkout() -> None:
+    # `mcp run server.py` (mcp[cli]; `mcp dev` and `mcp install` start the same file through uv)
+    mcp_command = Path(sys.executable).with_name("mcp")
+    async with stdio_session(command=[str(mcp_command), "run", "server.py"]) as client:
+        tools = (await client.list_tools()).tools
+        result = await client.call_tool("detect_language", {"text": "Questo è un testo scritto in italiano."})
+    assert sorted(tool.name for tool in tools) == sorted(TOOL_NAMES)
+    assert payload(result)["language_code"] == "it"
+
+
 async def test_an_unknown_resource_is_not_found_and_an_unknown_prompt_is_invalid_params_over_stdio() -> None:
     async with stdio_session() as client:
         with pytest.raises(MCPError) as resource:

@@ -128,10 +128,22 @@ def class_lengths(root: Path) -> dict[str, int]:
     return found
 
 
-def test_no_class_but_the_settings_is_longer_than_220_lines() -> None:
+CLASS_LINES = 180
+# Classes still between CLASS_LINES and 220 lines, each to be split by job: none may grow past 220, none
+# may join the list, and one split below CLASS_LINES leaves it (the test names a stale entry).
+LONGER_CLASSES = frozenset({
+    "citations/quotes.py:QuoteIndex", "embedding/registry.py:ModelRegistry", "encoders/e5_onnx.py:OnnxE5Embedder",
+    "indexes/manager.py:IndexManager", "indexes/tiers.py:IndexTiers", "pipeline/service.py:DocumentService",
+    "retrieval/index.py:DocumentIndex", "retrieval/naming.py:Identity",
+})
+
+
+def test_no_class_but_the_settings_is_longer_than_180_lines_and_none_of_the_listed_longer_than_220() -> None:
     # a longer class holds several jobs: split it by job (the settings are one list of fields)
-    lengths = class_lengths(PACKAGE)
-    assert {name: n for name, n in lengths.items() if n > 220 and name != "core/settings.py:Settings"} == {}
+    lengths = {name: n for name, n in class_lengths(PACKAGE).items() if name != "core/settings.py:Settings"}
+    assert {name: n for name, n in lengths.items() if n > CLASS_LINES and name not in LONGER_CLASSES} == {}
+    assert {name: n for name, n in lengths.items() if n > 220} == {}
+    assert sorted(name for name in LONGER_CLASSES if lengths.get(name, 0) <= CLASS_LINES) == []  # no stale entry
 
 
 def test_a_class_is_measured_from_its_line_to_its_last(tmp_path: Path) -> None:

@@ -40,7 +40,7 @@ from mcp_server.core.models import Chunk, ChunkLocation, TextFlag
 from mcp_server.indexes.lexical import read_lexical, store_lexical
 from mcp_server.retrieval.index import DocumentIndex
 
-__all__ = ["FILES", "FORMAT_VERSION", "IndexStore", "Manifest", "stored_file", "try_acquire", "verify_files"]
+__all__ = ["FILES", "FORMAT_VERSION", "IndexFolder", "IndexStore", "Manifest", "stored_file", "try_acquire", "verify_files"]
 
 log = logging.getLogger(__name__)
 
@@ -148,7 +148,12 @@ class _Switched(Exception):
     """A file the manifest named is gone because a writer switched versions meanwhile."""
 
 
-class IndexStore:
+class IndexFolder:
+    """Where the indexes of one folder live and how the folder is kept: a key's folder and its lock
+    across processes, a damaged folder moved aside, the least recently used indexes deleted whole
+    to keep the folder within its size bound, the census and the clearing. What a folder holds is
+    ``IndexStore``'s."""
+
     def __init__(self, index_dir: Path | str) -> None:
         self.root = Path(index_dir)
         self.quarantined = 0
@@ -174,6 +179,76 @@ class IndexStore:
         locks = self.root / ".locks"
         locks.mkdir(parents=True, exist_ok=True)
         return FileLock(str(locks / f"{self.path(key).name}.lock"), timeout=timeout, thread_local=False)
+
+    def quarantine(self, key: str, reason: str) -> Path | None:
+        folder = self.path(key)
+        target = folder.with_name(f"{key}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
+        try:
+            os.replace(folder, target)
+        except OSError:  # already moved by another worker, or gone
+            return None
+        self.quarantined += 1
+        log.warning("index.quarantined", extra={"key": key, "moved_to": target.name, "reason": reason})
+        return target
+
+    # --- size bound ---------------------------------------------------------------------
+    def make_room(self, max_bytes: int | None, *, keep: str) -> tuple[int, int]:
+        """Delete the least recently used indexes whole until the folder holds at most ``max_bytes``,
+        never ``keep`` (just saved) nor an index whose lock another writer holds; (bytes now, evicted)."""
+        for leftover in self.root.glob(".evicted-*"):  # a deleter killed midway
+            shutil.rmtree(leftover, ignore_errors=True)
+        entries = sorted(_entries(self.root), key=lambda entry: entry[0])
+        total = sum(size for _, size, _ in entries)
+        evicted = 0
+        for _, size, folder in entries:
+            if max_bytes is None or total <= max_bytes:
+                break
+            if folder.name == keep or not self._evict(folder):
+                continue
+            total -= size
+            evicted += 1
+        self.evicted += evicted
+        return total, evicted
+
+    def _evict(self, folder: Path) -> bool:
+        """Rename the folder away under its key's lock (readers then find the index absent, never
+        half of it), then delete it. False when a writer holds the lock or it is already gone."""
+        corrupt = ".corrupt-" in folder.name
+        lock = None if corrupt else self.file_lock(folder.name)
+        if lock is not None and not try_acquire(lock):
+            return False
+        try:
+            gone = self.root / f".evicted-{folder.name}-{os.getpid()}-{time.time_ns():x}"
+            try:
+                os.replace(folder, gone)
+            except OSError:
+                return False
+        finally:
+            if lock is not None:
+                lock.release()
+        shutil.rmtree(gone, ignore_errors=True)
+        log.info("index.evicted", extra={"key": folder.name, "reason": "index folder over its size bound"})
+        return True
+
+    # --- housekeeping ---------------------------------------------------------------------
+    def stats(self) -> dict[str, Any]:
+        count, size, corrupt = _census(self.root)
+        return {"count": count, "bytes": size, "quarantined": corrupt, "evicted": self.evicted, "path": str(self.root)}
+
+    def clear(self) -> int:
+        """Delete every stored and quarantined index; returns how many folders went."""
+        removed = 0
+        if self.root.is_dir():
+            for entry in self.root.iterdir():
+                if entry.is_dir() and not entry.name.startswith("."):
+                    shutil.rmtree(entry, ignore_errors=True)
+                    removed += 1
+        return removed
+
+
+class IndexStore(IndexFolder):
+    """The indexes of one folder as versions: each written whole and switched to atomically, read
+    back checked against its manifest (a damaged one quarantined), exported and imported as bytes."""
 
     # --- write (under lock(key)) -------------------------------------------------------------
     def save(self, key: str, index: DocumentIndex, *, chunker_version: str) -> Manifest:
@@ -302,71 +377,6 @@ class IndexStore:
             log.warning("index.export_failed", extra={"key": key, "reason": str(exc)})
             return None
         return {k: v for k, v in manifest.items() if k != "files"}, blobs
-
-    def quarantine(self, key: str, reason: str) -> Path | None:
-        folder = self.path(key)
-        target = folder.with_name(f"{key}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
-        try:
-            os.replace(folder, target)
-        except OSError:  # already moved by another worker, or gone
-            return None
-        self.quarantined += 1
-        log.warning("index.quarantined", extra={"key": key, "moved_to": target.name, "reason": reason})
-        return target
-
-    # --- size bound ---------------------------------------------------------------------
-    def make_room(self, max_bytes: int | None, *, keep: str) -> tuple[int, int]:
-        """Delete the least recently used indexes whole until the folder holds at most ``max_bytes``,
-        never ``keep`` (just saved) nor an index whose lock another writer holds; (bytes now, evicted)."""
-        for leftover in self.root.glob(".evicted-*"):  # a deleter killed midway
-            shutil.rmtree(leftover, ignore_errors=True)
-        entries = sorted(_entries(self.root), key=lambda entry: entry[0])
-        total = sum(size for _, size, _ in entries)
-        evicted = 0
-        for _, size, folder in entries:
-            if max_bytes is None or total <= max_bytes:
-                break
-            if folder.name == keep or not self._evict(folder):
-                continue
-            total -= size
-            evicted += 1
-        self.evicted += evicted
-        return total, evicted
-
-    def _evict(self, folder: Path) -> bool:
-        """Rename the folder away under its key's lock (readers then find the index absent, never
-        half of it), then delete it. False when a writer holds the lock or it is already gone."""
-        corrupt = ".corrupt-" in folder.name
-        lock = None if corrupt else self.file_lock(folder.name)
-        if lock is not None and not try_acquire(lock):
-            return False
-        try:
-            gone = self.root / f".evicted-{folder.name}-{os.getpid()}-{time.time_ns():x}"
-            try:
-                os.replace(folder, gone)
-            except OSError:
-                return False
-        finally:
-            if lock is not None:
-                lock.release()
-        shutil.rmtree(gone, ignore_errors=True)
-        log.info("index.evicted", extra={"key": folder.name, "reason": "index folder over its size bound"})
-        return True
-
-    # --- housekeeping ---------------------------------------------------------------------
-    def stats(self) -> dict[str, Any]:
-        count, size, corrupt = _census(self.root)
-        return {"count": count, "bytes": size, "quarantined": corrupt, "evicted": self.evicted, "path": str(self.root)}
-
-    def clear(self) -> int:
-        """Delete every stored and quarantined index; returns how many folders went."""
-        removed = 0
-        if self.root.is_dir():
-            for entry in self.root.iterdir():
-                if entry.is_dir() and not entry.name.startswith("."):
-                    shutil.rmtree(entry, ignore_errors=True)
-                    removed += 1
-        return removed
 
 
 def try_acquire(lock: FileLock) -> bool:

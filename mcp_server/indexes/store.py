@@ -40,7 +40,9 @@ from mcp_server.core.models import Chunk, ChunkLocation, TextFlag
 from mcp_server.indexes.lexical import read_lexical, store_lexical
 from mcp_server.retrieval.index import DocumentIndex
 
-__all__ = ["FILES", "FORMAT_VERSION", "IndexFolder", "IndexStore", "Manifest", "stored_file", "try_acquire", "verify_files"]
+__all__ = [
+    "FILES", "FORMAT_VERSION", "IndexFolder", "IndexStore", "Manifest", "stored_file", "try_acquire", "verify_files",
+]
 
 log = logging.getLogger(__name__)
 

@@ -29,8 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from mcp_server.retrieval.analysed import AnalysedCorpus, StoredAnalysis
 from mcp_server.retrieval.index import DocumentIndex
+from mcp_server.text.analysed import AnalysedCorpus, StoredAnalysis
 from mcp_server.text.analysis import ANALYSIS_VERSION
 from mcp_server.text.templates import TEMPLATES_VERSION
 

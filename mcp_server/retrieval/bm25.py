@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from mcp_server.core.models import Chunk
-from mcp_server.retrieval.analysed import AnalysedCorpus
 from mcp_server.retrieval.naming import Identity, identity_of, naming_factors
 from mcp_server.retrieval.ranking import known_share
+from mcp_server.text.analysed import AnalysedCorpus
 from mcp_server.text.analysis import analyzer_for, base_language, query_tokens
 
 if TYPE_CHECKING:

@@ -32,7 +32,6 @@ from mcp_server.core.concurrency import Once
 from mcp_server.core.models import Chunk, SearchHit
 from mcp_server.encoders.embedders import Embedder, ProgressFn
 from mcp_server.encoders.rerankers import Reranker
-from mcp_server.retrieval.analysed import StoredAnalysis
 from mcp_server.retrieval.bm25 import ChunkBM25
 from mcp_server.retrieval.focus import FOCUS_CANDIDATES, SENTENCES_PER_CANDIDATE, UnitTerms, keep_units
 from mcp_server.retrieval.learned import CandidateSignals, LearnedRanker, digit_share, idf, number_signals
@@ -48,6 +47,7 @@ from mcp_server.retrieval.ranking import (
     rerank_head,
 )
 from mcp_server.retrieval.vectors import SentenceVectors, UnitSelect, embed_into
+from mcp_server.text.analysed import StoredAnalysis
 from mcp_server.text.templates import template_mask
 
 __all__ = [

@@ -1,6 +1,6 @@
 """A document's chunks as BM25 reads them, held compactly: one vocabulary and a flat array of token ids.
 
-The analysis (``bm25.analyse_chunks``: each chunk by its language's analyzer, stemming and all) is
+The analysis (``retrieval/bm25.py``'s ``analyse_chunks``: each chunk by its language's analyzer, stemming and all) is
 most of what building an index's lexical side costs (~0.5 ms a chunk: a 10-K's ~1,500 chunks take
 most of a second). Kept as ids, it costs ~4 bytes a token in memory, is stored beside the index
 (``indexes/lexical.py``) so that loading an index does not analyse its chunks again, and gives the

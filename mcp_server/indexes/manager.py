@@ -40,7 +40,7 @@ from mcp_server.caches.budget import BUILD_BYTES_PER_CHAR, MemoryBudget
 from mcp_server.caches.layers import MemoryLayer, cache_put
 from mcp_server.caches.registry import memory_layer
 from mcp_server.core.concurrency import KeyedLock, Progress, off_loop
-from mcp_server.core.models import Chunk, SearchHit
+from mcp_server.core.models import Chunk
 from mcp_server.core.settings import Settings
 from mcp_server.embedding.registry import ModelRegistry
 from mcp_server.embedding.runner import ModelRunner
@@ -52,7 +52,8 @@ from mcp_server.indexes.shared import SharedIndexStore
 from mcp_server.indexes.store import IndexStore, Manifest
 from mcp_server.indexes.tiers import IndexTiers
 from mcp_server.retrieval.index import DocumentIndex
-from mcp_server.retrieval.learned import LearnedRanker, bundled
+from mcp_server.retrieval.learned import bundled
+from mcp_server.retrieval.search import Searcher
 
 __all__ = ["ChunkSource", "IndexManager", "IndexView", "make_index_key"]
 
@@ -103,7 +104,8 @@ class IndexManager:
         if budget is not None:
             register_embedders(budget, models.embedders)
         self.runner = ModelRunner(settings.model_concurrency)
-        self.ranker = bundled() if settings.learned_ranking else None  # retrieval/learned.py
+        # searching the indexes it hands out is retrieval's job, with the same models and model slots
+        self.searcher = Searcher(models, self.runner, bundled() if settings.learned_ranking else None)
         self.budget = settings.progressive_budget
         self.candidates = settings.progressive_candidates
         self._key_locks = KeyedLock()
@@ -271,14 +273,6 @@ class IndexManager:
         with anyio.CancelScope(shield=True):
             await cache_put(self._memory, key, index)
 
-    # --- search ---------------------------------------------------------------------------
-    async def search(
-        self, index: DocumentIndex, query: str, top_k: int = 5, *, neighbors: int = 0,
-        rerank: bool = True,
-    ) -> tuple[list[SearchHit], dict[str, float]]:
-        """Hits in relevance order and timings in milliseconds (embed, search)."""
-        return await self.runner.run(_search, self.models, index, query, top_k, neighbors, rerank, self.ranker)
-
     # --- housekeeping ---------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
         memory_hits, disk_hits, misses = (self.counters[k] for k in ("memory_hits", "disk_hits", "misses"))
@@ -313,17 +307,3 @@ def _partial_base(chunks: list[Chunk], embedder: Embedder) -> DocumentIndex:
     base.templates  # noqa: B018 - found now, shared by every partial index of the document
     return base
 
-
-def _search(
-    models: ModelRegistry, index: DocumentIndex, query: str, top_k: int, neighbors: int, rerank: bool,
-    ranker: LearnedRanker | None = None,
-) -> tuple[list[SearchHit], dict[str, float]]:
-    t0 = time.perf_counter()
-    # the words that name the document count half on the dense side (naming.py)
-    query_vec = index.query_vector(query, models.embedder_by_id(index.model_id).embed_query)
-    t1 = time.perf_counter()
-    reranker = models.reranker if rerank else None
-    hits = index.search(query_vec, query, top_k, reranker=reranker, neighbors=neighbors, ranker=ranker)
-    t2 = time.perf_counter()
-    metrics.search_timed(t1 - t0, t2 - t1)
-    return hits, {"embed_ms": round((t1 - t0) * 1000, 2), "search_ms": round((t2 - t1) * 1000, 2)}

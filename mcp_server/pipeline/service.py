@@ -276,7 +276,8 @@ class DocumentService:
         indexed = await self.index(url, query=query, progress=progress, view=view)
         found, timings = indexed.view, dict(indexed.timings_ms)
         # searched under its URL: the file name's words that name the document say which (naming.py)
-        hits, search_timings = await self.indexes.search(found.index.named(url), query, top_k, neighbors=neighbors)
+        hits, search_timings = await self.indexes.searcher.search(found.index.named(url), query, top_k,
+                                                                  neighbors=neighbors)
         hits = [dataclasses.replace(h, passage_id=passage_id(found.key, h.chunk.chunk_index, h.chunk.text))
                 for h in hits]
         timings.update({name.removesuffix("_ms"): value for name, value in search_timings.items()})

@@ -126,7 +126,7 @@ async def test_retrieval_with_real_minilm_finds_the_answer_paragraph(
     ]
     m = IndexManager(Settings(index_dir=tmp_path, _env_file=None), minilm_registry)
     index, _ = await m.get_or_build("d" * 64, "1", "p", make_chunks(paragraphs))
-    hits, _ = await m.search(index, "In what country is Normandy located?", top_k=3)
+    hits, _ = await m.searcher.search(index, "In what country is Normandy located?", top_k=3)
     assert hits[0].chunk.text == paragraphs[0]
     assert hits[0].dense is not None and 0 < hits[0].dense <= 1.0001
 

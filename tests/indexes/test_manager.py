@@ -89,7 +89,7 @@ async def test_a_restart_answers_from_disk_without_embedding(settings: Settings)
     assert cached is True and restarted.counters["disk_hits"] == 1
     assert fast(restarted).texts_embedded == 0
     assert index.chunks == built.chunks
-    hits, timings = await restarted.search(index, "volcanoes", top_k=1)
+    hits, timings = await restarted.searcher.search(index, "volcanoes", top_k=1)
     assert "volcanoes" in hits[0].chunk.text and set(timings) == {"embed_ms", "search_ms"}
 
 
@@ -200,7 +200,7 @@ async def test_large_documents_use_the_accurate_embedder(settings: Settings) -> 
     small, _ = await m.get_or_build(SHA, "1", "p", make_chunks(TEXTS[:3]))
     large, _ = await m.get_or_build("c" * 64, "1", "p", make_chunks(TEXTS))
     assert (small.model_id, large.model_id) == ("fake-fast", "fake-accurate")
-    hits, _ = await m.search(large, "tigers", top_k=1)
+    hits, _ = await m.searcher.search(large, "tigers", top_k=1)
     assert "tigers" in hits[0].chunk.text
 
 
@@ -285,7 +285,7 @@ async def test_an_empty_document_builds_persists_and_searches_to_nothing(setting
     restarted = manager(settings)
     index, cached = await restarted.get_or_build(SHA, "1", "p", [])
     assert cached is True and len(index) == 0
-    hits, _ = await restarted.search(index, "anything", top_k=5, neighbors=2)
+    hits, _ = await restarted.searcher.search(index, "anything", top_k=5, neighbors=2)
     assert hits == []
 
 
@@ -401,7 +401,7 @@ async def test_a_big_document_answers_first_from_a_partial_index_then_from_the_c
     m, embedder = gated_manager(progressive(tmp_path))
     async with m.running():
         first = await m.open(SHA, "1", "p", make_chunks([*BOOK, SLOW]), query="volcanoes")
-        hits, _ = await m.search(first.index, "volcanoes", top_k=1)
+        hits, _ = await m.searcher.search(first.index, "volcanoes", top_k=1)
         assert (first.complete, first.cached) == (False, False) and 0 < first.dense_coverage < 1
         assert "volcanoes" in hits[0].chunk.text and hits[0].dense is not None and hits[0].bm25 is not None
         assert m.store.stats()["count"] == 0  # a partial index is never persisted
@@ -467,7 +467,7 @@ async def test_each_query_on_a_partial_index_gets_vectors_for_its_own_candidates
     async with m.running():
         first = await m.open(SHA, "1", "p", make_chunks([*BOOK, SLOW]), query="volcanoes")
         second = await m.open(SHA, "1", "p", make_chunks([*BOOK, SLOW]), query="glaciers")
-        hits, _ = await m.search(second.index, "glaciers", top_k=1)
+        hits, _ = await m.searcher.search(second.index, "glaciers", top_k=1)
         embedder.gate.set()
     volcanoes, glaciers = 4, 6
     assert volcanoes in first.index.owners and glaciers not in first.index.owners
@@ -501,7 +501,7 @@ async def test_a_chunk_without_vectors_has_no_dense_score(tmp_path: Path) -> Non
     m, embedder = gated_manager(progressive(tmp_path, progressive_candidates=1))
     async with m.running():
         view = await m.open(SHA, "1", "p", make_chunks([*BOOK, SLOW]), query="comets in the valley")
-        hits, _ = await m.search(view.index, "comets in the valley", top_k=3)
+        hits, _ = await m.searcher.search(view.index, "comets in the valley", top_k=3)
         embedder.gate.set()
     assert view.dense_coverage == round(1 / 13, 4)  # the best BM25 chunk only
     assert "comets" in hits[0].chunk.text and hits[0].dense is not None
@@ -626,8 +626,8 @@ async def test_an_index_is_searched_only_with_query_vectors_of_the_model_that_bu
         original = embedder.embed_queries
         embedder.embed_queries = (  # type: ignore[method-assign]
             lambda texts, original=original, name=embedder.model_id: asked.append(name) or original(texts))
-    await m.search(german, "Wovon erzählt Absatz 2?", 2)
-    await m.search(english, "Which paragraph tells about rivers?", 2)
+    await m.searcher.search(german, "Wovon erzählt Absatz 2?", 2)
+    await m.searcher.search(english, "Which paragraph tells about rivers?", 2)
     assert asked == ["fake-multilingual", "fake-fast"]
 
 
@@ -690,7 +690,7 @@ async def test_the_partial_answers_of_a_document_share_its_template_passages_fou
         assert found == [len(BOOK) + 1]  # before the first answer's search
         second = await m.open(SHA, "1", "p", make_chunks([*BOOK, SLOW]), query="glaciers")
         for view, query in ((first, "volcanoes"), (second, "glaciers")):
-            await m.search(view.index, query, top_k=1)
+            await m.searcher.search(view.index, query, top_k=1)
         embedder.gate.set()
     assert found == [len(BOOK) + 1]
 
@@ -698,5 +698,5 @@ async def test_the_partial_answers_of_a_document_share_its_template_passages_fou
 def test_the_bundled_learned_ranker_orders_heads_by_default_and_the_setting_turns_it_off(tmp_path) -> None:
     on = IndexManager(Settings(index_dir=str(tmp_path / "on")), ModelRegistry.fake())
     off = IndexManager(Settings(index_dir=str(tmp_path / "off"), learned_ranking=False), ModelRegistry.fake())
-    assert on.ranker is not None and on.ranker.head > 0
-    assert off.ranker is None
+    assert on.searcher.ranker is not None and on.searcher.ranker.head > 0
+    assert off.searcher.ranker is None

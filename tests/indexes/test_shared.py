@@ -52,7 +52,7 @@ async def test_a_document_built_on_one_host_is_loaded_on_another_without_embeddi
     assert b.stats()["shared"]["shared_hits"] == 1 and a.stats()["shared"]["shared_published"] == 1
     assert index.chunks == built.chunks and index.owners.tolist() == built.owners.tolist()
     assert b.store.exists(b.index_key(SHA, "1", "p"))  # now in b's folder too: a restart reads it locally
-    hits, _ = await b.search(index, "otters", top_k=1)
+    hits, _ = await b.searcher.search(index, "otters", top_k=1)
     assert "otters" in hits[0].chunk.text
 
 

@@ -143,7 +143,7 @@ async def test_a_document_built_while_the_disk_is_full_is_answered_and_logged(
     with caplog.at_level(logging.ERROR):
         index, cached = await manager.get_or_build("a" * 64, "1", "params", make_chunks(TEXTS))
     assert len(index) == len(TEXTS) and not cached
-    hits, _ = await manager.search(index, "volcanoes", 3)
+    hits, _ = await manager.searcher.search(index, "volcanoes", 3)
     assert hits and "volcanoes" in hits[0].chunk.text
     assert folders(tmp_path) == set() and manager.tiers.counters["save_failures"] == 1
     assert [r for r in caplog.records if r.getMessage() == "index.save_failed" and r.errno == errno.ENOSPC]

@@ -174,7 +174,7 @@ async def test_an_index_from_disk_a_coalesced_build_and_a_rerank_are_counted(tmp
             group.start_soon(build, first)
             group.start_soon(build, first)
     index, cached = await build(IndexManager(settings, models))  # a new process: from disk
-    await first.search(index, "engines", 2)
+    await first.searcher.search(index, "engines", 2)
     after = snapshot()
     assert cached is True
     assert delta(after, before, "rag_index_builds_total", event="started") == 1

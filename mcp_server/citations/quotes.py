@@ -28,7 +28,7 @@ from typing import Literal
 import numpy as np
 from rapidfuzz import fuzz
 
-__all__ = ["CLOSE_SIMILARITY", "QuoteIndex", "QuoteMatch", "normalise"]
+__all__ = ["CLOSE_SIMILARITY", "NormalisedText", "QuoteIndex", "QuoteMatch", "normalise"]
 
 CLOSE_SIMILARITY = 0.80  # below it a stretch of text is not "close" to the quote ...
 WORD_AGREEMENT = 0.75  # ... nor when fewer of its words agree (short quotes: one word of three differs)
@@ -113,22 +113,17 @@ def normalise(text: str) -> str:
     return " ".join("".join(piece for _, piece in _pieces(word)) for word in _words(text))
 
 
-class QuoteIndex:
-    """The normalised text of one document, its map to the original offsets, and bigram codes."""
+class NormalisedText:
+    """One document's text in the form a quote is compared in (``normalise``), with the map back to
+    the original: where each piece of a word starts in both."""
 
-    def __init__(self, content: str, norm: str, seg_norm: np.ndarray, seg_orig: np.ndarray, seg_len: np.ndarray,
-                 term_starts: np.ndarray, term_ends: np.ndarray, codes: np.ndarray, code_terms: np.ndarray,
-                 vocabulary: dict[str, int]) -> None:
-        self.content = content
-        self.norm = norm
+    def __init__(self, content: str, norm: str, seg_norm: np.ndarray, seg_orig: np.ndarray,
+                 seg_len: np.ndarray) -> None:
+        self.content, self.norm = content, norm
         self._seg_norm, self._seg_orig, self._seg_len = seg_norm, seg_orig, seg_len
-        self._term_starts, self._term_ends = term_starts, term_ends
-        self._codes, self._code_terms = codes, code_terms
-        self._vocabulary = vocabulary
 
-    # --- building ---------------------------------------------------------------------------
     @classmethod
-    def build(cls, content: str) -> QuoteIndex:
+    def of(cls, content: str) -> NormalisedText:
         parts: list[str] = []
         seg_norm: list[int] = []  # where each piece of a word starts in the normalised text
         seg_orig: list[int] = []  # ... and in the original
@@ -144,29 +139,15 @@ class QuoteIndex:
                 seg_len.append(len(piece))
                 parts.append(piece)
                 position += len(piece)
-        norm = "".join(parts)
-        lowered = norm.lower()
-        terms = [(m.start(), m.end(), m.group()) for m in _TERM.finditer(lowered)]
-        vocabulary: dict[str, int] = {}
-        ids = np.fromiter((vocabulary.setdefault(t, len(vocabulary)) for _, _, t in terms), dtype=np.int64,
-                          count=len(terms))
-        starts = np.fromiter((s for s, _, _ in terms), dtype=np.int64, count=len(terms))
-        ends = np.fromiter((e for _, e, _ in terms), dtype=np.int64, count=len(terms))
-        codes = np.concatenate([(ids[:-1] << 32) | ids[1:], ids | (np.int64(1) << 62)]) if len(ids) else ids
-        positions = np.concatenate([np.arange(len(ids) - 1), np.arange(len(ids))]) if len(ids) else ids
-        order = np.argsort(codes, kind="stable")
         # numpy, not lists: a 250-page filing has ~150k words, and Python ints would weigh ~16 MB
-        return cls(content, norm, np.asarray(seg_norm, dtype=np.int64), np.asarray(seg_orig, dtype=np.int64),
-                   np.asarray(seg_len, dtype=np.int64), starts, ends, codes[order], positions[order], vocabulary)
+        return cls(content, "".join(parts), np.asarray(seg_norm, dtype=np.int64),
+                   np.asarray(seg_orig, dtype=np.int64), np.asarray(seg_len, dtype=np.int64))
 
     @property
     def size(self) -> int:
-        """Rough bytes held (the cache's accounting): the normalised text, the arrays, the vocabulary."""
-        arrays = (self._seg_norm, self._seg_orig, self._seg_len, self._term_starts, self._term_ends, self._codes,
-                  self._code_terms)
-        return len(self.norm) * 2 + sum(int(a.nbytes) for a in arrays) + len(self._vocabulary) * 120
+        """Rough bytes held: the normalised text and the map."""
+        return len(self.norm) * 2 + sum(int(a.nbytes) for a in (self._seg_norm, self._seg_orig, self._seg_len))
 
-    # --- offsets ------------------------------------------------------------------------------
     def original(self, start: int, end: int) -> tuple[int, int]:
         """The original span of the normalised span [start, end)."""
         return self._orig_at(start, first=True), self._orig_at(end - 1, first=False) + 1
@@ -180,6 +161,63 @@ class QuoteIndex:
                 return int(self._seg_orig[i + 1])
             return int(self._seg_orig[i]) + max(length - 1, 0)
         return int(self._seg_orig[i]) + offset
+
+    def bounded(self, start: int, end: int) -> bool:
+        """The normalised span starts and ends at word boundaries and cuts no number ("30,58" is not
+        in "30,583")."""
+        text = self.norm
+        if start > 0 and text[start - 1].isalnum() and text[start].isalnum():
+            return False
+        if end < len(text) and text[end - 1].isalnum() and text[end].isalnum():
+            return False
+        if text[start].isdigit() and start >= 2 and text[start - 1] in ".," and text[start - 2].isdigit():
+            return False
+        return not (text[end - 1].isdigit() and end + 1 < len(text) and text[end] in ".,"
+                    and text[end + 1].isdigit())
+
+    def word_start(self, at: int) -> int:
+        space = self.norm.rfind(" ", 0, at)
+        return space + 1
+
+    def word_end(self, at: int) -> int:
+        space = self.norm.find(" ", at)
+        return len(self.norm) if space < 0 else space
+
+    def wording(self, start: int, end: int) -> str:
+        """The original text of [start, end), whitespace collapsed."""
+        return " ".join(self.content[start:end].split())
+
+
+class QuoteIndex:
+    """A document's ``NormalisedText`` and the codes of its words and word bigrams, sorted: where a
+    quote stands, exact, close or not at all (``find``)."""
+
+    def __init__(self, text: NormalisedText, term_starts: np.ndarray, term_ends: np.ndarray, codes: np.ndarray,
+                 code_terms: np.ndarray, vocabulary: dict[str, int]) -> None:
+        self.text, self.content, self.norm = text, text.content, text.norm
+        self._term_starts, self._term_ends = term_starts, term_ends
+        self._codes, self._code_terms = codes, code_terms
+        self._vocabulary = vocabulary
+
+    @classmethod
+    def build(cls, content: str) -> QuoteIndex:
+        text = NormalisedText.of(content)
+        terms = [(m.start(), m.end(), m.group()) for m in _TERM.finditer(text.norm.lower())]
+        vocabulary: dict[str, int] = {}
+        ids = np.fromiter((vocabulary.setdefault(t, len(vocabulary)) for _, _, t in terms), dtype=np.int64,
+                          count=len(terms))
+        starts = np.fromiter((s for s, _, _ in terms), dtype=np.int64, count=len(terms))
+        ends = np.fromiter((e for _, e, _ in terms), dtype=np.int64, count=len(terms))
+        codes = np.concatenate([(ids[:-1] << 32) | ids[1:], ids | (np.int64(1) << 62)]) if len(ids) else ids
+        positions = np.concatenate([np.arange(len(ids) - 1), np.arange(len(ids))]) if len(ids) else ids
+        order = np.argsort(codes, kind="stable")
+        return cls(text, starts, ends, codes[order], positions[order], vocabulary)
+
+    @property
+    def size(self) -> int:
+        """Rough bytes held (the cache's accounting): the normalised text, the arrays, the vocabulary."""
+        arrays = (self._term_starts, self._term_ends, self._codes, self._code_terms)
+        return self.text.size + sum(int(a.nbytes) for a in arrays) + len(self._vocabulary) * 120
 
     # --- matching -------------------------------------------------------------------------------
     def find(self, quote: str) -> QuoteMatch:
@@ -195,26 +233,14 @@ class QuoteIndex:
         hits: list[int] = []
         at = self.norm.find(wanted)
         while at >= 0:
-            if self._bounded(at, at + len(wanted)):
+            if self.text.bounded(at, at + len(wanted)):
                 hits.append(at)
             at = self.norm.find(wanted, at + 1)
         if not hits:
             return None
-        start, end = self.original(hits[0], hits[0] + len(wanted))
-        return QuoteMatch(match="exact", similarity=1.0, start=start, end=end, wording=self._wording(start, end),
+        start, end = self.text.original(hits[0], hits[0] + len(wanted))
+        return QuoteMatch(match="exact", similarity=1.0, start=start, end=end, wording=self.text.wording(start, end),
                           occurrences=len(hits))
-
-    def _bounded(self, start: int, end: int) -> bool:
-        """Starts and ends at word boundaries and cuts no number ("30,58" is not in "30,583")."""
-        text = self.norm
-        if start > 0 and text[start - 1].isalnum() and text[start].isalnum():
-            return False
-        if end < len(text) and text[end - 1].isalnum() and text[end].isalnum():
-            return False
-        if text[start].isdigit() and start >= 2 and text[start - 1] in ".," and text[start - 2].isdigit():
-            return False
-        return not (text[end - 1].isdigit() and end + 1 < len(text) and text[end] in ".,"
-                    and text[end + 1].isdigit())
 
     def _close(self, wanted: str) -> QuoteMatch:
         terms = [m.group() for m in _TERM.finditer(wanted.lower())]
@@ -248,9 +274,9 @@ class QuoteIndex:
 
     def _report(self, kind: Kind, wanted: str, found: tuple[float, int, int]) -> QuoteMatch:
         score, lo, hi = found
-        start, end = self.original(lo, hi)
+        start, end = self.text.original(lo, hi)
         return QuoteMatch(match=kind, similarity=round(score, 4), start=start, end=end,
-                          wording=self._wording(start, end), differences=_differences(wanted, self.norm[lo:hi]))
+                          wording=self.text.wording(start, end), differences=_differences(wanted, self.norm[lo:hi]))
 
     def _vote(self, terms: list[str]) -> list[int]:
         """The document term positions where the quote most likely starts, best first."""
@@ -301,22 +327,11 @@ class QuoteIndex:
         """The span with the punctuation that clings to its end words (quotes, commas, a full stop)."""
         _, lo, hi = span
         out = []
-        for start in {lo, self._word_start(lo)}:
-            for end in {hi, self._word_end(hi)}:
+        for start in {lo, self.text.word_start(lo)}:
+            for end in {hi, self.text.word_end(hi)}:
                 if (start, end) != (lo, hi):
                     out.append((fuzz.ratio(wanted, self.norm[start:end]) / 100.0, start, end))
         return out
-
-    def _word_start(self, at: int) -> int:
-        space = self.norm.rfind(" ", 0, at)
-        return space + 1
-
-    def _word_end(self, at: int) -> int:
-        space = self.norm.find(" ", at)
-        return len(self.norm) if space < 0 else space
-
-    def _wording(self, start: int, end: int) -> str:
-        return " ".join(self.content[start:end].split())
 
 
 def _word_agreement(terms: list[str], found: str) -> float:

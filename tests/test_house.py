@@ -134,7 +134,7 @@ CLASS_LINES = 180
 LONGER_CLASSES = frozenset({
     "embedding/registry.py:ModelRegistry", "encoders/e5_onnx.py:OnnxE5Embedder",
     "indexes/manager.py:IndexManager", "indexes/tiers.py:IndexTiers", "pipeline/service.py:DocumentService",
-    "retrieval/index.py:DocumentIndex", "retrieval/naming.py:Identity",
+    "retrieval/index.py:DocumentIndex",
 })
 
 

@@ -68,6 +68,109 @@ _POSSESSIVE = re.compile(r"['\u2019]s\b|(?<=s)['\u2019](?!\w)")  # "Boeing's", "
 _Marks = tuple[list[tuple[tuple[int, int], str]], list[bool], list[tuple[int, int]]]
 
 
+class _NamingReader:
+    """Which words of a query name the document whose first page holds ``tokens`` (and ``codes``,
+    and whose file name writes ``names``), and which of its clauses only name it."""
+
+    def __init__(self, tokens: frozenset[str], language: str, codes: frozenset[str], names: frozenset[str]) -> None:
+        self.tokens, self.language, self.names = tokens, language, names
+        # each code by its letters and digits alone: "10K" in a query is the first page's "10-K"
+        self._squashed = {_squash(code): code for code in sorted(codes)}
+
+    def code(self, word: str) -> str | None:
+        """The first page's code that ``word`` writes (as the first page writes it), if any."""
+        return self._squashed.get(_squash(word)) if _LETTER_CODE.fullmatch(word) else None
+
+    def read(self, query: str) -> _Marks:
+        if not self.tokens:
+            return [], [], []
+        analyzer = analyzer_for(self.language)
+        # words of the query with each possessive blanked out (same length, so spans stay)
+        words = [(m.span(), m.group()) for m in _WORD.finditer(_POSSESSIVE.sub(lambda m: " " * len(m[0]), query))]
+        tokens = analyzer.tokens([w for _, w in words]) if words else []
+        known = [bool(t) and all(x in self.tokens for x in t) for t in tokens]
+        named = [False] * len(words)
+        owners: set[str] = set()
+        possessive: list[int] = []  # the word before each owner's "'s"
+        for i, ((_, end), word) in enumerate(words):
+            if known[i] and _POSSESSIVE.match(query, end) and _capitalised(word):
+                # the owner: this word and the capitalised identity words just before it ("Best Buy's", "3M's")
+                possessive.append(i)
+                j = i
+                while j >= 0 and known[j] and _capitalised(words[j][1]) and (
+                        j == i or _adjacent(query, words[j], words[j + 1])):
+                    named[j] = True
+                    owners.update(tokens[j])
+                    j -= 1
+        clauses = _clauses(query, words)
+        unknown = [sum(1 for i in range(lo, hi) if tokens[i] and not known[i] and not _CODE.fullmatch(words[i][1]))
+                   for lo, hi in clauses]
+        naming: list[tuple[int, int]] = []
+        for c, (lo, hi) in enumerate(clauses):
+            content = [i for i in range(lo, hi) if tokens[i]]
+            owned = [i for i in possessive if lo <= i < hi]
+            if not (owned and 2 * sum(known[i] for i in content) >= len(content)):
+                continue
+            last = c == len(clauses) - 1
+            if not last:  # an opening clause (never the question's last one): "In Boeing's 2022 Form 10-K:"
+                named[lo:hi] = [True] * (hi - lo)
+            # what only names the document: a heading before a colon, or, beside a question asking
+            # something else, a clause with a year or code whose owner's noun is the first page's
+            # and that holds at most one other word ("..., according to PepsiCo's 2022 annual
+            # report?"); never one whose owner's noun is the subject ("What was Boeing's revenue in
+            # 2022, and ...?"), nor one without a year or code ("..., and how did it affect
+            # Boeing's stock price?": a cover page writes "stock" and "price" too)
+            heading = not last and ":" in query[words[hi - 1][0][1]:words[hi][0][0]]
+            aside = len(clauses) > 1 and unknown[c] <= 1 and sum(unknown) - unknown[c] >= 2 and all(
+                self._names_a_document(words, tokens, known, i, hi) for i in owned) and _dated(words, lo, hi)
+            if heading or aside:
+                named[lo:hi] = [True] * (hi - lo)
+                naming.append((lo, hi))
+        for i, (_, word) in enumerate(words):
+            if (known[i] and (_CODE.fullmatch(word) or (word[0].isupper() and (
+                    set(tokens[i]) <= owners or _squash(word) in self.names)))) or self.code(word) is not None:
+                # a year, a period or form code (as the first page writes it or not); the owner
+                # again; a name the first page and the file name both write ("Does Pfizer ...?")
+                named[i] = True
+        for lo, hi in self._written_together(query, words, known):
+            named[lo:hi] = [True] * (hi - lo)
+        return words, named, naming
+
+    def _names_a_document(
+        self, words: list[tuple[tuple[int, int], str]], tokens: list[list[str]], known: list[bool], owner: int,
+        end: int,
+    ) -> bool:
+        """Whether what the owner's possessive names is the document: the last word of what follows
+        it up to a stopword (or the clause's ``end``) is on the first page or a code ("Boeing's 2022
+        Form 10-K", "PepsiCo's annual report", "Amazon's most recent 10-Q"), not the question's
+        subject ("Boeing's revenue in 2022", "Boeing's 2022 annual revenue")."""
+        head = None
+        for i in range(owner + 1, end):
+            if not tokens[i]:
+                if head is not None:
+                    break
+                continue
+            head = i
+        if head is None:
+            return True
+        return known[head] or self.code(words[head][1]) is not None
+
+    def _written_together(
+        self, query: str, words: list[tuple[tuple[int, int], str]], known: list[bool],
+    ) -> list[tuple[int, int]]:
+        """Runs of adjacent capitalised words the first page holds that the file name writes as one
+        word ("Best Buy" of BESTBUY_2023_10K.pdf, "Ulta Beauty" of UltaBeauty-2023.pdf)."""
+        name = [known[i] and w[0].isupper() for i, (_, w) in enumerate(words)]
+        runs = []
+        for lo in range(len(words)):
+            hi = lo + 1
+            while name[lo] and hi < len(words) and name[hi] and _adjacent(query, words[hi - 1], words[hi]):
+                hi += 1
+                if _squash("".join(w for _, w in words[lo:hi])) in self.names:
+                    runs.append((lo, hi))
+        return runs
+
+
 class Identity:
     """The analysed tokens of a document's first page (its ``tokens``), and how a query's words meet them."""
 
@@ -79,8 +182,7 @@ class Identity:
         self.language = language
         self.codes = codes  # its letters-and-digits codes as written, lower-cased ("10-k", "q4")
         self.names = names  # the words of the file name it is searched under (``file_name_words``)
-        # each code by its letters and digits alone: "10K" in a query is the first page's "10-K"
-        self._squashed = {_squash(code): code for code in sorted(codes)}
+        self._reader = _NamingReader(tokens, language, codes, names)
         self._last: tuple[str, _Marks] | None = None  # a search reads one query's marks several times
 
     def named(self, names: frozenset[str]) -> Identity:
@@ -91,11 +193,7 @@ class Identity:
         """The first page's letters-and-digits codes that the query writes, with or without their
         inner punctuation ("10-K", "10K"): the analyzer reads "10-K" and "10-Q" both as "10", the
         codes tell the two forms apart."""
-        return {code for w in _WORD.findall(query) if (code := self._code(w)) is not None}
-
-    def _code(self, word: str) -> str | None:
-        """The first page's code that ``word`` writes (as the first page writes it), if any."""
-        return self._squashed.get(_squash(word)) if _LETTER_CODE.fullmatch(word) else None
+        return {code for w in _WORD.findall(query) if (code := self._reader.code(w)) is not None}
 
     def naming_words(self, query: str) -> list[tuple[int, int]]:
         """Character spans of the query's words that name the document (see the module docstring)."""
@@ -145,98 +243,9 @@ class Identity:
         last = self._last
         if last is not None and last[0] == query:
             return last[1]
-        marks = self._read_marks(query)
+        marks = self._reader.read(query)
         self._last = (query, marks)
         return marks
-
-    def _read_marks(self, query: str) -> _Marks:
-        if not self.tokens:
-            return [], [], []
-        analyzer = analyzer_for(self.language)
-        # words of the query with each possessive blanked out (same length, so spans stay)
-        words = [(m.span(), m.group()) for m in _WORD.finditer(_POSSESSIVE.sub(lambda m: " " * len(m[0]), query))]
-        tokens = analyzer.tokens([w for _, w in words]) if words else []
-        known = [bool(t) and all(x in self.tokens for x in t) for t in tokens]
-        named = [False] * len(words)
-        owners: set[str] = set()
-        possessive: list[int] = []  # the word before each owner's "'s"
-        for i, ((_, end), word) in enumerate(words):
-            if known[i] and _POSSESSIVE.match(query, end) and _capitalised(word):
-                # the owner: this word and the capitalised identity words just before it ("Best Buy's", "3M's")
-                possessive.append(i)
-                j = i
-                while j >= 0 and known[j] and _capitalised(words[j][1]) and (
-                        j == i or _adjacent(query, words[j], words[j + 1])):
-                    named[j] = True
-                    owners.update(tokens[j])
-                    j -= 1
-        clauses = _clauses(query, words)
-        unknown = [sum(1 for i in range(lo, hi) if tokens[i] and not known[i] and not _CODE.fullmatch(words[i][1]))
-                   for lo, hi in clauses]
-        naming: list[tuple[int, int]] = []
-        for c, (lo, hi) in enumerate(clauses):
-            content = [i for i in range(lo, hi) if tokens[i]]
-            owned = [i for i in possessive if lo <= i < hi]
-            if not (owned and 2 * sum(known[i] for i in content) >= len(content)):
-                continue
-            last = c == len(clauses) - 1
-            if not last:  # an opening clause (never the question's last one): "In Boeing's 2022 Form 10-K:"
-                named[lo:hi] = [True] * (hi - lo)
-            # what only names the document: a heading before a colon, or, beside a question asking
-            # something else, a clause with a year or code whose owner's noun is the first page's
-            # and that holds at most one other word ("..., according to PepsiCo's 2022 annual
-            # report?"); never one whose owner's noun is the subject ("What was Boeing's revenue in
-            # 2022, and ...?"), nor one without a year or code ("..., and how did it affect
-            # Boeing's stock price?": a cover page writes "stock" and "price" too)
-            heading = not last and ":" in query[words[hi - 1][0][1]:words[hi][0][0]]
-            aside = len(clauses) > 1 and unknown[c] <= 1 and sum(unknown) - unknown[c] >= 2 and all(
-                self._names_a_document(words, tokens, known, i, hi) for i in owned) and _dated(words, lo, hi)
-            if heading or aside:
-                named[lo:hi] = [True] * (hi - lo)
-                naming.append((lo, hi))
-        for i, (_, word) in enumerate(words):
-            if (known[i] and (_CODE.fullmatch(word) or (word[0].isupper() and (
-                    set(tokens[i]) <= owners or _squash(word) in self.names)))) or self._code(word) is not None:
-                # a year, a period or form code (as the first page writes it or not); the owner
-                # again; a name the first page and the file name both write ("Does Pfizer ...?")
-                named[i] = True
-        for lo, hi in self._written_together(query, words, known):
-            named[lo:hi] = [True] * (hi - lo)
-        return words, named, naming
-
-    def _names_a_document(
-        self, words: list[tuple[tuple[int, int], str]], tokens: list[list[str]], known: list[bool], owner: int,
-        end: int,
-    ) -> bool:
-        """Whether what the owner's possessive names is the document: the last word of what follows
-        it up to a stopword (or the clause's ``end``) is on the first page or a code ("Boeing's 2022
-        Form 10-K", "PepsiCo's annual report", "Amazon's most recent 10-Q"), not the question's
-        subject ("Boeing's revenue in 2022", "Boeing's 2022 annual revenue")."""
-        head = None
-        for i in range(owner + 1, end):
-            if not tokens[i]:
-                if head is not None:
-                    break
-                continue
-            head = i
-        if head is None:
-            return True
-        return known[head] or self._code(words[head][1]) is not None
-
-    def _written_together(
-        self, query: str, words: list[tuple[tuple[int, int], str]], known: list[bool],
-    ) -> list[tuple[int, int]]:
-        """Runs of adjacent capitalised words the first page holds that the file name writes as one
-        word ("Best Buy" of BESTBUY_2023_10K.pdf, "Ulta Beauty" of UltaBeauty-2023.pdf)."""
-        name = [known[i] and w[0].isupper() for i, (_, w) in enumerate(words)]
-        runs = []
-        for lo in range(len(words)):
-            hi = lo + 1
-            while name[lo] and hi < len(words) and name[hi] and _adjacent(query, words[hi - 1], words[hi]):
-                hi += 1
-                if _squash("".join(w for _, w in words[lo:hi])) in self.names:
-                    runs.append((lo, hi))
-        return runs
 
     def naming_tokens(self, query: str) -> set[str]:
         """The analysed tokens of the naming words of ``query``."""

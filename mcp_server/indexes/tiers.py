@@ -28,14 +28,66 @@ from mcp_server.indexes.shared import SharedIndexStore, new_token
 from mcp_server.indexes.store import IndexStore, Manifest, ManifestCheck, try_acquire, verify_files
 from mcp_server.retrieval.index import DocumentIndex
 
-__all__ = ["Found", "IndexTiers"]
+__all__ = ["Found", "IndexSaver", "IndexTiers"]
 
 log = logging.getLogger(__name__)
 
 Found = Literal["disk", "shared", "miss"]
 Turn = Literal["done", "build", "wait", "unshared"]
 T = TypeVar("T")
+COUNTERS = ("shared_hits", "shared_published", "shared_too_large", "lease_waits", "unshared_builds", "save_failures",
+            "disk_evictions")  # the stats' order
 POLL = 0.25  # seconds between looks while another worker or host builds (builds take seconds to minutes)
+
+
+class IndexSaver:
+    """A built index saved where it lasts: this host's folder, kept within its size bound, then the
+    deployment's shared store when it fits (``max_bytes``); a failed save leaves the folder as it
+    was and the index answering from memory."""
+
+    def __init__(self, local: IndexStore, shared: SharedIndexStore | None, *, max_bytes: int,
+                 local_max_bytes: int | None) -> None:
+        self.local, self.shared, self.max_bytes, self.local_max_bytes = local, shared, max_bytes, local_max_bytes
+        self.counters = {"shared_published": 0, "shared_too_large": 0, "save_failures": 0, "disk_evictions": 0}
+
+    def save(self, key: str, index: DocumentIndex, chunker_version: str) -> None:
+        """Into the local folder (then kept within its bound), then into the shared store if it fits
+        (blocks: the tiers call it off the loop)."""
+        try:
+            self.local.save(key, index, chunker_version=chunker_version)
+        except OSError as exc:
+            self.save_failed(key, exc)  # the built index still answers, from memory
+            return
+        self.make_room(key)
+        if self.shared is None:
+            return
+        exported = self.local.export(key)
+        if exported is None:
+            return
+        manifest, blobs = exported
+        size = sum(map(len, blobs.values()))
+        if size > self.max_bytes:
+            self.counters["shared_too_large"] += 1
+            # over MCP_INDEX_STORE_MAX_BYTES: the index stays on this host
+            log.warning("index.not_shared", extra={"key": key, "bytes": size, "max_bytes": self.max_bytes})
+            return
+        if self.shared.put(key, manifest, blobs):
+            self.counters["shared_published"] += 1
+            log.info("index.shared", extra={"key": key, "bytes": size})
+
+    def save_failed(self, key: str, exc: OSError) -> None:
+        """Nothing half-written stays (``IndexStore._commit``); the next call builds again."""
+        self.counters["save_failures"] += 1
+        log.error("index.save_failed", extra={
+            "key": key, "error": exc.strerror or str(exc), "errno": exc.errno,
+            "action": "served from memory, not persisted; the folder keeps its previous state"})
+
+    def make_room(self, key: str) -> None:
+        """Keep the folder within its bound: least recently used indexes go whole (never ``key``)."""
+        size, evicted = self.local.make_room(self.local_max_bytes, keep=key)
+        self.counters["disk_evictions"] += evicted
+        metrics.cache_evicted("index", "disk", evicted)
+        metrics.index_dir_bytes(size)
 
 
 class IndexTiers:
@@ -46,8 +98,8 @@ class IndexTiers:
         self.local, self.shared = local, shared
         self.lease_seconds, self.max_bytes, self.poll = lease_seconds, max_bytes, poll
         self.local_max_bytes = local_max_bytes  # the folder's bound (MCP_INDEX_DIR_MAX_MB); None = unbounded
-        self.counters = {"shared_hits": 0, "shared_published": 0, "shared_too_large": 0, "lease_waits": 0,
-                         "unshared_builds": 0, "save_failures": 0, "disk_evictions": 0}
+        self.counters = {"shared_hits": 0, "lease_waits": 0, "unshared_builds": 0}
+        self.saver = IndexSaver(local, shared, max_bytes=max_bytes, local_max_bytes=local_max_bytes)
 
     @property
     def backend(self) -> str:
@@ -165,9 +217,9 @@ class IndexTiers:
         try:
             self.local.write(key, manifest, blobs)
         except OSError as exc:  # e.g. the disk is full: serve the shared copy from memory
-            self._save_failed(key, exc)
+            self.saver.save_failed(key, exc)
             return self._decoded(key, manifest, blobs)
-        self._make_room(key)
+        self.saver.make_room(key)
         index = self.local.load(key, check)
         if index is None:  # the files do not decode: the shared copy is as bad as the local one
             self.shared.quarantine(key, "stored files do not decode")
@@ -179,44 +231,7 @@ class IndexTiers:
     async def save(self, key: str, index: DocumentIndex, chunker_version: str) -> None:
         """Into the local folder, then (if it fits) into the shared store; call inside ``claim``.
         A save that started completes (it is atomic anyway)."""
-        await self._off_loop(self._save, key, index, chunker_version, shield=True)
-
-    def _save(self, key: str, index: DocumentIndex, chunker_version: str) -> None:
-        try:
-            self.local.save(key, index, chunker_version=chunker_version)
-        except OSError as exc:
-            self._save_failed(key, exc)  # the built index still answers, from memory
-            return
-        self._make_room(key)
-        if self.shared is None:
-            return
-        exported = self.local.export(key)
-        if exported is None:
-            return
-        manifest, blobs = exported
-        size = sum(map(len, blobs.values()))
-        if size > self.max_bytes:
-            self.counters["shared_too_large"] += 1
-            # over MCP_INDEX_STORE_MAX_BYTES: the index stays on this host
-            log.warning("index.not_shared", extra={"key": key, "bytes": size, "max_bytes": self.max_bytes})
-            return
-        if self.shared.put(key, manifest, blobs):
-            self.counters["shared_published"] += 1
-            log.info("index.shared", extra={"key": key, "bytes": size})
-
-    def _save_failed(self, key: str, exc: OSError) -> None:
-        """Nothing half-written stays (``IndexStore._commit``); the next call builds again."""
-        self.counters["save_failures"] += 1
-        log.error("index.save_failed", extra={
-            "key": key, "error": exc.strerror or str(exc), "errno": exc.errno,
-            "action": "served from memory, not persisted; the folder keeps its previous state"})
-
-    def _make_room(self, key: str) -> None:
-        """Keep the folder within its bound: least recently used indexes go whole (never ``key``)."""
-        size, evicted = self.local.make_room(self.local_max_bytes, keep=key)
-        self.counters["disk_evictions"] += evicted
-        metrics.cache_evicted("index", "disk", evicted)
-        metrics.index_dir_bytes(size)
+        await self._off_loop(self.saver.save, key, index, chunker_version, shield=True)
 
     @staticmethod
     def _decoded(key: str, manifest: Manifest, blobs: Mapping[str, bytes]) -> tuple[DocumentIndex | None, Found]:
@@ -229,8 +244,9 @@ class IndexTiers:
         return index, "shared"
 
     def stats(self) -> dict[str, object]:
-        return {**self.counters, "backend": self.backend, "max_bytes": self.max_bytes if self.shared else None,
-                "local_max_bytes": self.local_max_bytes}
+        counters = {**self.counters, **self.saver.counters}
+        return {**{name: counters[name] for name in COUNTERS}, "backend": self.backend,
+                "max_bytes": self.max_bytes if self.shared else None, "local_max_bytes": self.local_max_bytes}
 
     async def clear(self) -> dict[str, int]:
         """Every index in the local folder and, with a shared store, every host's copies there."""

@@ -145,7 +145,7 @@ async def test_a_document_built_while_the_disk_is_full_is_answered_and_logged(
     assert len(index) == len(TEXTS) and not cached
     hits, _ = await manager.searcher.search(index, "volcanoes", 3)
     assert hits and "volcanoes" in hits[0].chunk.text
-    assert folders(tmp_path) == set() and manager.tiers.counters["save_failures"] == 1
+    assert folders(tmp_path) == set() and manager.tiers.saver.counters["save_failures"] == 1
     assert [r for r in caplog.records if r.getMessage() == "index.save_failed" and r.errno == errno.ENOSPC]
     monkeypatch.undo()  # space again: the next process (no memory copy) builds and saves it
     again = IndexManager(settings, ModelRegistry.fake())

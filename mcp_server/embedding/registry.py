@@ -205,21 +205,8 @@ class ModelRegistry:
         self.accurate_min_chunks = accurate_min_chunks
         self.device = device
         self.cpu_threads: int | None = None  # torch intra-op threads, when this registry set them
-        self.status = status or {
-            "fast": RoleStatus(configured=fast.model_id, model_id=fast.model_id, weights=fast.model_id,
-                               loaded=True, fallback=None),
-            "accurate": RoleStatus(configured=self.accurate.model_id, model_id=self.accurate.model_id,
-                                   weights=self.accurate.model_id, loaded=True, fallback=None),
-            "reranker": RoleStatus(configured=reranker.model_id if reranker else "",
-                                   model_id=reranker.model_id if reranker else None,
-                                   weights=reranker.model_id if reranker else None,
-                                   loaded=reranker is not None, fallback=None),
-            "multilingual": RoleStatus(configured=multilingual.model_id if multilingual else "",
-                                       model_id=self.multilingual.model_id if self.multilingual else None,
-                                       weights=self.multilingual.model_id if self.multilingual else None,
-                                       loaded=self.multilingual is not None, fallback=None),
-            "instructions": _given(instructions),
-        }
+        self.status = status or _given_roles(fast, self.accurate, reranker, multilingual, self.multilingual,
+                                             instructions)
 
     # --- construction -------------------------------------------------------------------
     @classmethod
@@ -236,38 +223,8 @@ class ModelRegistry:
                                                     threads=threads, **kw)
 
         status: dict[str, RoleStatus] = {}
-        try:
-            fast, fast_id, weights = loader.load(settings.embedding_fast, embedder)
-            status["fast"] = RoleStatus(configured=settings.embedding_fast, model_id=fast_id, weights=weights,
-                                        loaded=True, fallback=None)
-        except ModelLoadError as exc:
-            if settings.embedding_fast in _MINILM_ALIASES:
-                raise
-            log.warning("models.fallback", extra={"role": "fast", "configured": settings.embedding_fast,
-                                                  "instead": MINILM_ID, "reason": exc.message})
-            fast, fast_id, weights = loader.load(MINILM_ID, embedder)
-            status["fast"] = RoleStatus(configured=settings.embedding_fast, model_id=fast_id, weights=weights,
-                                        loaded=True, fallback=exc.message)
-        log.info("models.loaded", extra={"role": "fast", "model": fast_id, "weights": weights, "device": device})
-
-        accurate: Embedder = fast
-        spec = settings.embedding_accurate.strip()
-        if not spec or spec == settings.embedding_fast or _same_model(spec, fast_id):
-            # served by the fast model by configuration: not a fallback, nothing is degraded
-            status["accurate"] = RoleStatus(configured=spec, model_id=fast_id, weights="fast", loaded=True,
-                                            fallback=None)
-        else:
-            try:
-                accurate, acc_id, weights = loader.load(spec, embedder)
-                status["accurate"] = RoleStatus(configured=spec, model_id=acc_id, weights=weights,
-                                                loaded=True, fallback=None)
-                log.info("models.loaded", extra={"role": "accurate", "model": acc_id, "weights": weights})
-            except ModelLoadError as exc:
-                log.warning("models.fallback", extra={"role": "accurate", "configured": spec, "instead": fast_id,
-                                                      "reason": exc.message})
-                status["accurate"] = RoleStatus(configured=spec, model_id=fast_id, weights="fast",
-                                                loaded=False, fallback=exc.message)
-
+        fast, fast_id = _load_fast(settings, loader, embedder, status)
+        accurate = _load_accurate(settings, loader, embedder, fast, fast_id, status)
         reranker = _load_reranker(settings, loader, status)
         multilingual = _load_multilingual(settings, loader, embedder, status)
         instructions = _load_instructions(settings, loader, embedder, fast, status)
@@ -408,6 +365,49 @@ class ModelRegistry:
         }
 
 
+def _load_fast(settings: Settings, loader: _Loader, embedder: Callable[..., Embedder],
+               status: dict[str, RoleStatus]) -> tuple[Embedder, str]:
+    """The fast embedder and its id: the configured one, else the bundled MiniLM (ModelLoadError when
+    neither loads)."""
+    try:
+        fast, fast_id, weights = loader.load(settings.embedding_fast, embedder)
+        status["fast"] = RoleStatus(configured=settings.embedding_fast, model_id=fast_id, weights=weights,
+                                    loaded=True, fallback=None)
+    except ModelLoadError as exc:
+        if settings.embedding_fast in _MINILM_ALIASES:
+            raise
+        log.warning("models.fallback", extra={"role": "fast", "configured": settings.embedding_fast,
+                                              "instead": MINILM_ID, "reason": exc.message})
+        fast, fast_id, weights = loader.load(MINILM_ID, embedder)
+        status["fast"] = RoleStatus(configured=settings.embedding_fast, model_id=fast_id, weights=weights,
+                                    loaded=True, fallback=exc.message)
+    log.info("models.loaded", extra={"role": "fast", "model": fast_id, "weights": weights, "device": loader.device})
+    return fast, fast_id
+
+
+def _load_accurate(settings: Settings, loader: _Loader, embedder: Callable[..., Embedder], fast: Embedder,
+                   fast_id: str, status: dict[str, RoleStatus]) -> Embedder:
+    """The accurate embedder, or the fast one serving the role (by configuration, or as a fallback)."""
+    spec = settings.embedding_accurate.strip()
+    if not spec or spec == settings.embedding_fast or _same_model(spec, fast_id):
+        # served by the fast model by configuration: not a fallback, nothing is degraded
+        status["accurate"] = RoleStatus(configured=spec, model_id=fast_id, weights="fast", loaded=True,
+                                        fallback=None)
+        return fast
+    try:
+        accurate, acc_id, weights = loader.load(spec, embedder)
+        status["accurate"] = RoleStatus(configured=spec, model_id=acc_id, weights=weights,
+                                        loaded=True, fallback=None)
+        log.info("models.loaded", extra={"role": "accurate", "model": acc_id, "weights": weights})
+        return accurate
+    except ModelLoadError as exc:
+        log.warning("models.fallback", extra={"role": "accurate", "configured": spec, "instead": fast_id,
+                                              "reason": exc.message})
+        status["accurate"] = RoleStatus(configured=spec, model_id=fast_id, weights="fast",
+                                        loaded=False, fallback=exc.message)
+        return fast
+
+
 def _load_reranker(settings: Settings, loader: _Loader, status: dict[str, RoleStatus]) -> Reranker | None:
     """The reranker role: the configured cross-encoder, or None (disabled, or with the reason in ``status``)."""
     spec = settings.reranker.strip()
@@ -426,6 +426,29 @@ def _load_reranker(settings: Settings, loader: _Loader, status: dict[str, RoleSt
     status["reranker"] = RoleStatus(configured=spec, model_id=rr_id, weights=weights, loaded=True, fallback=None)
     log.info("models.loaded", extra={"role": "reranker", "model": rr_id, "weights": weights})
     return reranker
+
+
+def _given_roles(
+    fast: Embedder, accurate: Embedder, reranker: Reranker | None, multilingual: Embedder | None,
+    serving: Embedder | None, instructions: InstructionDetector | None,
+) -> dict[str, RoleStatus]:
+    """The status of models handed to the registry as they are (``fake``, tests): every one loaded;
+    ``serving``: the multilingual model when documents use it."""
+    return {
+        "fast": RoleStatus(configured=fast.model_id, model_id=fast.model_id, weights=fast.model_id,
+                           loaded=True, fallback=None),
+        "accurate": RoleStatus(configured=accurate.model_id, model_id=accurate.model_id,
+                               weights=accurate.model_id, loaded=True, fallback=None),
+        "reranker": RoleStatus(configured=reranker.model_id if reranker else "",
+                               model_id=reranker.model_id if reranker else None,
+                               weights=reranker.model_id if reranker else None,
+                               loaded=reranker is not None, fallback=None),
+        "multilingual": RoleStatus(configured=multilingual.model_id if multilingual else "",
+                                   model_id=serving.model_id if serving else None,
+                                   weights=serving.model_id if serving else None,
+                                   loaded=serving is not None, fallback=None),
+        "instructions": _given(instructions),
+    }
 
 
 def _given(model: InstructionDetector | None) -> RoleStatus:

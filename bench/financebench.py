@@ -43,7 +43,6 @@ import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -249,11 +248,10 @@ class ServerPipeline:
     def chunks(self, document: Any, document_key: str) -> tuple[list[Any], bool]:
         from bench._fbcache import chunking_fingerprint
         from mcp_server.chunking import chunk_document
-        from mcp_server.pipeline.service import DocumentService
+        from mcp_server.pipeline.service import Chunking
 
-        # The service's own method, so a change to how it picks parameters is followed here.
-        view = SimpleNamespace(models=self.models, settings=self.settings, options=self.options)
-        params = DocumentService.chunk_params(view, document)  # type: ignore[arg-type]
+        # The service's own rule, so a change to how it picks parameters is followed here.
+        params = Chunking(self.models).params(document)
         key = f"{document_key}-{chunking_fingerprint(document_key, params, self.models.index_model_id)}"
         if self.chunked is not None and (hit := self.chunked.get(key)) is not None:
             return hit, True

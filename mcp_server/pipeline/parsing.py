@@ -1,25 +1,29 @@
 """The parse stage: a processed document from the document cache, else parsed once in a parser
 worker, with failed parses remembered per content key for ``failure_ttl`` seconds (the same bytes
-fail the same way: a timeout or crash is not re-run on every call)."""
+fail the same way: a timeout or crash is not re-run on every call); before it, the download's type
+sniffed once per bytes and address (``Sniffing``)."""
 
 from __future__ import annotations
 
 import logging
 import time
 
+from cachetools import LRUCache
+
 from mcp_server import metrics
 from mcp_server.caches.layers import CacheLayer, cache_get, cache_put
-from mcp_server.core.concurrency import KeyedLock
+from mcp_server.core.concurrency import KeyedLock, off_loop
 from mcp_server.core.errors import ProcessingError
 from mcp_server.core.failures import FailedParse
-from mcp_server.core.models import ProcessedDocument
-from mcp_server.processors import DocumentInput, ProcessOptions, process_document
+from mcp_server.core.models import FetchedDocument, ProcessedDocument
+from mcp_server.processors import DocumentInput, ProcessOptions, document_input, process_document
 from mcp_server.processors.sandbox import ParserPool
 
-__all__ = ["Parsing"]
+__all__ = ["Parsing", "Sniffing"]
 
 logger = logging.getLogger(__name__)
 
+SNIFFED_ENTRIES = 4096
 # Errors about the pool itself (shutdown), not about the document: never cached.
 _POOL_ERRORS = ("the parser pool",)
 
@@ -72,3 +76,20 @@ class Parsing:
         await cache_put(self.failures, key, FailedParse.of(error, self.failure_ttl))
         logger.info("parse.failure_cached", extra={"content_key": key[:16], "error": error.message,
                                                    "ttl": self.failure_ttl})
+
+
+class Sniffing:
+    """A download's type, sniffed once for the same bytes, headers and address."""
+
+    def __init__(self, entries: int = SNIFFED_ENTRIES) -> None:
+        self._known: LRUCache[tuple[str, str, str, str], str] = LRUCache(maxsize=entries)
+
+    async def sniff(self, fetched: FetchedDocument) -> DocumentInput:
+        """The download wrapped with its sniffed type (sniffing reads bytes: off the loop)."""
+        key = (fetched.sha256, fetched.content_type, fetched.filename, fetched.final_url)
+        known = self._known.get(key)
+        if known is not None:
+            return document_input(fetched, doc_type=known)
+        inp = await off_loop(document_input, fetched)
+        self._known[key] = inp.doc_type
+        return inp

@@ -185,7 +185,7 @@ class Reading:
 
     async def page_image(self, url: str, page: int, *, pid: str | None, dpi: int) -> PageImage:
         fetched = await self.service.fetch(url)
-        inp = await self.service.sniff(fetched)
+        inp = await self.service.sniffing.sniff(fetched)
         if inp.doc_type in SHEET_TYPES:
             raise ValidationError(
                 f"argument 'document_url': a {inp.doc_type.upper()} spreadsheet has sheets, not pages, and no page "

@@ -25,8 +25,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cachetools import LRUCache
-
 from mcp_server import metrics
 from mcp_server.caches.layers import CacheLayer, cache_delete, cache_get
 from mcp_server.caches.registry import CacheRegistry
@@ -43,8 +41,8 @@ from mcp_server.fetch import Fetcher
 from mcp_server.indexes.manager import IndexManager, IndexView
 from mcp_server.pipeline.downloads import Downloads, Known
 from mcp_server.pipeline.flags import Flagger, Scorer
-from mcp_server.pipeline.parsing import Parsing
-from mcp_server.processors import DocumentInput, ProcessOptions, View, document_input
+from mcp_server.pipeline.parsing import Parsing, Sniffing
+from mcp_server.processors import DocumentInput, ProcessOptions, View
 from mcp_server.processors.sandbox import ParserPool
 from mcp_server.processors.sheet_search import search_spreadsheet
 from mcp_server.text.analysis import warm_analyzers
@@ -112,7 +110,6 @@ class Retrieval:
 
 
 # Sniffed types remembered per content and transport headers: a warm call does not sniff again.
-SNIFFED_ENTRIES = 4096
 
 
 def _content_key(sha256: str, options: ProcessOptions, doc_type: str, view: View) -> str:
@@ -142,6 +139,34 @@ def _wrong_type(url: str, doc_type: str, expect: Sequence[str], tool: str) -> Va
     )
 
 
+class Chunking:
+    """A processed document cut for the model that will embed it: chunk parameters from its
+    language's model window, token counts by that model's tokenizer, off the loop."""
+
+    def __init__(self, models: ModelRegistry) -> None:
+        self.models = models
+
+    def params(self, document: ProcessedDocument) -> ChunkParams:
+        window = self.models.max_tokens_for(document.detected_language)
+        return chunk_params_for(document.doc_type, len(document.content), window)
+
+    def config(self) -> str:
+        """Everything besides the content key and the models that decides the chunks, and that
+        is known before parsing: the chunk parameters are a function of the processed content
+        (a function of the content key: its language too) and of the model windows, so the
+        windows stand for them."""
+        multilingual = self.models.multilingual
+        return f"window{self.models.max_tokens}" + (f"/{multilingual.max_tokens}" if multilingual else "")
+
+    def chunk(self, document: ProcessedDocument) -> list[Chunk]:
+        """Chunks measured with the tokenizer of the model that will embed them."""
+        counter = self.models.token_counter_for(document.detected_language)
+        return chunk_document(document, self.params(document), counter)
+
+    async def chunked(self, document: ProcessedDocument) -> list[Chunk]:
+        return await off_loop(metrics.timed("chunk")(self.chunk), document)
+
+
 class DocumentService:
     def __init__(
         self,
@@ -155,6 +180,7 @@ class DocumentService:
     ) -> None:
         self.settings, self.fetcher, self.parsers = settings, fetcher, parsers
         self.models, self.indexes = models, indexes
+        self.chunking = Chunking(models)
         self.flagger = Flagger(scorer, threshold=settings.instruction_threshold, runner=indexes.runner)
         self.options = ProcessOptions.from_settings(settings)
         # the lifespan's registry (every layer of the worker, Redis swapped in); a test's own otherwise
@@ -163,7 +189,7 @@ class DocumentService:
         self.documents: CacheLayer[ProcessedDocument] = self.caches["document"]
         self.failures: CacheLayer[FailedParse] = self.caches["failure"]
         self.budget = self.caches.budget
-        self._sniffed: LRUCache[tuple[str, str, str, str], str] = LRUCache(maxsize=SNIFFED_ENTRIES)
+        self.sniffing = Sniffing()
         self._downloads = Downloads(self.downloads, settings.revalidate_after_s)
         self._parsing = Parsing(self.documents, self.failures, settings.failure_ttl)
         self.caches.own("download", self._downloads)  # what each URL answered goes with the downloads
@@ -193,17 +219,6 @@ class DocumentService:
                 removed["failure"] += int(await cache_delete(self.failures, key))
         return removed
 
-    async def sniff(self, fetched: FetchedDocument) -> DocumentInput:
-        """The download wrapped with its sniffed type; the same bytes and headers are sniffed once
-        (sniffing reads bytes: off the loop)."""
-        key = (fetched.sha256, fetched.content_type, fetched.filename, fetched.final_url)
-        known = self._sniffed.get(key)
-        if known is not None:
-            return document_input(fetched, doc_type=known)
-        inp = await off_loop(document_input, fetched)
-        self._sniffed[key] = inp.doc_type
-        return inp
-
     def content_key(self, fetched: FetchedDocument, doc_type: str = "", view: View = "full") -> str:
         """The document and index cache key of the bytes (and of a web page's view)."""
         return _content_key(fetched.sha256, self.options, doc_type, view)
@@ -214,7 +229,7 @@ class DocumentService:
         started = time.perf_counter()
         fetched = fetched or await self.fetch(url)
         timings = {"download": _ms(started)}
-        inp = await self.sniff(fetched)
+        inp = await self.sniffing.sniff(fetched)
         if expect and inp.doc_type not in expect:
             raise _wrong_type(url, inp.doc_type, expect, tool)
         if progress is not None:
@@ -241,33 +256,13 @@ class DocumentService:
         return Processed(doc_type=located.input.doc_type, document=document, cached=cached,
                          content_key=located.content_key, source=located.source)
 
-    def chunk_params(self, document: ProcessedDocument) -> ChunkParams:
-        window = self.models.max_tokens_for(document.detected_language)
-        return chunk_params_for(document.doc_type, len(document.content), window)
-
     def index_key(self, content_key: str) -> str:
         """The key of the index of that content: passage ids name it."""
-        return self.indexes.index_key(content_key, CHUNKER_VERSION, self._index_config())
-
-    def _index_config(self) -> str:
-        """Everything besides the content key and the models that decides the chunks, and that
-        is known before parsing: the chunk parameters are a function of the processed content
-        (a function of the content key: its language too) and of the model windows, so the
-        windows stand for them."""
-        multilingual = self.models.multilingual
-        return f"window{self.models.max_tokens}" + (f"/{multilingual.max_tokens}" if multilingual else "")
-
-    def _chunk(self, document: ProcessedDocument) -> list[Chunk]:
-        """Chunks measured with the tokenizer of the model that will embed them."""
-        counter = self.models.token_counter_for(document.detected_language)
-        return chunk_document(document, self.chunk_params(document), counter)
-
-    async def _chunked(self, document: ProcessedDocument) -> list[Chunk]:
-        return await off_loop(metrics.timed("chunk")(self._chunk), document)
+        return self.indexes.index_key(content_key, CHUNKER_VERSION, self.chunking.config())
 
     async def chunks(self, url: str, *, view: View | None = None) -> tuple[Processed, list[Chunk]]:
         processed = await self.process(url, view=view)
-        return processed, await self._chunked(processed.document)
+        return processed, await self.chunking.chunked(processed.document)
 
     async def retrieve(
         self, url: str, query: str, *, top_k: int, neighbors: int = 0, progress: Progress | None = None,
@@ -304,7 +299,7 @@ class DocumentService:
             if progress is not None:
                 await progress(2, None, f"processed {len(document.content)} characters")
             started = time.perf_counter()
-            made = await self._chunked(document)
+            made = await self.chunking.chunked(document)
             timings["chunk"] = _ms(started)
             if progress is not None:
                 await progress(3, None, f"chunked into {len(made)} chunks")
@@ -320,7 +315,7 @@ class DocumentService:
         started = time.perf_counter()
         try:
             opened: IndexView = await self.indexes.open(
-                located.content_key, CHUNKER_VERSION, self._index_config(), make_chunks, query=query,
+                located.content_key, CHUNKER_VERSION, self.chunking.config(), make_chunks, query=query,
                 progress=embed_progress, location=url,
             )
         finally:
@@ -332,7 +327,7 @@ class DocumentService:
         return Indexed(view=opened, doc_type=doc_type, timings_ms=timings, source=located.source)
 
     async def query_spreadsheet(self, url: str, search_value: str, column: str | None) -> dict[str, Any]:
-        inp = await self.sniff(await self.fetch(url))
+        inp = await self.sniffing.sniff(await self.fetch(url))
         return await self.parsers.run(search_spreadsheet, inp, self.options, search_value, column)
 
     # --- housekeeping -------------------------------------------------------------------
@@ -355,7 +350,7 @@ async def _stored(service: DocumentService, url: str, view: View) -> Indexed | F
     known = await service._downloads.known(service.fetcher, url, view)
     if not isinstance(known, Known):
         return known
-    found = await service.indexes.stored(known.content_key, CHUNKER_VERSION, service._index_config())
+    found = await service.indexes.stored(known.content_key, CHUNKER_VERSION, service.chunking.config())
     if found is None:
         return None
     chunks = found.index.chunks

@@ -12,6 +12,7 @@ import pytest
 import mcp_server.caches.layers as cache
 import mcp_server.core.concurrency as concurrency
 import mcp_server.pipeline.documents as documents
+import mcp_server.pipeline.parsing as parsing
 import mcp_server.pipeline.service as service
 import mcp_server.processors as processors
 from tests.conftest import FileServer, serve_copies
@@ -46,7 +47,7 @@ async def test_a_warm_call_neither_sniffs_again_nor_hops_to_a_thread_in_the_serv
         return await real_off_loop(fn, *args, **kwargs)
 
     # every thread hop the service and the cache layers make (the index manager keeps the real one)
-    for module in (service, documents, cache):
+    for module in (service, parsing, documents, cache):
         monkeypatch.setattr(module, "off_loop", off_loop)
     url = files.url("multi_page.pdf")
     async with memory_client(index_dir=tmp_path, progressive_budget=1e6) as client:

@@ -30,10 +30,11 @@ from mcp_server.core.models import Chunk, ChunkLocation, SearchHit
 from mcp_server.fetch import validate_url
 from mcp_server.pipeline.passages import find_passage, window_location
 from mcp_server.pipeline.service import DocumentService, Source, View
-from mcp_server.retrieval.index import DocumentIndex
+from mcp_server.retrieval.index import DocumentIndex, stored_scores
 from mcp_server.retrieval.neighbours import merge_texts
 from mcp_server.retrieval.passages import passage_id
 from mcp_server.retrieval.pool import PoolSource, search_pool
+from mcp_server.retrieval.sentence_scores import ChunkScores
 
 __all__ = [
     "MAX_PASSAGE_NEIGHBORS", "Budgeted", "DocumentOutcome", "Found", "MultiSearch", "PageRanges",
@@ -61,6 +62,7 @@ class Found:
     url: str
     hit: SearchHit
     ranks: tuple[int | None, ...]  # 1-based rank in each phrasing's ranking
+    scored: ChunkScores | None = None  # its chunk's instruction scores stored with the index (pipeline/flags.py)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -226,7 +228,8 @@ class Research:
             lambda: search_pool(sources, queries, embed, top_k=top_k, per_document=per_document,
                                 reranker=models.reranker, ranker=self.service.indexes.ranker))
         timings["search"] = round((time.perf_counter() - started) * 1000, 2)
-        found = [Found(url=urls[ready[h.source]], hit=h.hit, ranks=h.ranks) for h in hits]
+        found = [Found(url=urls[ready[h.source]], hit=h.hit, ranks=h.ranks,
+                       scored=stored_scores(sources[h.source].index, h.hit.chunk)) for h in hits]
         return MultiSearch(found=found, documents=outcomes, timings_ms=timings)
 
     async def passage(self, pid: str, *, before: int = 0, after: int = 0) -> PassageWindow:

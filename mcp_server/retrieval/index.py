@@ -51,6 +51,7 @@ from mcp_server.retrieval.ranking import (
     rerank_head,
     score_ranking,
 )
+from mcp_server.retrieval.sentence_scores import ChunkScores, InstructionScores
 from mcp_server.retrieval.templates import template_mask
 from mcp_server.retrieval.vectors import SentenceVectors, UnitSelect, embed_into
 
@@ -98,6 +99,7 @@ class DocumentIndex:
         self._unit_terms = UnitTerms(self.chunks, self.languages)  # the focus of the dense side, shared too
         # found at the first search (or warm()), or read with the index; shared by the copies as well
         self._templates = Once(_template_finder(self.chunks, stored))
+        self.instructions: InstructionScores | None = None  # set by the complete build or a load (stored_scores)
 
     @classmethod
     def build(
@@ -293,6 +295,15 @@ class DocumentIndex:
     def dense_scores(self, query_vec: np.ndarray, positions: Sequence[int] | np.ndarray) -> np.ndarray:
         """Exact dense score (best sentence cosine) of each chunk in ``positions``, in that order."""
         return self._vectors.scores(query_vec, positions)
+
+
+def stored_scores(index: DocumentIndex, chunk: Chunk) -> ChunkScores | None:
+    """The instruction detector's scores of ``chunk``'s sentences (``sentence_scores.py``), when ``index``
+    holds it and has them (set by the complete build or read with the index); None: the flagger scores it."""
+    pos = chunk.chunk_index
+    if index.instructions is None or not 0 <= pos < len(index.chunks) or index.chunks[pos] is not chunk:
+        return None
+    return index.instructions.chunk(pos)
 
 
 def _template_finder(chunks: Sequence[Chunk], stored: StoredAnalysis | None) -> Callable[[], np.ndarray]:

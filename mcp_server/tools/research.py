@@ -93,7 +93,7 @@ async def search_documents(
     found = await Research(app.service).search(urls, phrasings, top_k=top_k, per_document=per_document,
                                                pages=page_filter, progress=progress_of(ctx), deadline=deadline,
                                                view=view)
-    flags = await app.service.flagger.flags([chunk_piece(f.hit.chunk, f.hit.text) for f in found.found])
+    flags = await app.service.flagger.flags([chunk_piece(f.hit.chunk, f.hit.text, f.scored) for f in found.found])
     items = [SearchItem(**retrieve_item(f.hit, flags=flagged).model_dump(), document_url=f.url, ranks=list(f.ranks))
              for f, flagged in zip(found.found, flags, strict=True)]
     items, tokens, omitted = await fit_budget(items, app, max_tokens)

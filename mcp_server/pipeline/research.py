@@ -226,7 +226,8 @@ class Research:
         started = time.perf_counter()
         hits = await self.service.runner.run(
             lambda: search_pool(sources, queries, embed, top_k=top_k, per_document=per_document,
-                                reranker=models.reranker, ranker=self.service.indexes.ranker))
+                                reranker=models.reranker, ranker=self.service.indexes.ranker,
+                                route=self.service.settings.search_route_documents))
         timings["search"] = round((time.perf_counter() - started) * 1000, 2)
         found = [Found(url=urls[ready[h.source]], hit=h.hit, ranks=h.ranks,
                        scored=stored_scores(sources[h.source].index, h.hit.chunk)) for h in hits]

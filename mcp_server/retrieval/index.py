@@ -306,6 +306,19 @@ def stored_scores(index: DocumentIndex, chunk: Chunk) -> ChunkScores | None:
     return index.instructions.chunk(pos)
 
 
+def glance(index: DocumentIndex, query_vec: np.ndarray, query: str, n: int) -> list[tuple[int, float]]:
+    """A first look at ``index`` for ``query`` (``pool.py`` routes a shelf by it): the union of its dense
+    top ``n`` (FAISS alone, no focus) and its BM25 top ``n`` as (position, best sentence cosine), without
+    the fusion, focus or learned order that ``candidates`` pays for."""
+    vec = np.ascontiguousarray(np.asarray(query_vec, dtype=np.float32).reshape(1, -1))
+    dense = dict(index._vectors.ranking(vec, n))
+    lexical = [pos for pos in index.bm25_top(query, n) if pos not in dense and index._vectors.covered[pos]]
+    if lexical:
+        best = index._vectors.best(vec[0], lexical)
+        dense.update((pos, float(best[pos])) for pos in lexical)
+    return list(dense.items())
+
+
 def _template_finder(chunks: Sequence[Chunk], stored: StoredAnalysis | None) -> Callable[[], np.ndarray]:
     if stored is not None and len(stored.templates) == len(chunks):
         return lambda: stored.templates

@@ -80,6 +80,7 @@ class PassageWindow:
     location: ChunkLocation  # the window's span
     total_chunks: int
     doc_type: str
+    scored: list[ChunkScores | None] = field(default_factory=list)  # each chunk's stored instruction scores
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,7 +244,7 @@ class Research:
         return PassageWindow(
             target=ref.position - lo, chunks=[(passage_id(index.key, lo + i, c.text), c) for i, c in enumerate(window)],
             text=merge_texts(window), location=span, total_chunks=len(index.chunks),
-            doc_type=window[0].doc_type,
+            doc_type=window[0].doc_type, scored=[stored_scores(index, c) for c in window],
         )
 
 

@@ -118,7 +118,9 @@ async def get_passage(
     require_text(passage_id, "passage_id")
     window = await Research(app.service).passage(passage_id, before=before, after=after)
     text, _, truncated = capped(window.text, app.settings.max_content_chars)
-    flags = await app.service.flagger.flags([chunk_piece(chunk) for _, chunk in window.chunks])
+    scored = window.scored or [None] * len(window.chunks)
+    flags = await app.service.flagger.flags([chunk_piece(chunk, scored=s)
+                                             for (_, chunk), s in zip(window.chunks, scored, strict=True)])
     chunks = [PassageChunk(**chunk_item(chunk, flags=flagged).model_dump(), passage_id=pid, target=i == window.target)
               for i, ((pid, chunk), flagged) in enumerate(zip(window.chunks, flags, strict=True))]
     every = sorted({f for flagged in flags for f in flagged}, key=lambda f: (f.start, f.end))

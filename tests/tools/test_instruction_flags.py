@@ -151,6 +151,8 @@ async def test_a_shelf_read_from_disk_is_flagged_from_the_scores_stored_with_its
             (r["text"], r["flags"]) for r in built["results"]]
         holding = [r for r in again["results"] if ATTACK in r["text"]]
         assert holding and all(_instructions(r["flags"]) for r in holding)
+        around = await _ok(reading, "get_passage", passage_id=holding[0]["passage_id"], before=1, after=1)
+        assert _instructions(around["flags"]) and counting.runs == 0  # get_passage reads them too
 
         flagger.scorer = FakeInstructionDetector(model_id="instructions-next")  # another model: scored anew
         anew = await _ok(reading, "search_documents", document_urls=urls, query=QUERY, top_k=10)

@@ -38,6 +38,8 @@ __all__ = ["IndexBuilder", "PendingBuild", "manifest_check", "profile"]
 
 log = logging.getLogger(__name__)
 
+RESCORE_AT_ONCE = 2  # stored indexes scored for instructions (rescore) at once, waiting ones included
+
 PROGRESS_TIMEOUT = 5.0  # a progress notification that cannot be sent by then is dropped, with the rest
 
 
@@ -138,6 +140,8 @@ class IndexBuilder:
         stored = index.instructions.detector if index.instructions is not None else None
         if detector is None or stored == detector.model_id or self._tasks is None or key in self.scoring:
             return
+        if len(self.scoring) >= RESCORE_AT_ONCE:  # each holds its index: a shelf of them would pin the memory
+            return  # scored at a later load
         self.scoring[key] = anyio.Event()
         self._tasks.start_soon(self._rescore, key, index, detector)
 

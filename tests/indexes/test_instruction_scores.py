@@ -15,7 +15,7 @@ import pytest
 from mcp_server.core.settings import Settings
 from mcp_server.embedding.registry import ModelRegistry
 from mcp_server.encoders.instructions import FakeInstructionDetector
-from mcp_server.indexes import IndexStore
+from mcp_server.indexes import IndexStore, builds
 from mcp_server.indexes.instructions import POINTER_FILE, score_chunks
 from mcp_server.indexes.manager import IndexManager
 from tests.retrieval._chunks import make_chunks
@@ -102,3 +102,23 @@ async def test_an_index_stored_without_the_detectors_scores_is_scored_once_in_th
             assert reread.index.instructions.detector == "instructions-new@minilm"
             # stored: read, not scored
             assert key not in manager2.builder.scoring and models.instructions.calls == calls
+
+
+async def test_stored_indexes_are_scored_a_bounded_number_at_once_and_the_rest_at_a_later_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _, key = await _built(tmp_path)
+    (_folder(tmp_path) / POINTER_FILE).unlink()  # stored before the scores existed
+    monkeypatch.setattr(builds, "RESCORE_AT_ONCE", 0)  # the bound reached: nothing more starts
+    manager = IndexManager(Settings(index_dir=tmp_path, _env_file=None), ModelRegistry.fake())
+    async with manager.running():
+        view = await manager.open("a" * 64, CHUNKER, PARAMS, make_chunks(TEXTS))
+        assert view.index.instructions is None and not manager.builder.scoring
+    monkeypatch.setattr(builds, "RESCORE_AT_ONCE", 2)
+    later = IndexManager(Settings(index_dir=tmp_path, _env_file=None), ModelRegistry.fake())
+    async with later.running():
+        await later.open("a" * 64, CHUNKER, PARAMS, make_chunks(TEXTS))
+        done = later.builder.scoring.get(key)
+        assert done is not None
+        await done.wait()
+    assert (_folder(tmp_path) / POINTER_FILE).exists()

@@ -190,6 +190,13 @@ class Chunk:
     language: str = ""  # ISO 639-1 (text.language): the document's, or the passage's own in a mixed one
     flags: tuple[TextFlag, ...] = ()  # the document's flags on the chunk's span (document offsets)
 
+    def document_text(self, text: str | None = None) -> str:
+        """The document's characters of the chunk's span in ``text`` (default: the chunk's), which ends
+        with them: a chunk continuing a table starts with the table's header rows, not in its span."""
+        text = self.text if text is None else text
+        span = self.location.end_char - self.location.start_char
+        return text[len(text) - span:] if 0 < span <= len(text) else text
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class SearchHit:

@@ -144,6 +144,13 @@ class Settings(BaseSettings):
         "from disk (tens of ms) when the cache no longer holds it; one never seen is downloaded, parsed and "
         "indexed in the call (a 10-K: a minute or more of CPU).",
     )
+    search_route_documents: int = Field(
+        10, ge=0, le=SEARCH_DOCUMENTS_CEILING,
+        description="search_documents searches fully only the documents a first look ranks among this many best "
+        "for the question (each document's dense and BM25 top 5, fused over the shelf), and every document the "
+        "question names: a shelf of 50 costs little more than these (shelves of 20 filings: the right one never "
+        "left out, p50 -50 % in process; docs/tools.md). 0 searches every document fully.",
+    )
 
     # --- fetching -----------------------------------------------------------------------
     fetch_allowlist: CommaList = Field(

@@ -10,6 +10,7 @@ when the server shuts down.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -21,12 +22,14 @@ from anyio.abc import TaskGroup
 
 from mcp_server import metrics
 from mcp_server.caches.budget import release_memory
-from mcp_server.core.concurrency import Progress
+from mcp_server.core.concurrency import Progress, off_loop
 from mcp_server.core.errors import ModelLoadError
 from mcp_server.core.models import Chunk
+from mcp_server.detectors.instructions import InstructionDetector
 from mcp_server.embedding.registry import ModelRegistry
 from mcp_server.embedding.runner import ModelRunner, ThreadProgress
 from mcp_server.encoders.embedders import Embedder
+from mcp_server.indexes.instructions import score_chunks, store_scores
 from mcp_server.indexes.store import Manifest
 from mcp_server.indexes.tiers import IndexTiers
 from mcp_server.retrieval.index import DocumentIndex
@@ -34,6 +37,8 @@ from mcp_server.retrieval.index import DocumentIndex
 __all__ = ["IndexBuilder", "PendingBuild", "manifest_check", "profile"]
 
 log = logging.getLogger(__name__)
+
+RESCORE_AT_ONCE = 2  # stored indexes scored for instructions (rescore) at once, waiting ones included
 
 PROGRESS_TIMEOUT = 5.0  # a progress notification that cannot be sent by then is dropped, with the rest
 
@@ -63,6 +68,7 @@ class IndexBuilder:
         self.models, self.tiers, self.runner, self.counters = models, tiers, runner, counters
         self._keep, self._release = keep, release  # a built index into memory; reserved bytes back to the budget
         self.pending: dict[str, PendingBuild] = {}
+        self.scoring: dict[str, anyio.Event] = {}  # stored indexes being scored for instructions (rescore)
         self._tasks: TaskGroup | None = None
 
     @property
@@ -126,6 +132,29 @@ class IndexBuilder:
             self._release(pending.reserved)
             pending.done.set()
 
+    def rescore(self, key: str, index: DocumentIndex) -> None:
+        """Scores a stored index's chunks for instructions to the agent in the background, once, when
+        it was stored without the loaded detector's scores (by a server before them, or another model's),
+        and stores them beside it: from then on a load reads them (``indexes/instructions.py``)."""
+        detector = self.models.instructions
+        stored = index.instructions.detector if index.instructions is not None else None
+        if detector is None or stored == detector.model_id or self._tasks is None or key in self.scoring:
+            return
+        if len(self.scoring) >= RESCORE_AT_ONCE:  # each holds its index: a shelf of them would pin the memory
+            return  # scored at a later load
+        self.scoring[key] = anyio.Event()
+        self._tasks.start_soon(self._rescore, key, index, detector)
+
+    async def _rescore(self, key: str, index: DocumentIndex, detector: InstructionDetector) -> None:
+        try:
+            scores = await self.runner.build(functools.partial(score_chunks, detector, index.chunks), background=True)
+            index.instructions = scores  # the copies made from here on read them; the flagger checks the detector
+            await off_loop(store_scores, self.tiers.local.path(key), index)
+        except Exception:  # noqa: BLE001 - the flagger scores returned passages itself, as before
+            log.warning("index.rescore_failed", extra={"key": key}, exc_info=True)
+        finally:
+            self.scoring.pop(key).set()
+
     async def claim_and_build(
         self, key: str, chunker_version: str, chunks: list[Chunk],
         progress: ThreadProgress | None, *, background: bool,
@@ -141,8 +170,12 @@ class IndexBuilder:
             embedder = self.models.embedder_for(*profile(chunks))
             metrics.index_build("started")
             started = time.perf_counter()
+            detector = self.models.instructions
+
             def build() -> DocumentIndex:
                 built = DocumentIndex.embed(chunks, embedder, progress=progress)
+                if detector is not None:  # while the sentences' vectors are in the embedder's cache
+                    built.instructions = score_chunks(detector, chunks)
                 release_memory()  # the batches' activations and token arrays are freed: give them back
                 return built
 

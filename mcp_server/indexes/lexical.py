@@ -34,7 +34,7 @@ from mcp_server.text.analysed import AnalysedCorpus, StoredAnalysis
 from mcp_server.text.analysis import ANALYSIS_VERSION
 from mcp_server.text.templates import TEMPLATES_VERSION
 
-__all__ = ["LEXICAL_FILE", "POINTER_FILE", "read_lexical", "store_lexical"]
+__all__ = ["LEXICAL_FILE", "POINTER_FILE", "read_lexical", "sidecar_name", "store_lexical", "write_sidecar"]
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +82,7 @@ def read_lexical(folder: Path, manifest: dict[str, Any]) -> StoredAnalysis | Non
         if {k: pointer.get(k) for k in _versions()} != _versions() or pointer.get("chunks_sha256") != chunks_digest:
             return None  # written for other chunks or by another analysis: written again after this load
         name = pointer["file"]
-        if not isinstance(name, str) or name != _file_name(chunks_digest):
+        if not isinstance(name, str) or name != sidecar_name("lexical", chunks_digest):
             raise ValueError("unexpected file name")
         data = (folder / name).read_bytes()
         if hashlib.sha256(data).hexdigest() != pointer.get("sha256"):
@@ -99,23 +99,25 @@ def store_lexical(folder: Path, manifest: dict[str, Any], index: DocumentIndex) 
     try:
         chunks_digest = manifest["sha256"]["chunks.json"]
         data = encode(StoredAnalysis(corpus=index.lexical.analysed, templates=index.templates))
-        name = _file_name(chunks_digest)
-        _write(folder / name, data)
+        name = sidecar_name("lexical", chunks_digest)
+        write_sidecar(folder / name, data)
         pointer = {**_versions(), "chunks_sha256": chunks_digest, "file": name,
                    "sha256": hashlib.sha256(data).hexdigest()}
-        _write(folder / POINTER_FILE, json.dumps(pointer, indent=1).encode())
+        write_sidecar(folder / POINTER_FILE, json.dumps(pointer, indent=1).encode())
     except (OSError, KeyError, ValueError) as exc:  # e.g. the folder was evicted meanwhile, or the disk is full
         log.info("index.lexical_not_stored", extra={"folder": folder.name, "reason": f"{type(exc).__name__}: {exc}"})
     return manifest
 
 
-def _file_name(chunks_digest: str) -> str:
+def sidecar_name(kind: str, chunks_digest: str) -> str:
+    """The file beside an index that holds ``kind`` for the chunks of ``chunks_digest``."""
     if not isinstance(chunks_digest, str) or len(chunks_digest) < 16 or not chunks_digest.isalnum():
         raise ValueError("bad chunks digest")
-    return f"lexical.{chunks_digest[:16]}.npz"
+    return f"{kind}.{chunks_digest[:16]}.npz"
 
 
-def _write(path: Path, data: bytes) -> None:
+def write_sidecar(path: Path, data: bytes) -> None:
+    """Atomically (a rename), without fsync: a file cut short by a crash fails its checksum."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:

@@ -269,9 +269,11 @@ class IndexManager:
             self.memory.release(nbytes)
 
     async def _remember(self, key: str, index: DocumentIndex) -> None:
-        """Into the memory layer; measuring and any evictions it causes run off the loop."""
+        """Into the memory layer; measuring and any evictions it causes run off the loop. One read
+        from disk without the detector's scores is scored for instructions in the background."""
         with anyio.CancelScope(shield=True):
             await cache_put(self._memory, key, index)
+        self.builder.rescore(key, index)
 
     # --- housekeeping ---------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:

@@ -9,7 +9,8 @@ its files (a truncated copy, bit rot, an edited file) is never loaded: it is mov
 ``<key>.corrupt-<ts>`` and the caller rebuilds; a folder without a manifest holds no committed
 index (a first save was interrupted) and counts as absent. No pickle: FAISS's own serialisation for
 vectors (one per sentence), JSON for chunk metadata and for the sentence -> chunk map; BM25 is
-built on load from the chunks' tokens stored beside the index (``lexical.py``, outside the manifest).
+built on load from the chunks' tokens stored beside the index (``lexical.py``, outside the manifest), and
+the instruction detector's scores of its chunks are read from beside it too (``instructions.py``).
 One writer per key across processes: a file lock in ``<index_dir>/.locks/``; readers take no lock
 (but write that analysis beside an index that has none).
 
@@ -37,6 +38,7 @@ import numpy as np
 from filelock import FileLock, Timeout
 
 from mcp_server.core.models import Chunk, ChunkLocation, TextFlag
+from mcp_server.indexes.instructions import read_instructions, store_instructions
 from mcp_server.indexes.lexical import read_lexical, store_lexical
 from mcp_server.retrieval.index import DocumentIndex
 
@@ -272,7 +274,8 @@ class IndexStore(IndexFolder):
         }
         writers = {INDEX_FILE: lambda tmp: faiss.write_index(index.faiss, tmp), CHUNKS_FILE: _bytes(chunks),
                    SENTENCES_FILE: _bytes(owners)}
-        return store_lexical(self.path(key), self._commit(key, header, writers), index)
+        manifest = store_lexical(self.path(key), self._commit(key, header, writers), index)
+        return store_instructions(self.path(key), manifest, index)
 
     def write(self, key: str, manifest: Manifest, blobs: Mapping[str, bytes]) -> Manifest:
         """Store files exported by another host's ``export`` (checked with ``verify_files`` first)."""
@@ -410,6 +413,8 @@ def _decode(manifest: Manifest, index: Any, files: Mapping[str, bytes], folder: 
         raise ValueError("sentence map misses a chunk")
     if folder is not None and stored is None:
         store_lexical(folder, manifest, loaded)
+    if folder is not None:
+        loaded.instructions = read_instructions(folder, manifest)
     return loaded
 
 

@@ -9,7 +9,10 @@ returns. A ``PassageScorer`` (the bundled detector) reads each sentence against 
 it, so it is given each returned text's sentences together; a plain ``InstructionScorer`` scores
 sentences alone, each once (``SCORED_ENTRIES``). A text returned
 before is answered from what was found in it (``FOUND_ENTRIES``), on the event loop: a warm answer
-splits no sentence, looks up no score and takes no model slot or thread hop.
+splits no sentence, looks up no score and takes no model slot or thread hop. A chunk of an index
+that carries its detector's scores (``detectors/scores.py``: scored by the complete build,
+stored beside the index) is flagged from them, on the event loop too, when they are the plugged-in
+detector's (its ``model_id``): an index read from disk costs no model call to flag.
 """
 
 from __future__ import annotations
@@ -24,10 +27,11 @@ from cachetools import LRUCache
 
 from mcp_server import metrics
 from mcp_server.core.models import Chunk, TextFlag
+from mcp_server.detectors.scores import ChunkScores
 from mcp_server.embedding.runner import ModelRunner
 from mcp_server.text.sentences import sentence_spans
 
-__all__ = ["Flagger", "InstructionScorer", "PassageScorer", "Piece", "Scorer", "chunk_piece", "document_slice"]
+__all__ = ["Flagger", "InstructionScorer", "PassageScorer", "Piece", "Scorer", "chunk_piece"]
 
 INSTRUCTIONS = "instructions_to_agent"
 SCORED_ENTRIES = 20_000  # sentences whose score is remembered (a warm answer scores nothing again)
@@ -61,21 +65,15 @@ class Piece:
     start: int
     text: str
     flags: tuple[TextFlag, ...] = ()  # found at parse time, in document offsets
+    scored: ChunkScores | None = None  # its sentences' scores stored with its index, when ``text`` is a chunk's
 
 
-def document_slice(text: str, start: int, end: int) -> Piece:
-    """The document's characters ``[start, end)`` in a returned ``text`` that ends with them (a
-    chunk continuing a table starts with the table's header rows, which are not in its span)."""
-    span = end - start
-    if 0 < span <= len(text):
-        return Piece(start=start, text=text[len(text) - span:])
-    return Piece(start=start, text=text)
-
-
-def chunk_piece(chunk: Chunk, text: str | None = None) -> Piece:
-    loc = chunk.location
-    piece = document_slice(chunk.text if text is None else text, loc.start_char, loc.end_char)
-    return Piece(start=piece.start, text=piece.text, flags=chunk.flags)
+def chunk_piece(chunk: Chunk, text: str | None = None, scored: ChunkScores | None = None) -> Piece:
+    """The chunk's document text (of ``text``, a returned text ending with the chunk's span); ``scored``,
+    the chunk's stored sentence scores, kept only when the returned text is the chunk's own."""
+    own = text is None or text == chunk.text
+    return Piece(start=chunk.location.start_char, text=chunk.document_text(text), flags=chunk.flags,
+                 scored=scored if own else None)
 
 
 class Flagger:
@@ -122,6 +120,7 @@ class Flagger:
         plugged in (scored in a worker thread, holding a model slot); no thread hop without one."""
         if self.scorer is None or not pieces:
             return [piece.flags for piece in pieces]
+        pieces = [self._from_stored(piece) for piece in pieces]
         known = self._known(pieces)
         if known is not None:  # every text returned before: no model, no thread
             return [_with(piece, found) for piece, found in zip(pieces, known, strict=True)]
@@ -151,6 +150,16 @@ class Flagger:
                 self._found[_key(piece.text)] = kept
             out.append(_with(piece, kept))
         return out
+
+    def _from_stored(self, piece: Piece) -> Piece:
+        """``piece`` with what was found in it remembered when it carries the plugged-in detector's scores."""
+        scored = piece.scored
+        if scored is None or scored.detector != getattr(self.scorer, "model_id", None):
+            return piece
+        found = tuple((a, b, score) for a, b, score in scored.sentences if score >= self.threshold)
+        with self._lock:
+            self._found[_key(piece.text)] = found
+        return piece
 
     def _known(self, pieces: Sequence[Piece]) -> list[Found] | None:
         """What was found in each piece's text when it was returned before; None if one is new."""

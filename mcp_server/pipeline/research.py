@@ -28,10 +28,11 @@ from mcp_server.core.concurrency import Progress
 from mcp_server.core.errors import MCPServerError, ToolTimeoutError, ValidationError
 from mcp_server.core.logging import request_id_var
 from mcp_server.core.models import Chunk, ChunkLocation, SearchHit
+from mcp_server.detectors.scores import ChunkScores
 from mcp_server.fetch import validate_url
 from mcp_server.pipeline.passages import find_passage, window_location
 from mcp_server.pipeline.service import DocumentService, Source, View
-from mcp_server.retrieval.index import DocumentIndex
+from mcp_server.retrieval.index import DocumentIndex, stored_scores
 from mcp_server.retrieval.neighbours import merge_texts
 from mcp_server.retrieval.pool import PoolSource, search_pool
 
@@ -61,6 +62,7 @@ class Found:
     url: str
     hit: SearchHit
     ranks: tuple[int | None, ...]  # 1-based rank in each phrasing's ranking
+    scored: ChunkScores | None = None  # its chunk's instruction scores stored with the index (pipeline/flags.py)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -78,6 +80,7 @@ class PassageWindow:
     location: ChunkLocation  # the window's span
     total_chunks: int
     doc_type: str
+    scored: list[ChunkScores | None] = field(default_factory=list)  # each chunk's stored instruction scores
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,9 +227,11 @@ class Research:
         started = time.perf_counter()
         hits = await self.service.runner.run(
             lambda: search_pool(sources, queries, embed, top_k=top_k, per_document=per_document,
-                                reranker=models.reranker, ranker=self.service.indexes.searcher.ranker))
+                                reranker=models.reranker, ranker=self.service.indexes.searcher.ranker,
+                                route=self.service.settings.search_route_documents))
         timings["search"] = round((time.perf_counter() - started) * 1000, 2)
-        found = [Found(url=urls[ready[h.source]], hit=h.hit, ranks=h.ranks) for h in hits]
+        found = [Found(url=urls[ready[h.source]], hit=h.hit, ranks=h.ranks,
+                       scored=stored_scores(sources[h.source].index, h.hit.chunk)) for h in hits]
         return MultiSearch(found=found, documents=outcomes, timings_ms=timings)
 
     async def passage(self, pid: str, *, before: int = 0, after: int = 0) -> PassageWindow:
@@ -239,7 +244,7 @@ class Research:
         return PassageWindow(
             target=ref.position - lo, chunks=[(passage_id(index.key, lo + i, c.text), c) for i, c in enumerate(window)],
             text=merge_texts(window), location=span, total_chunks=len(index.chunks),
-            doc_type=window[0].doc_type,
+            doc_type=window[0].doc_type, scored=[stored_scores(index, c) for c in window],
         )
 
 

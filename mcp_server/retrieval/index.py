@@ -30,6 +30,7 @@ import numpy as np
 from mcp_server.core.bounds import clamp
 from mcp_server.core.concurrency import Once
 from mcp_server.core.models import Chunk, SearchHit
+from mcp_server.detectors.scores import ChunkScores, InstructionScores
 from mcp_server.encoders.embedders import Embedder, ProgressFn
 from mcp_server.encoders.rerankers import Reranker
 from mcp_server.retrieval.bm25 import ChunkBM25
@@ -94,6 +95,7 @@ class DocumentIndex:
         self._unit_terms = UnitTerms(self.chunks, self.languages)  # the focus of the dense side, shared too
         # found at the first search (or warm()), or read with the index; shared by the copies as well
         self._templates = Once(_template_finder(self.chunks, stored))
+        self.instructions: InstructionScores | None = None  # set by the complete build or a load (stored_scores)
 
     @classmethod
     def build(
@@ -285,6 +287,28 @@ class DocumentIndex:
     def dense_scores(self, query_vec: np.ndarray, positions: Sequence[int] | np.ndarray) -> np.ndarray:
         """Exact dense score (best sentence cosine) of each chunk in ``positions``, in that order."""
         return self._vectors.scores(query_vec, positions)
+
+
+def stored_scores(index: DocumentIndex, chunk: Chunk) -> ChunkScores | None:
+    """The instruction detector's scores of ``chunk``'s sentences (``detectors/scores.py``), when ``index``
+    holds it and has them (set by the complete build or read with the index); None: the flagger scores it."""
+    pos = chunk.chunk_index
+    if index.instructions is None or not 0 <= pos < len(index.chunks) or index.chunks[pos] is not chunk:
+        return None
+    return index.instructions.chunk(pos)
+
+
+def glance(index: DocumentIndex, query_vec: np.ndarray, query: str, n: int) -> list[tuple[int, float]]:
+    """A first look at ``index`` for ``query`` (``pool.py`` routes a shelf by it): the union of its dense
+    top ``n`` (FAISS alone, no focus) and its BM25 top ``n`` as (position, best sentence cosine), without
+    the fusion, focus or learned order that ``candidates`` pays for."""
+    vec = np.ascontiguousarray(np.asarray(query_vec, dtype=np.float32).reshape(1, -1))
+    dense = dict(index._vectors.ranking(vec, n))
+    lexical = [pos for pos in index.bm25_top(query, n) if pos not in dense and index._vectors.covered[pos]]
+    if lexical:
+        best = index._vectors.best(vec[0], lexical)
+        dense.update((pos, float(best[pos])) for pos in lexical)
+    return list(dense.items())
 
 
 def _template_finder(chunks: Sequence[Chunk], stored: StoredAnalysis | None) -> Callable[[], np.ndarray]:

@@ -27,6 +27,13 @@ global scale, and each document's passages keep the order ``retrieve_chunks`` gi
 the cross-encoder on the head, when one is loaded (its scores are absolute), and the diversity
 pass (``ranking.py``).
 
+Route before ranking (``route``, the setting ``search_route_documents``): what a document's search costs
+is mostly its focus (unit terms of its candidates) and its learned order, not its FAISS and BM25
+lookups. So on a shelf of more than ``route`` documents, each first gets a cheap look (``glance``:
+its dense and BM25 top ``ROUTE_CHUNKS``), those looks are fused as the pool fuses candidates, and
+only the ``route`` documents with the best chunk there, and every document the query names, are
+searched fully and pooled (``_routed``).
+
 That is the ranking of one query. Extra phrasings (``queries``) are each ranked that way and
 fused by unweighted reciprocal rank fusion of those rankings (``ranking.fuse``, weight 1 each);
 ties keep the order of the first phrasing's ranking.
@@ -46,7 +53,7 @@ from mcp_server.citations.passages import passage_id
 from mcp_server.core.bounds import clamp
 from mcp_server.core.models import Chunk, SearchHit
 from mcp_server.encoders.rerankers import Reranker
-from mcp_server.retrieval.index import DocumentIndex
+from mcp_server.retrieval.index import DocumentIndex, glance
 from mcp_server.retrieval.learned import LearnedRanker
 from mcp_server.retrieval.ranking import (
     POOL_CANDIDATES_PER_RESULT,
@@ -67,6 +74,7 @@ __all__ = ["MAX_POOL_TOP_K", "NAMED_SHARE", "PoolHit", "PoolSource", "bm25_score
 MAX_POOL_TOP_K = 50
 BM25_K1, BM25_B = 1.5, 0.75  # bm25s' defaults, as every document's own BM25 (bm25.py)
 NAMED_SHARE = 0.8  # a source named at least this share as strongly as the best-named one comes first too
+ROUTE_CHUNKS = 5  # routing's first look at each document: its dense and its BM25 top this many chunks
 
 # (model id, text) -> unit query vector
 EmbedQuery = Callable[[str, str], np.ndarray]
@@ -104,8 +112,11 @@ class _Ranking:
 def search_pool(
     sources: Sequence[PoolSource], queries: Sequence[str], embed: EmbedQuery, *, top_k: int,
     per_document: int | None = None, reranker: Reranker | None = None, ranker: LearnedRanker | None = None,
+    route: int = 0,
 ) -> list[PoolHit]:
-    """The best ``top_k`` chunks of all sources (at most ``per_document`` from each), best first."""
+    """The best ``top_k`` chunks of all sources (at most ``per_document`` from each), best first; with
+    ``route``, only the sources a first look ranks among the ``route`` best (and those named) are
+    searched fully for each query (``_routed``)."""
     top_k = clamp(top_k, 1, MAX_POOL_TOP_K)
     per_doc = min(per_document, top_k) if per_document else top_k
     n_each = candidate_count(per_doc, POOL_CANDIDATES_PER_RESULT)
@@ -117,7 +128,7 @@ def search_pool(
         return vectors[model_id, query]
 
     rerank_n = candidate_count(top_k, POOL_CANDIDATES_PER_RESULT)
-    ranked = [_rank_one(sources, q, vector, n_each, reranker, rerank_n, ranker) for q in queries]
+    ranked = [_rank_one(sources, q, vector, n_each, reranker, rerank_n, ranker, route) for q in queries]
     if len(ranked) == 1:  # the diversity pass walks only as far as the answer reaches
         order = enumerate(_diverse(sources, ranked[0]), start=1)
         chosen = take_per_document(order, top_k, per_doc, lambda ranked_entry: ranked_entry[1].source)
@@ -132,11 +143,13 @@ def search_pool(
 def _rank_one(
     sources: Sequence[PoolSource], query: str, vector: Callable[[str, str], np.ndarray],
     n_each: int, reranker: Reranker | None, rerank_n: int,
-    ranker: LearnedRanker | None = None,
+    ranker: LearnedRanker | None = None, route: int = 0,
 ) -> list[_Entry]:
     """The pool's entries for ``query``, best first, before the diversity pass."""
     entries: list[_Entry] = []
-    for s, src in enumerate(sources):
+    named = named_sources(sources, query)
+    for s in _routed(sources, query, vector, route, named) if route else range(len(sources)):
+        src = sources[s]
         index = src.index
         if not index.chunks:
             continue
@@ -146,19 +159,49 @@ def _rank_one(
     if not entries:
         return []
     dense = _comparable_dense(sources, entries)
+    bm25 = _fused(sources, entries, query, dense)
+    for entry, score in zip(entries, bm25, strict=True):
+        entry.bm25 = float(score)
+    _places_in_own_order(entries)
+    ranked = sorted(entries, key=lambda e: (e.source not in named, -e.fused, e.local, e.source))
+    if reranker is not None:
+        ranked = rerank_head(query, ranked, reranker, lambda e: _chunk(sources, e).text, rerank_n)
+    return ranked
+
+
+def _fused(sources: Sequence[PoolSource], entries: list[_Entry], query: str, dense: np.ndarray) -> np.ndarray:
+    """Each entry's ``fused`` score, set: the reciprocal rank fusion of the global dense and pooled BM25
+    rankings; returns the pooled BM25 scores."""
     bm25, coverage = _pooled_bm25(sources, entries, query)
     languages = list(dict.fromkeys(lang for src in sources for lang in src.index.languages))
     lexical = lexical_weight(coverage, query, languages)
     for j, score in fuse_hybrid(score_ranking(dense), bm25, lexical).items():
         entries[j].fused = score
-    for entry, score in zip(entries, bm25, strict=True):
-        entry.bm25 = float(score)
-    _places_in_own_order(entries)
-    named = named_sources(sources, query)
-    ranked = sorted(entries, key=lambda e: (e.source not in named, -e.fused, e.local, e.source))
-    if reranker is not None:
-        ranked = rerank_head(query, ranked, reranker, lambda e: _chunk(sources, e).text, rerank_n)
-    return ranked
+    return bm25
+
+
+def _routed(
+    sources: Sequence[PoolSource], query: str, vector: Callable[[str, str], np.ndarray], keep: int, named: set[int],
+) -> list[int]:
+    """The sources worth searching fully for ``query``: those it names and the ``keep`` whose best chunk
+    of a first look (``index.glance``: each document's dense and BM25 top ``ROUTE_CHUNKS``, no focus, no
+    learned order) ranks highest in the pool's own global fusion (the dense cosines compared across
+    documents, BM25 with the shelf's IDF). A search of a document costs most in what ``glance`` leaves
+    out, so a shelf of 50 costs little more than the ``keep`` that matter. Every source under a pages
+    filter (a first look sees every page) or a shelf of at most ``keep``: all of them."""
+    if len(sources) <= keep or any(src.allowed is not None for src in sources):
+        return list(range(len(sources)))
+    entries: list[_Entry] = []
+    for s, src in enumerate(sources):
+        index = src.index
+        if index.chunks:
+            vec = index.query_vector(query, functools.partial(vector, index.model_id))
+            entries += [_Entry(s, pos, dense=sim) for pos, sim in glance(index, vec, query, ROUTE_CHUNKS)]
+    _fused(sources, entries, query, _comparable_dense(sources, entries))
+    best: dict[int, float] = {}
+    for entry in entries:
+        best[entry.source] = max(best.get(entry.source, 0.0), entry.fused)
+    return sorted(set(sorted(best, key=lambda s: (-best[s], s))[:keep]) | named)
 
 
 def named_sources(sources: Sequence[PoolSource], query: str) -> set[int]:

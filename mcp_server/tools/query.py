@@ -10,6 +10,7 @@ from pydantic import Field
 
 from mcp_server.fetch import validate_url
 from mcp_server.pipeline.flags import Piece, chunk_piece
+from mcp_server.retrieval.index import stored_scores
 from mcp_server.text.language import language_name
 from mcp_server.tools.common import (
     DocumentUrl,
@@ -98,7 +99,9 @@ async def retrieve_chunks(
     # top_k and neighbors are clamped where they are used (DocumentIndex.search), once
     found = await app.service.retrieve(url, query, top_k=top_k, neighbors=neighbors, progress=progress_of(ctx),
                                        view=view)
-    flags = await app.service.flagger.flags([chunk_piece(h.chunk, h.text) for h in found.hits])
+    index = found.indexed.view.index  # its chunks' stored instruction scores flag them without a model call
+    flags = await app.service.flagger.flags([chunk_piece(h.chunk, h.text, stored_scores(index, h.chunk))
+                                             for h in found.hits])
     items, tokens, omitted = await fit_budget(
         [retrieve_item(h, flags=f) for h, f in zip(found.hits, flags, strict=True)], app, max_tokens)
     indexed = found.indexed

@@ -93,7 +93,7 @@ async def search_documents(
     found = await Research(app.service).search(urls, phrasings, top_k=top_k, per_document=per_document,
                                                pages=page_filter, progress=progress_of(ctx), deadline=deadline,
                                                view=view)
-    flags = await app.service.flagger.flags([chunk_piece(f.hit.chunk, f.hit.text) for f in found.found])
+    flags = await app.service.flagger.flags([chunk_piece(f.hit.chunk, f.hit.text, f.scored) for f in found.found])
     items = [SearchItem(**retrieve_item(f.hit, flags=flagged).model_dump(), document_url=f.url, ranks=list(f.ranks))
              for f, flagged in zip(found.found, flags, strict=True)]
     items, tokens, omitted = await fit_budget(items, app, max_tokens)
@@ -118,7 +118,9 @@ async def get_passage(
     require_text(passage_id, "passage_id")
     window = await Research(app.service).passage(passage_id, before=before, after=after)
     text, _, truncated = capped(window.text, app.settings.max_content_chars)
-    flags = await app.service.flagger.flags([chunk_piece(chunk) for _, chunk in window.chunks])
+    scored = window.scored or [None] * len(window.chunks)
+    flags = await app.service.flagger.flags([chunk_piece(chunk, scored=s)
+                                             for (_, chunk), s in zip(window.chunks, scored, strict=True)])
     chunks = [PassageChunk(**chunk_item(chunk, flags=flagged).model_dump(), passage_id=pid, target=i == window.target)
               for i, ((pid, chunk), flagged) in enumerate(zip(window.chunks, flags, strict=True))]
     every = sorted({f for flagged in flags for f in flagged}, key=lambda f: (f.start, f.end))

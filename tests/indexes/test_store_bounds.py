@@ -203,8 +203,9 @@ async def test_a_worker_killed_mid_build_leaves_nothing_in_the_way_and_the_next_
     index, cached = await manager.get_or_build("b" * 64, "1", "params", make_chunks(TEXTS))
     assert not cached and len(index) == len(TEXTS)  # the lock died with its holder: built here
     names = sorted(p.name for p in (tmp_path / key).iterdir())
-    # the manifest, its three files and the analysis beside them (indexes/lexical.py)
-    assert len(names) == 6 and MANIFEST_FILE in names and not [n for n in names if n.endswith(".tmp")]
+    # the manifest, its three files, the analysis and the instruction scores beside them (indexes/lexical.py,
+    # indexes/instructions.py)
+    assert len(names) == 8 and MANIFEST_FILE in names and not [n for n in names if n.endswith(".tmp")]
     assert IndexStore(tmp_path).load(key) is not None
 
 

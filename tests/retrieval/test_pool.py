@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -206,3 +207,27 @@ def test_pooled_bm25_scores_are_bm25s_scores_to_the_bit(corpus_dir: Path) -> Non
         assert wanted == [t for t in asked if t in reference.vocab_dict]
         expected = reference.get_scores(wanted) if wanted else np.zeros(len(corpus), dtype=np.float32)
         assert np.array_equal(scores, expected)
+
+
+def test_routing_searches_only_the_documents_a_first_look_ranks_best_and_answers_as_searching_all() -> None:
+    cosines = [[0.2, 0.1], [0.95, 0.9], [0.3, 0.2], [0.85, 0.1], [0.25, 0.2], [0.1, 0.05]]
+    shelf = [doc(chr(97 + i), c) for i, c in enumerate(cosines)]
+    searched: list[str] = []
+
+    def counted(index: DocumentIndex) -> Callable[..., list[tuple[int, float]]]:
+        candidates = index.candidates
+
+        def search_fully(*args: Any, **kwargs: Any) -> list[tuple[int, float]]:
+            searched.append(index.key)
+            return candidates(*args, **kwargs)
+        return search_fully
+
+    for index in shelf:
+        index.candidates = counted(index)  # type: ignore[method-assign]
+    full = run(shelf, top_k=3)
+    assert len(searched) == len(shelf)
+    searched.clear()
+    assert run(shelf, top_k=3, route=2) == full == [(1, 0), (1, 1), (3, 0)]
+    assert sorted(searched) == sorted([shelf[1].key, shelf[3].key])  # the two best looks, searched fully
+    searched.clear()
+    assert run(shelf, top_k=3, route=len(shelf)) == full and len(searched) == len(shelf)  # no more than the route

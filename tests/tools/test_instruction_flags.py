@@ -5,11 +5,13 @@ flagged; with ``instruction_detection`` off nothing is scored."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 import pytest
 
+from mcp_server.detectors.instructions import FakeInstructionDetector
 from mcp_server.embedding.runner import ModelRunner
 from mcp_server.server.build import RagMCP, create_server
 from tests.conftest import FileServer
@@ -121,8 +123,37 @@ async def test_passages_returned_again_carry_the_same_flags_without_a_model_slot
         again = await _ok(detecting, "retrieve_chunks", document_url=url, query=QUERY, top_k=5)
         assert counting.runs == runs, "the passages were returned before: found again without a model slot"
         assert [r["flags"] for r in again["results"]] == [r["flags"] for r in first["results"]]
-        flagger.threshold = 1.01  # another threshold: what was found is looked at anew
-        higher = await _ok(detecting, "retrieve_chunks", document_url=url, query=QUERY, top_k=5)
-        assert counting.runs == runs + 1 and all(not _instructions(r["flags"]) for r in higher["results"])
+        flagger.threshold = 1.01  # another threshold: what was found is looked at anew (in the scores
+        higher = await _ok(detecting, "retrieve_chunks", document_url=url, query=QUERY, top_k=5)  # of the build)
+        assert counting.runs == runs and all(not _instructions(r["flags"]) for r in higher["results"])
     finally:
         flagger.runner, flagger.threshold = runner, rag_detecting.rag_settings.instruction_threshold
+
+
+async def test_a_shelf_read_from_disk_is_flagged_from_the_scores_stored_with_its_indexes_without_a_model_call(
+    tmp_path_factory: pytest.TempPathFactory, files: FileServer,
+) -> None:
+    index_dir = tmp_path_factory.mktemp("indexes")
+    urls = [files.url("report.txt"), files.url("clean.txt")]
+    with ThreadedServer(make_settings(index_dir=index_dir)) as building:
+        built = await _ok(building, "search_documents", document_urls=urls, query=QUERY, top_k=10)
+    pointers = [json.loads(p.read_text()) for p in index_dir.glob("*/instructions.json")]
+    assert len(pointers) == 2 and all(p["detector"].startswith("instructions-") for p in pointers)
+
+    rag = create_server(make_settings(index_dir=index_dir))  # a new process's memory: the indexes come from disk
+    with ThreadedServer(rag.rag_settings, rag) as reading:
+        assert rag.shared_context is not None
+        flagger = rag.shared_context.service.flagger
+        flagger.runner = counting = _Counting(slots=1)
+        again = await _ok(reading, "search_documents", document_urls=urls, query=QUERY, top_k=10)
+        assert counting.runs == 0, "flagged from the stored scores: no model slot, no scoring"
+        assert [(r["text"], r["flags"]) for r in again["results"]] == [
+            (r["text"], r["flags"]) for r in built["results"]]
+        holding = [r for r in again["results"] if ATTACK in r["text"]]
+        assert holding and all(_instructions(r["flags"]) for r in holding)
+        around = await _ok(reading, "get_passage", passage_id=holding[0]["passage_id"], before=1, after=1)
+        assert _instructions(around["flags"]) and counting.runs == 0  # get_passage reads them too
+
+        flagger.scorer = FakeInstructionDetector(model_id="instructions-next")  # another model: scored anew
+        anew = await _ok(reading, "search_documents", document_urls=urls, query=QUERY, top_k=10)
+        assert counting.runs == 1 and any(_instructions(r["flags"]) for r in anew["results"])

@@ -229,3 +229,50 @@ async def test_a_name_the_first_page_and_one_file_name_both_write_routes_to_that
         failed, body = await search(mcp, document_urls=urls, query="When did Sholes patent the typewriter?", top_k=3)
     assert not failed, body
     assert body["results"] and {r["document_url"] for r in body["results"]} == {urls[1]}, body["results"]
+
+
+TOPICS = {
+    "bees": "Honey bees forage for nectar and pollen. A colony keeps one queen, who lays the eggs in the hive.",
+    "rail": "The night train left the station at ten. Its sleeping cars crossed the mountains before dawn.",
+    "bread": "Sourdough bread rises slowly. The starter ferments flour and water for a sour, chewy loaf.",
+    "tides": "Tides rise and fall twice a day. The pull of the moon on the oceans drives the tides.",
+    "chess": "The chess opening fights for the centre. A knight on f3 guards the king's side early.",
+    "glaciers": "Glaciers carve valleys as they move. The ice grinds rock into fine silt on its way down.",
+    "violins": "A violin's body is carved from spruce and maple. Its varnish shapes the instrument's tone.",
+    "comets": "A comet's tail points away from the sun. Its icy core sheds gas and dust near perihelion.",
+}
+
+
+async def test_a_shelf_larger_than_the_route_searches_fully_only_its_best_documents_and_answers_as_in_full(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from mcp_server.retrieval.index import DocumentIndex
+
+    root = tmp_path / "served"
+    root.mkdir()
+    for name, text in TOPICS.items():
+        (root / f"{name}.txt").write_text(f"{text}\n\n" * 4)
+    searched: list[int] = []  # one entry per document searched fully
+    candidates = DocumentIndex.candidates
+
+    def counted(self: DocumentIndex, *args: Any, **kwargs: Any) -> Any:
+        searched.append(len(self.chunks))
+        return candidates(self, *args, **kwargs)
+
+    monkeypatch.setattr(DocumentIndex, "candidates", counted)
+    query = "Who lays the eggs in a hive of honey bees?"
+    bodies = {}
+    with serve_copies(root) as files:
+        urls = [files.url(f"{name}.txt") for name in TOPICS]
+        for route in (0, 2):
+            with ThreadedServer(make_settings(index_dir=tmp_path / "indexes", search_route_documents=route)) as server:
+                warm, _ = await search(server, document_urls=urls, query="warm up", top_k=1)
+                assert not warm
+                searched.clear()
+                failed, bodies[route] = await search(server, document_urls=urls, query=query, top_k=3)
+                assert not failed, bodies[route]
+                assert len(searched) == (len(TOPICS) if route == 0 else 2)
+    full, routed = bodies[0]["results"], bodies[2]["results"]
+    assert full[0]["document_url"] == routed[0]["document_url"] == urls[0]
+    assert full[0]["text"] == routed[0]["text"]
+    assert all(d["status"] == "ok" for d in bodies[2]["documents"])  # a document left out is still reported ok

@@ -9,10 +9,10 @@ training). A passage is flagged when one of its sentence units scores at or abov
 (``instruction_spans``' rule). Printed: the share of passages flagged per corpus at several
 thresholds (at most N passages per corpus, evenly spaced, default 400), the held-out-category
 validation stored with the weights (scripts/train_instructions.py), the operating point (the lowest
-threshold at which every corpus stays at or under 1 % of its passages flagged: the default of
-``instruction_threshold``) and its recall, and the cost of ``score`` on a passage of 32 sentences:
-new to the embedder, and already embedded (the index's own units). A passage's sentences are
-scored together, each read against the others (the context features).
+threshold at which every corpus stays at or under 1 % of its passages flagged; the default of
+``instruction_threshold`` keeps a margin above it, docs/architecture.md says why) and its recall,
+and the cost of ``score`` on a passage of 32 sentences: new to the embedder, and already embedded
+(the index's own units). A passage's sentences are scored together, each read against the others (the context features).
 """
 
 from __future__ import annotations

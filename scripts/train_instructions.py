@@ -14,13 +14,18 @@ Data (docs/architecture.md, "Models"):
   each placed in one of the training contexts as BIPIA places its attacks, and hard negatives
   (software licences' sentences, statements about the requests' subjects; --no-hard-negatives
   leaves them out). docs/architecture.md has the figures of each.
+* Negatives read in their context: TAT-QA's report paragraphs (--prose-passages) and, since version
+  3, paragraphs of the software manuals installed here (/usr/share/info, /usr/share/doc;
+  --manual-passages, default 1,200): real documents that tell a human what to do.
 
-Features are built per passage, as the server builds them: a unit's vector, the lexical column and
-its cosine to the units around it in its context (``instructions.context_features``); a sentence
-written alone (the made-up sentences above) has no context.
+Features are built per passage, as the server builds them: a unit's vector, the lexical column, its
+cosine to the units around it in its context (``instructions.context_features``) and, since version
+3, the context's mean vector itself (``instructions.context_vectors``); a sentence written alone (the
+made-up sentences above) has no context (those columns are zeros).
 
 Units are the dense index's (``text/sentences.py``), embedded by the bundled MiniLM as the server
-embeds them. The classifier is a one-hidden-layer network trained with Adam in numpy.
+embeds them (only those the model reads: the rules decide the rest). The classifier is a
+one-hidden-layer network trained with Adam in numpy.
 
 Validation, printed as a table: BIPIA's attack categories held out, five at a time (their attacks
 never seen in training, as BIPIA's test half has other categories), on contexts held out as well;
@@ -32,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import gzip
 import json
 import random
 import sys
@@ -50,17 +56,18 @@ sys.path.insert(0, str(ROOT / "scripts"))
 from _assistant_requests import assistant_requests, topic_statements  # noqa: E402
 from _instruction_texts import agent_instructions, narrative, ordinary_imperatives  # noqa: E402
 
-from mcp_server.detectors.instructions import CONTEXT_FEATURES, WEIGHTS, decided, features  # noqa: E402
+from mcp_server.detectors.instructions import LEXICAL, WEIGHTS, decided, features  # noqa: E402
 from mcp_server.text.sentences import chunk_units, split_sentences  # noqa: E402
 
 BIPIA = ROOT.parent / "shared" / "corpus" / "train" / "bipia"
 TATQA = BIPIA.parent / "tatqa"
 LICENCES = "/usr/share/common-licenses"
+INFO, DOCS = "/usr/share/info", "/usr/share/doc"
 THRESHOLDS = (0.5, 0.7, 0.8, 0.85, 0.9, 0.95, 0.98)  # bench/instructions.py's
 CONTEXTS_PER_ATTACK = 6  # attacked copies per attack and position
 HIDDEN = 32
 FOLDS = 5  # categories are dealt into folds; each fold's are held out together
-VERSION = "2"  # 2: the context features (1: a sentence alone)
+VERSION = "3"  # 3: the context's mean vector read beside the unit's (2: its cosine only; 1: a sentence alone)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -205,6 +212,43 @@ def licence_sentences(count: int, seed: int = 19) -> list[str]:
     return random.Random(seed).sample(sorted(sentences), min(count, len(sentences)))
 
 
+def manual_passages(count: int, seed: int = 1) -> list[list[str]]:
+    """Paragraphs of the software manuals installed on this system, read as passages: the GNU info
+    manuals (/usr/share/info, GFDL) and the packages' README, .md and .txt files (/usr/share/doc,
+    each under its package's licence). Real documents that tell a human reader what to do ("run
+    ...", "you can ...", "see ...") around sentences about the same subject, and address no AI: the
+    negatives with a context that most resemble a request placed in a document. Paragraphs of 200
+    characters or more, mostly letters, with three or more units the model reads."""
+    blocks: list[str] = []
+    for path in sorted(Path(INFO).glob("*.gz")):
+        blocks += _read(path).split("\n\n")
+    for path in sorted(Path(DOCS).rglob("*")):
+        if not (path.is_file() and (path.name.startswith("README") or path.suffix in (".md", ".txt"))
+                and path.stat().st_size < 200_000):
+            continue
+        try:
+            blocks += _read(path).split("\n\n")
+        except OSError:
+            continue
+    passages = []
+    for block in sorted({" ".join(b.split()) for b in blocks}):
+        if len(block) < 200 or sum(c.isalpha() for c in block) < 0.7 * len(block):
+            continue
+        units = chunk_units(block)
+        if sum(decided(u) is None for u in units) >= 3:
+            passages.append(units)
+    random.Random(seed).shuffle(passages)
+    return passages[:count]
+
+
+def _read(path: Path) -> str:
+    """A text file, gunzipped when its name ends in .gz."""
+    if path.suffix != ".gz":
+        return path.read_text(encoding="utf-8", errors="replace")
+    with gzip.open(path, "rt", encoding="utf-8", errors="replace") as handle:
+        return handle.read()
+
+
 def wrapped(sentences: Sequence[str], count: int, seed: int = 13) -> list[str]:
     """Pieces of ``sentences`` cut as hard-wrapped text and PDF lines reach the index (a newline ends
     a unit): 25 to 75 characters from any word on."""
@@ -298,8 +342,9 @@ def passage_scores(layers: list[tuple[np.ndarray, np.ndarray]], units: Sequence[
 def alone(texts: Sequence[str], vec: dict[str, np.ndarray]) -> np.ndarray:
     """Features of sentences each read alone (no context), those the model reads."""
     texts = [t for t in texts if decided(t) is None]
-    x = features(texts, np.stack([vec[t] for t in texts]))
-    x[:, -CONTEXT_FEATURES:] = 0.0
+    vectors = np.stack([vec[t] for t in texts])
+    x = features(texts, vectors)
+    x[:, vectors.shape[1] + len(LEXICAL):] = 0.0  # every context column: as ``features`` gives a unit alone
     return x
 
 
@@ -350,6 +395,8 @@ def main() -> None:
                         help="leave out the licence sentences and statements about the requests' subjects")
     parser.add_argument("--prose-passages", type=int, default=1500,
                         help="TAT-QA paragraphs read as passages (negatives with a context)")
+    parser.add_argument("--manual-passages", type=int, default=1200,
+                        help="paragraphs of the installed software manuals read as passages (negatives with a context)")
     parser.add_argument("--cache", type=Path, default=None, help="keep the unit vectors in this .npz between runs")
     args = parser.parse_args()
     text_attacks, code_attacks, contexts = load_bipia(args.bipia)
@@ -365,10 +412,10 @@ def main() -> None:
     if args.hard_negatives:
         made_neg += licence_sentences(3000) + topic_statements(1500)
     everything = [u for s in train_samples + val_samples + requests for u in s.units] + clean_train
-    prose_ctx = prose_passages(args.tatqa, args.prose_passages)
+    prose_ctx = prose_passages(args.tatqa, args.prose_passages) + manual_passages(args.manual_passages)
     everything += made_pos + made_neg + [u for units in clean_val.values() for u in units]
     everything += [u for units in prose_ctx for u in units]
-    vec = embed_all(everything, args.cache)
+    vec = embed_all([u for u in set(everything) if decided(u) is None], args.cache)  # the units the model reads
 
     clean_train_passages = [chunk_units(_context(contexts, name)) for name in sorted(train_ctx)] + prose_ctx
     req_x, req_y = rows(requests, set(), vec) if requests else (np.zeros((0, 0), np.float32), [])

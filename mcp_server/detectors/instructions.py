@@ -6,12 +6,13 @@ that it is such an instruction; a caller flags the sentences at or above the ``i
 setting and removes nothing.
 
 ``EmbeddingInstructionDetector`` is a small classifier (a one-hidden-layer network, weights in
-``instructions.npz`` beside this module, ~50 KB) over the unit vectors of the bundled MiniLM, the
+``instructions.npz`` beside this module, ~90 KB) over the unit vectors of the bundled MiniLM, the
 server's English embedder, trained by ``scripts/train_instructions.py`` on BIPIA's training half and
 sentences written for the purpose (docs/architecture.md, "Models", has the data and the figures).
 It reads one lexical feature beside each vector (``LEXICAL``) and the sentence's context: its
 cosine to the mean vector of the sentences around it in the same passage (``context_features``; an
-injected request is off the topic of the text around it). It embeds through the embedder's
+injected request is off the topic of the text around it) and, since version 3, that mean vector
+itself (``context_vectors``: which kind of text it is off). It embeds through the embedder's
 content-hash cache, so the sentence units the dense index already embedded (``text/sentences.py``)
 cost no model call. A few exact rules (``RULES``: the override
 phrases of injections, "you are an AI ...") score 1.0 whatever the model says; a unit that is not a
@@ -37,7 +38,8 @@ from mcp_server.text.sentences import split_sentences
 
 __all__ = [
     "CONTEXT_FEATURES", "CONTEXT_WINDOW", "LEXICAL", "RULES", "WEIGHTS", "EmbeddingInstructionDetector",
-    "FakeInstructionDetector", "InstructionDetector", "context_features", "features", "instruction_spans",
+    "FakeInstructionDetector", "InstructionDetector", "context_features", "context_vectors", "features",
+    "input_size", "instruction_spans",
     "rule_match", "whole_sentence",
 ]
 
@@ -74,32 +76,53 @@ CONTEXT_WINDOW = 8
 CONTEXT_FEATURES = 2  # the cosine to the context's mean vector, and whether there is a context
 
 
-def context_features(vectors: np.ndarray) -> np.ndarray:
-    """Per unit vector of one passage (in order): its cosine to the sum of its neighbours' vectors
-    within ``CONTEXT_WINDOW`` places, and 1.0; (0.0, 0.0) for a unit without neighbours. From the
-    vectors already computed: no model call."""
+def _context(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``context_features`` and ``context_vectors`` of one passage's unit vectors, in one pass."""
     vectors = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
     n = len(vectors)
     out = np.zeros((n, CONTEXT_FEATURES), dtype=np.float32)
+    means = np.zeros_like(vectors)
     if n < 2:
-        return out
+        return out, means
     sums = np.vstack([np.zeros((1, vectors.shape[1]), np.float32), np.cumsum(vectors, axis=0)])
     at = np.arange(n)
     lo, hi = np.maximum(at - CONTEXT_WINDOW, 0), np.minimum(at + CONTEXT_WINDOW + 1, n)
     rest = sums[hi] - sums[lo] - vectors
-    norms = np.linalg.norm(rest, axis=1)
-    out[:, 0] = np.einsum("ij,ij->i", vectors, rest) / np.maximum(norms, 1e-6)
+    norms = np.maximum(np.linalg.norm(rest, axis=1), 1e-6)
+    out[:, 0] = np.einsum("ij,ij->i", vectors, rest) / norms
     out[:, 1] = 1.0
-    return out
+    return out, rest / norms[:, None]
+
+
+def context_features(vectors: np.ndarray) -> np.ndarray:
+    """Per unit vector of one passage (in order): its cosine to the sum of its neighbours' vectors
+    within ``CONTEXT_WINDOW`` places, and 1.0; (0.0, 0.0) for a unit without neighbours. From the
+    vectors already computed: no model call."""
+    return _context(vectors)[0]
+
+
+def context_vectors(vectors: np.ndarray) -> np.ndarray:
+    """Per unit vector of one passage (in order): the unit mean vector of its neighbours within
+    ``CONTEXT_WINDOW`` places (what the text around it is about), zeros for a unit without
+    neighbours. The classifier reads it beside the unit's own vector, so it learns which requests
+    are off the topic of which kinds of text, not only how far off they are (version 3)."""
+    return _context(vectors)[1]
+
+
+def input_size(dimension: int) -> int:
+    """The classifier's input width over an embedder of ``dimension``: ``features``' columns."""
+    return 2 * dimension + len(LEXICAL) + CONTEXT_FEATURES
 
 
 def features(sentences: Sequence[str], vectors: np.ndarray) -> np.ndarray:
     """The classifier's input for the sentences of one passage that the model reads, in order: each
-    sentence's unit vector, one 0/1 column per ``LEXICAL`` pattern, then ``context_features``."""
+    sentence's unit vector, one 0/1 column per ``LEXICAL`` pattern, ``context_features``, then
+    ``context_vectors`` (everything after the lexical columns is the context: zeros when alone)."""
     lexical = np.array([[1.0 if pattern.search(s) else 0.0 for pattern in LEXICAL] for s in sentences],
                        dtype=np.float32).reshape(len(sentences), len(LEXICAL))
     vectors = np.asarray(vectors, dtype=np.float32).reshape(len(sentences), -1)
-    return np.hstack([vectors, lexical, context_features(vectors)])
+    scalars, means = _context(vectors)
+    return np.hstack([vectors, lexical, scalars, means])
 
 
 # A whole sentence starts with a capital letter, a digit or an opening quote or bracket, and ends with
@@ -169,7 +192,7 @@ class EmbeddingInstructionDetector(InstructionDetector):
         if embedder.model_id != embedder_id:
             raise ModelLoadError(f"the instruction classifier was trained on {embedder_id}'s vectors, "
                                  f"not {embedder.model_id}'s")
-        if not layers or layers[0][0].shape[0] != embedder.dimension + len(LEXICAL) + CONTEXT_FEATURES:
+        if not layers or layers[0][0].shape[0] != input_size(embedder.dimension):
             raise ModelLoadError("the instruction classifier's input size is not the embedder's dimension")
         self.embedder = embedder
         self.layers = [(np.asarray(w, dtype=np.float32), np.asarray(b, dtype=np.float32)) for w, b in layers]

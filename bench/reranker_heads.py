@@ -61,6 +61,8 @@ def metrics(ranks: list[int | None]) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", type=Path, default=None, help="an ONNX reranker folder (default: the bundled)")
+    parser.add_argument("--heads", type=Path, default=None,
+                        help="a saved heads file (default: this checkout's, bench/ranker_heads.py's cache)")
     parser.add_argument("--head", type=int, nargs="*", default=[5, 10, 15, 20])
     parser.add_argument("--weights", type=float, nargs="*", default=[0.5, 1.0, 2.0, 4.0])
     args = parser.parse_args()
@@ -69,7 +71,8 @@ def main() -> None:
     from mcp_server.retrieval.learned import bundled
 
     folder = args.model or MODEL_DIR
-    data = rh.heads(lambda m: print(m, file=sys.stderr), 0)
+    data = pickle.loads(args.heads.read_bytes()) if args.heads else rh.heads(  # noqa: S301 - our own cache
+        lambda m: print(m, file=sys.stderr), 0)
     ranker = bundled()
     key = hashlib.sha256((folder / "model.onnx").read_bytes()).hexdigest()[:12]
     cache = rh.CACHE / f"ce-{key}-{max(args.head)}.pkl"

@@ -1,10 +1,12 @@
-"""The bundled cross-encoder: our own reranker, trained here, run by ONNX Runtime without PyTorch.
+"""An ONNX cross-encoder: a reranker run by ONNX Runtime and the Rust tokenizer, without PyTorch.
 
-``reranker/model.onnx`` beside this module is all-MiniLM-L6-v2 trained as a sentence-pair scorer
-on TAT-QA's financial-report questions (scripts/train_reranker.py, ``make train-reranker``; MIT
-data, Apache-2.0 weights), exported to ONNX and quantised to int8; ``reranker/tokenizer.json`` is
-its tokenizer. docs/architecture.md ("The cross-encoder") gives its data and figures. A passage is
-read up to ``MAX_LENGTH`` tokens with the question, as it was trained.
+``MCP_RERANKER=bundled`` loads ``reranker/`` beside this module, written by
+scripts/train_reranker.py (``make train-reranker``): all-MiniLM-L6-v2 trained as a (question,
+passage) scorer on TAT-QA (MIT data, Apache-2.0 weights), int8. It is not shipped: trained on these
+shared cores it lost to today's order (docs/architecture.md, "The cross-encoder"); a missing folder
+means no reranker. Any folder with ``model.onnx`` (inputs ``input_ids``, ``attention_mask``,
+``token_type_ids``; one logit per pair) and ``tokenizer.json`` loads the same way. A passage is read
+up to ``MAX_LENGTH`` tokens with the question, as it was trained.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ HELM     := $(BIN)/helm
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: serve test setup system-deps helm lint typecheck unit fuzz bench train-ranker train-instructions image-test k8s-test wheel-test clean
+.PHONY: serve test setup system-deps helm lint typecheck unit fuzz bench train-ranker train-reranker train-instructions image-test k8s-test wheel-test clean
 
 serve: setup
 	$(BIN)/python -m mcp_server --transport streamable-http --host $(HOST) --port $(PORT)
@@ -79,6 +79,12 @@ bench: setup $(BENCH_STAMP)
 # docs/architecture.md "Models".
 train-ranker: setup $(BENCH_STAMP)
 	$(BIN)/python scripts/train_ranker.py
+
+# Our cross-encoder (mcp_server/rerankers/bundled/: int8 ONNX graph, tokenizer, card.json) trained from
+# the bundled MiniLM on TAT-QA in the corpus with PyTorch on the CPU (~15 minutes for 100 steps on two
+# busy cores; not part of `make test`; not shipped); bench/reranker_heads.py screens it; docs/architecture.md "The cross-encoder".
+train-reranker: setup $(BENCH_STAMP)
+	$(BIN)/python scripts/train_reranker.py
 
 # The instruction detector's weights (mcp_server/detectors/instructions.npz) from BIPIA's training half in
 # ../shared/corpus/train/bipia (minutes; not part of `make test`); bench/instructions.py measures them.

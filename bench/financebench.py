@@ -282,6 +282,9 @@ class ServerPipeline:
             embed_query(question)
         # the learned ranker as the manager applies it (MCP_LEARNED_RANKING; absent in older checkouts)
         extra = {"ranker": self.ranker} if self.ranker is not None else {}
+        # and the reranker (MCP_RERANKER) as the manager passes it
+        if getattr(self.models, "reranker", None) is not None:
+            extra["reranker"] = self.models.reranker
         hits = index.search(query_vec, question, k, mode=mode, **extra)
         return [Result(text=h.text or h.chunk.text, pages=tuple(h.chunk.location.pages)) for h in hits]
 

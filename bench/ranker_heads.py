@@ -77,7 +77,8 @@ def heads(log: Any, max_bytes: int) -> dict[str, list[dict[str, Any]]]:
             head = fused_head(index, index.query_vector(q["question"], embed), query, fb.K)[:HEAD_MAX]
             gold = {e["page"] for e in q["evidence"]}
             labels = np.array([bool(gold & set(index.chunks[c.pos].location.pages)) for c in head])
-            rows.append({"id": q["id"], "doc": doc, "y": labels, "signals": signals(index, query, head)})
+            rows.append({"id": q["id"], "doc": doc, "y": labels, "signals": signals(index, query, head),
+                         "query": query, "texts": [index.chunks[c.pos].text for c in head]})
         saved.write_bytes(pickle.dumps(out))
         log(f"{name} {doc}: {len(group)} questions, {stats['chunks']} chunks")
     return out

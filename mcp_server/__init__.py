@@ -12,7 +12,8 @@ every import, function-local and ``TYPE_CHECKING`` ones too):
     text        language detection, each language's BM25 analyzer, the sentence units vectors embed, templates
     processors  one parser per format, the sniffing registry, the sandboxed parser pool
     chunking    a processed document cut into chunks that cite their source
-    encoders    the model runtimes: embedders and rerankers (each with a fake), ONNX, e5
+    encoders    the embedding model runtimes (each with a fake): sentence-transformers on ONNX, e5
+    rerankers   the cross-encoders that reorder a head (each with a fake): PyTorch or ONNX folders
     detectors   the instruction detector: a classifier over an embedder's vectors, its weights beside it
     embedding   the model roles: which model embeds which document, loaded with fallbacks
     citations   passage ids that find a passage again, a quote aligned with the document's wording

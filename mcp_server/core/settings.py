@@ -301,7 +301,9 @@ class Settings(BaseSettings):
     )
     reranker: str = Field(
         "cross-encoder/ms-marco-MiniLM-L-6-v2",
-        description="Cross-encoder reranker; empty disables; unloadable -> no reranking.",
+        description="Cross-encoder reranker: `bundled` (our own, rerankers/bundled/, trained by "
+        "scripts/train_reranker.py), a folder holding model.onnx and tokenizer.json, or a sentence-transformers "
+        "id or folder; empty disables; unloadable -> no reranking.",
     )
     learned_ranking: bool = Field(
         True,

@@ -42,7 +42,8 @@ from mcp_server.core.settings import Settings
 from mcp_server.detectors.instructions import EmbeddingInstructionDetector, FakeInstructionDetector, InstructionDetector
 from mcp_server.encoders.embedders import Embedder, FakeEmbedder, SentenceTransformerEmbedder
 from mcp_server.encoders.onnx_encoder import local_folder
-from mcp_server.encoders.rerankers import CrossEncoderReranker, FakeReranker, Reranker
+from mcp_server.rerankers.cross_encoders import CrossEncoderReranker, FakeReranker, Reranker
+from mcp_server.rerankers.onnx_cross_encoder import BUNDLED_ID, MODEL_DIR, OnnxCrossEncoder
 from mcp_server.text.analysis import base_language
 
 __all__ = ["MINILM_ID", "MIXED_SHARE", "ModelRegistry", "RoleStatus", "hub_reachable", "resolve_device"]
@@ -225,7 +226,7 @@ class ModelRegistry:
         status: dict[str, RoleStatus] = {}
         fast, fast_id = _load_fast(settings, loader, embedder, status)
         accurate = _load_accurate(settings, loader, embedder, fast, fast_id, status)
-        reranker = _load_reranker(settings, loader, status)
+        reranker = _load_reranker(settings, loader, status, threads)
         multilingual = _load_multilingual(settings, loader, embedder, status)
         instructions = _load_instructions(settings, loader, embedder, fast, status)
         registry = cls(fast=fast, accurate=accurate, reranker=reranker,
@@ -408,7 +409,20 @@ def _load_accurate(settings: Settings, loader: _Loader, embedder: Callable[..., 
         return fast
 
 
-def _load_reranker(settings: Settings, loader: _Loader, status: dict[str, RoleStatus]) -> Reranker | None:
+def _onnx_reranker(folder: Path, threads: int | None) -> tuple[Reranker, str, str]:
+    """An ONNX cross-encoder folder (``bundled``: our own, rerankers/onnx_cross_encoder.py), or
+    ModelLoadError when its files are missing or unreadable."""
+    folder = folder.expanduser()
+    try:
+        reranker = OnnxCrossEncoder.load(folder, threads=threads)
+    except Exception as exc:  # ONNX Runtime's and tokenizers' errors of every kind: translated here
+        raise ModelLoadError(f"cannot load the ONNX reranker in {folder}: {_short(exc)}") from exc
+    return reranker, reranker.model_id, str(folder.resolve())
+
+
+def _load_reranker(
+    settings: Settings, loader: _Loader, status: dict[str, RoleStatus], threads: int | None = None,
+) -> Reranker | None:
     """The reranker role: the configured cross-encoder, or None (disabled, or with the reason in ``status``)."""
     spec = settings.reranker.strip()
     if not spec:
@@ -416,7 +430,10 @@ def _load_reranker(settings: Settings, loader: _Loader, status: dict[str, RoleSt
                                         fallback=None)  # disabled on purpose
         return None
     try:
-        reranker, rr_id, weights = loader.load(spec, CrossEncoderReranker.load)
+        if spec == BUNDLED_ID or (Path(spec).expanduser() / "model.onnx").is_file():
+            reranker, rr_id, weights = _onnx_reranker(MODEL_DIR if spec == BUNDLED_ID else Path(spec), threads)
+        else:
+            reranker, rr_id, weights = loader.load(spec, CrossEncoderReranker.load)
     except ModelLoadError as exc:
         log.warning("models.fallback", extra={"role": "reranker", "configured": spec, "instead": None,
                                               "reason": exc.message})

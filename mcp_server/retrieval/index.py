@@ -32,7 +32,7 @@ from mcp_server.core.concurrency import Once
 from mcp_server.core.models import Chunk, SearchHit
 from mcp_server.detectors.scores import ChunkScores, InstructionScores
 from mcp_server.encoders.embedders import Embedder, ProgressFn
-from mcp_server.encoders.rerankers import Reranker
+from mcp_server.rerankers.cross_encoders import Reranker
 from mcp_server.retrieval.bm25 import ChunkBM25
 from mcp_server.retrieval.focus import FOCUS_CANDIDATES, SENTENCES_PER_CANDIDATE, UnitTerms, keep_units
 from mcp_server.retrieval.learned import CandidateSignals, LearnedRanker, digit_share, idf, number_signals
@@ -200,8 +200,9 @@ class DocumentIndex:
         query = self.asked(query)
         ranked = fused_head(self, query_vec, query, top_k, mode)
         ranked = learned_order(self, ranker, query, ranked) if mode == "hybrid" else ranked
-        if reranker is not None:
-            ranked = rerank_head(query, ranked, reranker, lambda c: self.chunks[c.pos].text)
+        if reranker is not None and reranks(reranker, [self]):
+            ranked = rerank_head(query, ranked, reranker, lambda c: self.chunks[c.pos].text, reranker.head,
+                                 reranker.weight)
         chosen = drop_duplicates(ranked, lambda c: self.chunks[c.pos], identity=lambda c: c.pos, top_k=top_k)
         hits = [
             SearchHit(
@@ -337,6 +338,14 @@ def learnable(index: DocumentIndex) -> bool:
     """Whether the learned ranker orders the index's head: a complete index of an English document
     (the language it was trained on; another keeps the fusion's order)."""
     return index.languages == ["en"] and bool(index._vectors.covered.all())
+
+
+def reranks(reranker: Reranker, indexes: Sequence[DocumentIndex]) -> bool:
+    """Whether ``reranker`` orders these indexes' results: any, unless it names the languages it was
+    trained for; then only complete indexes of documents in those (others keep today's order)."""
+    if reranker.languages is None:
+        return True
+    return all(set(i.languages) <= set(reranker.languages) and bool(i._vectors.covered.all()) for i in indexes)
 
 
 def learned_order(

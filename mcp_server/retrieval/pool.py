@@ -52,8 +52,8 @@ import numpy as np
 from mcp_server.citations.passages import passage_id
 from mcp_server.core.bounds import clamp
 from mcp_server.core.models import Chunk, SearchHit
-from mcp_server.encoders.rerankers import Reranker
-from mcp_server.retrieval.index import DocumentIndex, glance
+from mcp_server.rerankers.cross_encoders import Reranker
+from mcp_server.retrieval.index import DocumentIndex, glance, reranks
 from mcp_server.retrieval.learned import LearnedRanker
 from mcp_server.retrieval.ranking import (
     POOL_CANDIDATES_PER_RESULT,
@@ -164,8 +164,9 @@ def _rank_one(
         entry.bm25 = float(score)
     _places_in_own_order(entries)
     ranked = sorted(entries, key=lambda e: (e.source not in named, -e.fused, e.local, e.source))
-    if reranker is not None:
-        ranked = rerank_head(query, ranked, reranker, lambda e: _chunk(sources, e).text, rerank_n)
+    head = min(rerank_n, reranker.head or rerank_n) if reranker is not None else 0
+    if reranker is not None and reranks(reranker, [sources[s].index for s in {e.source for e in ranked[:head]}]):
+        ranked = rerank_head(query, ranked, reranker, lambda e: _chunk(sources, e).text, head, reranker.weight)
     return ranked
 
 

@@ -31,7 +31,7 @@ from typing import Protocol, TypeVar
 import numpy as np
 
 from mcp_server.core.models import Chunk, ChunkLocation
-from mcp_server.encoders.rerankers import Reranker
+from mcp_server.rerankers.cross_encoders import Reranker
 from mcp_server.text.analysis import base_language
 from mcp_server.text.language import language_probabilities
 
@@ -159,15 +159,23 @@ def _plausible_language(query: str, languages: tuple[str, ...]) -> bool:
 # --- rerank --------------------------------------------------------------------------------------
 def rerank_head(
     query: str, ranked: list[R], reranker: Reranker, text: Callable[[R], str], head: int | None = None,
+    weight: float | None = None,
 ) -> list[R]:
     """The first ``head`` items (all when None) scored by the cross-encoder (``item.rerank`` is set)
-    and sorted by that score, stable so that equal scores keep the fused order; the rest follow."""
+    and sorted by that score, stable so that equal scores keep the given order; with ``weight``, by
+    1/(RRF_K + given place) + weight/(RRF_K + the cross-encoder's place) instead, as the fusion adds
+    its rankings. The rest follow."""
     top = ranked if head is None else ranked[:head]
     if not top:
         return ranked
     for item, score in zip(top, reranker.score(query, [text(i) for i in top]), strict=True):
         item.rerank = float(score)
-    return sorted(top, key=lambda i: -(i.rerank if i.rerank is not None else float("-inf"))) + ranked[len(top):]
+    by_model = sorted(range(len(top)), key=lambda i: -(top[i].rerank or 0.0))
+    if weight is None:
+        return [top[i] for i in by_model] + ranked[len(top):]
+    place = {i: p for p, i in enumerate(by_model, start=1)}
+    fused = sorted(range(len(top)), key=lambda i: -(1 / (RRF_K + i + 1) + weight / (RRF_K + place[i])))
+    return [top[i] for i in fused] + ranked[len(top):]
 
 
 # --- diversity -----------------------------------------------------------------------------------

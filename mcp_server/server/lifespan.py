@@ -40,6 +40,8 @@ def _warm_up(models: ModelRegistry) -> None:
     a CPU) that would otherwise land on the first query after a start."""
     for embedder in {id(e): e for e in (models.fast, models.accurate)}.values():
         embedder.embed_batch(["warm-up"])
+    if models.reranker is not None:  # the cross-encoder's session pays its own
+        models.reranker.score("warm-up", ["warm-up"])
     # the multilingual engines start at their first call: most servers never see a foreign document;
     # langdetect's profiles (20 MB, 0.2-0.5 s of JSON) load at the first query whose language BM25
     # must weigh (retrieval/ranking.py, lexical_weight) or the first detect_language call: loading

@@ -11,8 +11,9 @@ import pytest
 from mcp_server.core.errors import ModelLoadError
 from mcp_server.core.settings import Settings
 from mcp_server.embedding import MINILM_ID, ModelRegistry
-from mcp_server.encoders import CrossEncoderReranker, SentenceTransformerEmbedder
+from mcp_server.encoders import SentenceTransformerEmbedder
 from mcp_server.indexes import IndexManager
+from mcp_server.rerankers import CrossEncoderReranker
 from mcp_server.retrieval import DocumentIndex
 from tests.retrieval._chunks import make_chunks
 

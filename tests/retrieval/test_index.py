@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcp_server.encoders import FakeEmbedder, FakeReranker
+from mcp_server.encoders import FakeEmbedder
+from mcp_server.rerankers import FakeReranker
 from mcp_server.retrieval import DocumentIndex
 from mcp_server.retrieval.neighbours import merge_texts
 from tests.retrieval._chunks import make_chunks, overlapping_chunks

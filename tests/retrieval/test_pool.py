@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from mcp_server.citations.passages import passage_id
-from mcp_server.encoders import FakeReranker
+from mcp_server.rerankers import FakeReranker
 from mcp_server.retrieval import DocumentIndex
 from mcp_server.retrieval.pool import PoolSource, bm25_scores, search_pool
 from mcp_server.text.analysis import Analyzer

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mcp_server.core.models import Chunk, ChunkLocation
-from mcp_server.encoders.rerankers import Reranker
+from mcp_server.rerankers.cross_encoders import Reranker
 from mcp_server.retrieval import ranking
 from mcp_server.retrieval.ranking import (
     BM25_WEIGHT,
@@ -98,6 +98,19 @@ def test_the_rerank_sorts_only_the_head_and_keeps_the_fused_order_on_ties() -> N
     ranked = rerank_head("q", items, reranker, lambda i: i.name, head=3)
     assert [i.name for i in ranked] == ["tie one", "tie two", "low", "tail"]
     assert items[3].rerank is None and items[0].rerank == 0.1
+
+
+def test_a_weighted_rerank_moves_an_item_only_as_far_as_both_places_agree() -> None:
+    items = [Item("a"), Item("b"), Item("c"), Item("d"), Item("tail")]
+    scores = {"a": 0.0, "b": 0.1, "c": 0.2, "d": 0.9}  # the model puts d first, then c, b, a
+    alone = rerank_head("q", list(items), TableReranker(scores), lambda i: i.name, head=4)
+    assert [i.name for i in alone] == ["d", "c", "b", "a", "tail"]
+    fused = rerank_head("q", list(items), TableReranker(scores), lambda i: i.name, head=4, weight=1.0)
+    # given places 1-4, the model's 4,3,2,1: equal sums of reciprocal ranks for a/d and b/c keep the
+    # given order among them; a heavier model weight lets the model's first lead
+    assert [i.name for i in fused] == ["a", "d", "b", "c", "tail"]
+    heavy = rerank_head("q", list(items), TableReranker(scores), lambda i: i.name, head=4, weight=2.0)
+    assert [i.name for i in heavy][:2] == ["d", "c"] and heavy[-1].name == "tail"
 
 
 def test_duplicates_are_dropped_without_reordering_and_filled_up_to_top_k() -> None:

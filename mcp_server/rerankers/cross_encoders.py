@@ -14,7 +14,14 @@ __all__ = ["CrossEncoderReranker", "FakeReranker", "Reranker"]
 
 
 class Reranker(ABC):
+    """``head``: how many of a ranking's first items it scores (None: all); ``weight``: None to sort
+    them by its score alone, else its place's weight beside the given order's (``ranking.rerank_head``);
+    ``languages``: the documents' languages it was trained for (None: any; others keep their order)."""
+
     model_id: str
+    head: int | None = None
+    weight: float | None = None
+    languages: tuple[str, ...] | None = None
 
     @abstractmethod
     def score(self, query: str, texts: Sequence[str]) -> list[float]:
@@ -59,8 +66,12 @@ class CrossEncoderReranker(Reranker):
 class FakeReranker(Reranker):
     """Scores by the share of query words present in the text (deterministic, no model)."""
 
-    def __init__(self, *, model_id: str = "fake-reranker") -> None:
+    def __init__(
+        self, *, model_id: str = "fake-reranker", head: int | None = None, weight: float | None = None,
+        languages: tuple[str, ...] | None = None,
+    ) -> None:
         self.model_id = model_id
+        self.head, self.weight, self.languages = head, weight, languages
         self.calls = 0
 
     @metrics.timed("rerank")

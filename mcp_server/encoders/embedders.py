@@ -179,6 +179,20 @@ class Embedder(ABC):
                 self._running -= 1
         return out
 
+    def known(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(mask of ``texts`` whose vectors are cached, those vectors in order): what ``embed`` would
+        return for them without a model call (a complete build under way has embedded them)."""
+        keys = [self._key(text) for text in texts]
+        mask = np.zeros(len(texts), dtype=np.bool_)
+        vectors: list[np.ndarray] = []
+        with self._cache_lock:
+            for i, key in enumerate(keys):
+                cached = self._cache.get(key)
+                if cached is not None:
+                    mask[i] = True
+                    vectors.append(cached)
+        return mask, (np.stack(vectors) if vectors else np.zeros((0, self.dimension), dtype=np.float32))
+
     def _batches(self, counts: Sequence[int]) -> list[tuple[int, int]]:
         """Batches over texts sorted by token count: ``batch_size`` texts each, or, with
         ``batch_tokens`` set, as many as pad to at most that many tokens (at least one): short

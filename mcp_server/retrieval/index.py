@@ -53,6 +53,7 @@ from mcp_server.retrieval.ranking import (
 )
 from mcp_server.retrieval.templates import template_mask
 from mcp_server.retrieval.vectors import SentenceVectors, UnitSelect, embed_into
+from mcp_server.text.sentences import sentence_units
 
 __all__ = [
     "MAX_NEIGHBORS", "MAX_TOP_K", "RRF_K", "DocumentIndex", "SearchMode", "lexical_weight",
@@ -98,6 +99,8 @@ class DocumentIndex:
         self._unit_terms = UnitTerms(self.chunks, self.languages)  # the focus of the dense side, shared too
         # found at the first search (or warm()), or read with the index; shared by the copies as well
         self._templates = Once(_template_finder(self.chunks, stored))
+        # every chunk's units, split once when a partial answer first reads them (``with_known``)
+        self._units = Once(lambda: sentence_units(self.chunks))
 
     @classmethod
     def build(
@@ -138,11 +141,27 @@ class DocumentIndex:
         if not len(new):
             return self
         added = faiss.IndexFlatIP(self.dimension)
-        owners = np.concatenate([self.owners, embed_into(added, self.chunks, new, embedder, progress, select)])
-        vectors = np.concatenate([self.faiss.reconstruct_n(0, self.faiss.ntotal), added.reconstruct_n(0, added.ntotal)])
+        owners = embed_into(added, self.chunks, new, embedder, progress, select)
+        return self._with_vectors(added.reconstruct_n(0, added.ntotal), owners)
+
+    def with_known(self, embedder: Embedder) -> DocumentIndex:
+        """A copy whose chunks without vectors get those of their units that ``embedder`` already
+        holds, without a model call (the complete build under way has embedded them): a partial
+        answer's dense side then reaches past its own candidates. ``self`` when there are none."""
+        texts, owners = self._units.get()
+        uncovered = np.flatnonzero(~self._vectors.covered[owners])
+        if not len(uncovered):
+            return self
+        mask, vectors = embedder.known([texts[i] for i in uncovered])
+        return self._with_vectors(vectors, owners[uncovered[mask]]) if mask.any() else self
+
+    def _with_vectors(self, vectors: np.ndarray, owners: np.ndarray) -> DocumentIndex:
+        """A copy holding ``vectors`` (of the chunks ``owners``) besides its own; ``self`` unchanged."""
+        owners = np.concatenate([self.owners, owners])
+        vectors = np.concatenate([self.faiss.reconstruct_n(0, self.faiss.ntotal), vectors])
         order = np.argsort(owners, kind="stable")  # owners must stay in chunk order
         index = faiss.IndexFlatIP(self.dimension)
-        index.add(np.ascontiguousarray(vectors[order]))
+        index.add(np.ascontiguousarray(vectors[order], dtype=np.float32))
         clone = copy.copy(self)
         clone._set_vectors(index, owners[order])
         return clone
@@ -182,6 +201,13 @@ class DocumentIndex:
         if self.identity is None:
             return np.asarray(embed_query(query), dtype=np.float32)
         return self.identity.query_vector(query, embed_query)
+
+    def foreign(self, query: str) -> bool:
+        """Whether ``query`` reads as another language than this document's: BM25 weighs less than
+        in full for it (``ranking.lexical_weight``: few of its words are the document's, and no
+        language of the document is plausible for it), so only the dense side can rank for it."""
+        asked = self.asked(query)
+        return lexical_weight(self.lexical.coverage(asked), asked, self.languages) < 1.0
 
     def bm25_top(self, query: str, n: int) -> list[int]:
         """Positions of the ``n`` best BM25 chunks for ``query`` (those matching a query term)."""

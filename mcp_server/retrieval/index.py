@@ -53,6 +53,7 @@ from mcp_server.retrieval.ranking import (
 )
 from mcp_server.retrieval.templates import template_mask
 from mcp_server.retrieval.vectors import SentenceVectors, UnitSelect, embed_into
+from mcp_server.text.language import dominant_script
 from mcp_server.text.sentences import sentence_units
 
 __all__ = [
@@ -63,6 +64,7 @@ __all__ = [
 SearchMode = Literal["hybrid", "dense", "bm25"]
 
 MAX_TOP_K = 20
+SCRIPT_SAMPLE = 500  # characters of each chunk that name the scripts a document is written in
 MAX_NEIGHBORS = 2
 
 
@@ -101,6 +103,7 @@ class DocumentIndex:
         self._templates = Once(_template_finder(self.chunks, stored))
         # every chunk's units, split once when a partial answer first reads them (``with_known``)
         self._units = Once(lambda: sentence_units(self.chunks))
+        self._scripts = Once(lambda: {dominant_script(chunk.text, SCRIPT_SAMPLE) for chunk in self.chunks})
 
     @classmethod
     def build(
@@ -205,9 +208,15 @@ class DocumentIndex:
     def foreign(self, query: str) -> bool:
         """Whether ``query`` reads as another language than this document's: BM25 weighs less than
         in full for it (``ranking.lexical_weight``: few of its words are the document's, and no
-        language of the document is plausible for it), so only the dense side can rank for it."""
+        language of the document is plausible for it), so only the dense side can rank for it;
+        unless it is written in a script other than Latin that the document's chunks are written in."""
         asked = self.asked(query)
-        return lexical_weight(self.lexical.coverage(asked), asked, self.languages) < 1.0
+        if lexical_weight(self.lexical.coverage(asked), asked, self.languages) >= 1.0:
+            return False
+        # a question in a script few languages share, which the document is written in, is in its
+        # language, whatever the detector made of a few words of it (a short Chinese question)
+        script = dominant_script(asked)
+        return script in ("", "Latin") or script not in self._scripts.get()
 
     def bm25_top(self, query: str, n: int) -> list[int]:
         """Positions of the ``n`` best BM25 chunks for ``query`` (those matching a query term)."""

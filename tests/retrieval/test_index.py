@@ -287,3 +287,11 @@ def test_a_question_in_another_script_reads_as_foreign_to_a_document_and_one_in_
     index, _ = build(TEXTS)
     assert not index.foreign("Where is the Eiffel Tower located?")
     assert index.foreign("埃菲尔铁塔位于哪里？")
+
+
+def test_a_short_question_in_the_script_of_a_chinese_document_is_never_foreign_to_it() -> None:
+    texts = ["北京是中国的首都，有很多历史建筑和博物馆。", "长江是亚洲最长的河流，流经很多城市。",
+             "熊猫主要生活在四川的山区，吃竹子。"]
+    index, _ = build(texts, language="zh-cn")
+    assert not index.foreign("谁赢得了比赛？")  # no word of it is the document's, and the detector may not know
+    assert index.foreign("Who won the match?")

@@ -56,7 +56,7 @@ from mcp_server.core.settings import Settings  # noqa: E402
 from mcp_server.embedding.registry import ModelRegistry  # noqa: E402
 from mcp_server.indexes.partial import PARTIAL_SECONDS, SENTENCES_PER_CANDIDATE, partial_view  # noqa: E402
 from mcp_server.processors import ProcessOptions, document_input, process_document  # noqa: E402
-from mcp_server.retrieval.index import DocumentIndex  # noqa: E402
+from mcp_server.retrieval.index import DocumentIndex, reads_foreign  # noqa: E402
 
 # candidates, sentences per candidate (0 = all), embedding budget in seconds (partial.PARTIAL_SECONDS);
 # (0, 0, 0) the complete index, (-1, 0, 0) its BM25
@@ -78,7 +78,7 @@ class Pair:
         index = self.complete
         if config not in (COMPLETE, BM25):  # the vectors come from the embedder's cache: quality is measured
             server = config[1] < 0  # as the server does: a foreign question's every sentence, within the budget
-            foreign = server and self.base.foreign(question)
+            foreign = server and reads_foreign(self.base, question)
             index = partial_view(self.base, question, self.embedder, config[0],
                                  per_chunk=SENTENCES_PER_CANDIDATE if server else config[1], seconds=config[2],
                                  foreign=foreign)

@@ -51,7 +51,7 @@ from mcp_server.indexes.partial import answer_partial
 from mcp_server.indexes.shared import SharedIndexStore
 from mcp_server.indexes.store import IndexStore, Manifest
 from mcp_server.indexes.tiers import IndexTiers
-from mcp_server.retrieval.index import DocumentIndex
+from mcp_server.retrieval.index import DocumentIndex, reads_foreign
 from mcp_server.retrieval.learned import LearnedRanker, bundled
 
 __all__ = ["ChunkSource", "IndexManager", "IndexView", "make_index_key"]
@@ -215,7 +215,7 @@ class IndexManager:
                     base.key = key  # passage ids of partial answers name the key the complete index will have
                     lexical = round((time.perf_counter() - started) * 1000, 2)
                     pending = PendingBuild(key=key, base=base, embedder=embedder, progress=progress, reserved=need)
-                    foreign = await off_loop(base.named(location).foreign, query)
+                    foreign = await off_loop(reads_foreign, base.named(location), query)
                     # a question in another language waits for the build: it starts first
                     handed = foreign and self.builder.start(key, chunker_version, chunk_list, pending)
                     view = await self._answer_partial(pending, query, progress, location, foreign=foreign)

@@ -20,7 +20,7 @@ from mcp_server.embedding.runner import ModelRunner
 from mcp_server.encoders.embedders import Embedder
 from mcp_server.indexes.builds import PendingBuild
 from mcp_server.retrieval.focus import SENTENCES_PER_CANDIDATE, best_sentences, topped_up
-from mcp_server.retrieval.index import DocumentIndex
+from mcp_server.retrieval.index import DocumentIndex, reads_foreign, with_known
 
 __all__ = [
     "PARTIAL_SECONDS", "SENTENCES_PER_CANDIDATE", "answer_partial", "best_sentences", "partial_candidates",
@@ -80,7 +80,7 @@ async def answer_partial(
     base = pending.base.named(location)
     timings: dict[str, float] = {}
     if foreign is None:
-        foreign = await off_loop(base.foreign, query)
+        foreign = await off_loop(reads_foreign, base, query)
     if foreign:
         started = time.perf_counter()
         complete = await _complete_within(pending, wait, stored)
@@ -94,7 +94,7 @@ async def answer_partial(
         with pending.embedder.urgent():  # not behind the document's own background build
             view = partial_view(base, query, pending.embedder, candidates, progress=report, foreign=foreign)
         # what the build has embedded of the chunks BM25 could not choose costs nothing
-        return view.with_known(pending.embedder) if foreign else view
+        return with_known(view, pending.embedder) if foreign else view
 
     view = await runner.run(answer)  # BM25 scoring and the embedding both stay off the loop
     timings["partial_embed"] = round((time.perf_counter() - started) * 1000, 2)

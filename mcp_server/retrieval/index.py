@@ -57,7 +57,8 @@ from mcp_server.text.language import dominant_script
 from mcp_server.text.sentences import sentence_units
 
 __all__ = [
-    "MAX_NEIGHBORS", "MAX_TOP_K", "RRF_K", "DocumentIndex", "SearchMode", "lexical_weight",
+    "MAX_NEIGHBORS", "MAX_TOP_K", "RRF_K", "DocumentIndex", "SearchMode", "lexical_weight", "reads_foreign",
+    "with_known",
 ]
 
 # hybrid fuses both rankings; dense / bm25 use one (for benchmarks and ablations)
@@ -145,29 +146,7 @@ class DocumentIndex:
             return self
         added = faiss.IndexFlatIP(self.dimension)
         owners = embed_into(added, self.chunks, new, embedder, progress, select)
-        return self._with_vectors(added.reconstruct_n(0, added.ntotal), owners)
-
-    def with_known(self, embedder: Embedder) -> DocumentIndex:
-        """A copy whose chunks without vectors get those of their units that ``embedder`` already
-        holds, without a model call (the complete build under way has embedded them): a partial
-        answer's dense side then reaches past its own candidates. ``self`` when there are none."""
-        texts, owners = self._units.get()
-        uncovered = np.flatnonzero(~self._vectors.covered[owners])
-        if not len(uncovered):
-            return self
-        mask, vectors = embedder.known([texts[i] for i in uncovered])
-        return self._with_vectors(vectors, owners[uncovered[mask]]) if mask.any() else self
-
-    def _with_vectors(self, vectors: np.ndarray, owners: np.ndarray) -> DocumentIndex:
-        """A copy holding ``vectors`` (of the chunks ``owners``) besides its own; ``self`` unchanged."""
-        owners = np.concatenate([self.owners, owners])
-        vectors = np.concatenate([self.faiss.reconstruct_n(0, self.faiss.ntotal), vectors])
-        order = np.argsort(owners, kind="stable")  # owners must stay in chunk order
-        index = faiss.IndexFlatIP(self.dimension)
-        index.add(np.ascontiguousarray(vectors[order], dtype=np.float32))
-        clone = copy.copy(self)
-        clone._set_vectors(index, owners[order])
-        return clone
+        return _with_vectors(self, added.reconstruct_n(0, added.ntotal), owners)
 
     def _set_vectors(self, faiss_index: faiss.Index, owners: np.ndarray | None) -> None:
         n = len(self.chunks)
@@ -204,19 +183,6 @@ class DocumentIndex:
         if self.identity is None:
             return np.asarray(embed_query(query), dtype=np.float32)
         return self.identity.query_vector(query, embed_query)
-
-    def foreign(self, query: str) -> bool:
-        """Whether ``query`` reads as another language than this document's: BM25 weighs less than
-        in full for it (``ranking.lexical_weight``: few of its words are the document's, and no
-        language of the document is plausible for it), so only the dense side can rank for it;
-        unless it is written in a script other than Latin that the document's chunks are written in."""
-        asked = self.asked(query)
-        if lexical_weight(self.lexical.coverage(asked), asked, self.languages) >= 1.0:
-            return False
-        # a question in a script few languages share, which the document is written in, is in its
-        # language, whatever the detector made of a few words of it (a short Chinese question)
-        script = dominant_script(asked)
-        return script in ("", "Latin") or script not in self._scripts.get()
 
     def bm25_top(self, query: str, n: int) -> list[int]:
         """Positions of the ``n`` best BM25 chunks for ``query`` (those matching a query term)."""
@@ -335,6 +301,44 @@ def _template_finder(chunks: Sequence[Chunk], stored: StoredAnalysis | None) -> 
         return lambda: stored.templates
     texts = [c.text for c in chunks]
     return lambda: template_mask(texts)
+
+
+def with_known(index: DocumentIndex, embedder: Embedder) -> DocumentIndex:
+    """A copy of ``index`` whose chunks without vectors get those of their units that ``embedder``
+    already holds, without a model call (the complete build under way has embedded them): a partial
+    answer's dense side then reaches past its own candidates. ``index`` itself when there are none."""
+    texts, owners = index._units.get()
+    uncovered = np.flatnonzero(~index._vectors.covered[owners])
+    if not len(uncovered):
+        return index
+    mask, vectors = embedder.known([texts[i] for i in uncovered])
+    return _with_vectors(index, vectors, owners[uncovered[mask]]) if mask.any() else index
+
+
+def reads_foreign(index: DocumentIndex, query: str) -> bool:
+    """Whether ``query`` reads as another language than the document's: BM25 weighs less than in
+    full for it (``ranking.lexical_weight``: few of its words are the document's, and no language
+    of the document is plausible for it), so only the dense side can rank for it; unless it is
+    written in a script other than Latin that the document's chunks are written in."""
+    asked = index.asked(query)
+    if lexical_weight(index.lexical.coverage(asked), asked, index.languages) >= 1.0:
+        return False
+    # a script few languages share, which the document is written in: the question is in its
+    # language, whatever the detector made of a few words of it (a short Chinese question)
+    script = dominant_script(asked)
+    return script in ("", "Latin") or script not in index._scripts.get()
+
+
+def _with_vectors(index: DocumentIndex, vectors: np.ndarray, owners: np.ndarray) -> DocumentIndex:
+    """A copy of ``index`` holding ``vectors`` (of the chunks ``owners``) besides its own."""
+    owners = np.concatenate([index.owners, owners])
+    vectors = np.concatenate([index.faiss.reconstruct_n(0, index.faiss.ntotal), vectors])
+    order = np.argsort(owners, kind="stable")  # owners must stay in chunk order
+    merged = faiss.IndexFlatIP(index.dimension)
+    merged.add(np.ascontiguousarray(vectors[order], dtype=np.float32))
+    clone = copy.copy(index)
+    clone._set_vectors(merged, owners[order])
+    return clone
 
 
 def _with_identity(index: DocumentIndex, identity: Identity | None) -> DocumentIndex:

@@ -4,7 +4,7 @@
     .venv/bin/python bench/multilingual.py --inprocess --cache  # the server's pipeline in process (tuning)
     .venv/bin/python bench/multilingual.py --langs zh,th --cross en
     .venv/bin/python bench/multilingual.py --big                # first answers on a 1 MB document
-    .venv/bin/python bench/multilingual.py --first-answers [--cross en] [--concurrency 4]
+    .venv/bin/python bench/multilingual.py --first-answers [--cross en] [--concurrency 4] [--baseline /work/main]
 
 Per language: hit@5 (a returned chunk contains a gold answer), MRR, median characters per result,
 cold seconds (first answer, and the complete index), for
@@ -226,10 +226,11 @@ async def over_mcp(langs: list[str], cross: str | None, k: int) -> dict[str, dic
 
 
 async def first_answers(lang: str, asked: list[dict[str, Any]], gold: list[dict[str, Any]], k: int,
-                        concurrency: int, files: FileServer) -> dict[str, Any]:
-    """One document on a fresh server: ``asked`` all at once, then again on the complete index."""
+                        concurrency: int, files: FileServer, code: Path | None = None) -> dict[str, Any]:
+    """One document on a fresh server (of the checkout ``code``, else this one): ``asked`` all at
+    once, then again on the complete index."""
     with tempfile.TemporaryDirectory() as index_dir, server_process(
-        env=server_env(MCP_INDEX_DIR=index_dir, MCP_GLOBAL_RATE_LIMIT_RPM="1000000"),
+        env=server_env(MCP_INDEX_DIR=index_dir, MCP_GLOBAL_RATE_LIMIT_RPM="1000000"), code=code,
     ) as server:
         async with mcp_session(server.mcp_url) as client:
             url = files.url(f"{lang}/doc.txt")
@@ -269,19 +270,30 @@ async def first_answers(lang: str, asked: list[dict[str, Any]], gold: list[dict[
 
 
 async def first_answers_run(langs: list[str], cross: str | None, k: int, concurrency: int,
-                            cross_only: bool = False) -> None:
+                            cross_only: bool = False, baseline: Path | None = None, cold: bool = False) -> None:
+    """Every row on this checkout, and with ``baseline`` on that checkout right before it (the
+    same run, the same load); ``cold``: the LangChain + e5 reference's cold build of each document
+    after its rows, which the first answer's time is compared with."""
     files = FileServer(qa_set("xquad-dev"))
     load_at_start = load_average(digits=2)
     rows: list[tuple[str, dict[str, Any]]] = []
+    codes = ([("baseline: ", baseline)] if baseline is not None else []) + [("", None)]
+    e5 = E5Embeddings() if cold else None
+    references: dict[str, float] = {}
     try:
         for lang in langs:
-            _, questions = xquad(lang)
+            text, questions = xquad(lang)
             for tag, asked in _question_sets(lang, questions, cross):
                 if cross_only and not tag:
                     continue
-                row = await first_answers(lang, asked, questions, k, concurrency, files)
-                rows.append((f"{lang}{tag}", row))
-                print(f"  {lang}{tag}: {row}", flush=True)
+                for label, code in codes:
+                    row = await first_answers(lang, asked, questions, k, concurrency, files, code)
+                    row["load"], row["lang"] = load_average(digits=1), lang
+                    rows.append((f"{label}{lang}{tag}", row))
+                    print(f"  {label}{lang}{tag}: {row}", flush=True)
+            if e5 is not None:
+                references[lang] = reference(text, e5)[1]
+                print(f"  reference cold build {lang}: {references[lang]:.1f} s (load {load_average()})", flush=True)
     finally:
         files.close()
 
@@ -292,10 +304,16 @@ async def first_answers_run(langs: list[str], cross: str | None, k: int, concurr
           f"time), k={k}; load average at start {load_at_start}, at end {load_average(digits=2)}\n")
     print(table(
         ["document (questions)", "all answers hit@5 / MRR", "partial answers (n)", "complete index",
-         "first answer s", "complete after s", "chars/result"],
+         "first answer s", "answer p50 s", "complete after s", "chars/result", "load"],
         ([name, pair(r["all"]), f"{pair(r['partial'])} ({r['partial_n']})", pair(r["complete"]),
-          f"{r['first_s']:.1f}", f"{r['complete_s']:.0f}", f"{r['all']['chars']:.0f}"] for name, r in rows),
-        "lrrrrrr"))
+          f"{r['first_s']:.1f}", f"{r['answer_p50_s']:.2f}", f"{r['complete_s']:.0f}", f"{r['all']['chars']:.0f}",
+          r["load"]] for name, r in rows),
+        "lrrrrrrrr"))
+    if references:
+        print("\nLangChain + multilingual-e5-small cold build (s): " + ", ".join(
+            f"{lang} {seconds:.1f}" for lang, seconds in references.items()) + "; first answer / it: " + ", ".join(
+            f"{name} {row['first_s'] / references[row['lang']]:.2f}x"
+            for name, row in rows))
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"multilingual-first-{int(time.time())}.json").write_text(json.dumps(dict(rows), indent=1))
 
@@ -360,13 +378,18 @@ def main() -> None:
                         help="only: every question asked at once on a fresh server per document")
     parser.add_argument("--concurrency", type=int, default=1, help="with --first-answers: questions in flight")
     parser.add_argument("--cross-only", action="store_true", help="with --first-answers --cross: only those rows")
+    parser.add_argument("--reference-cold", action="store_true",
+                        help="with --first-answers: the LangChain + e5 reference's cold build of each document")
+    parser.add_argument("--baseline", type=Path, default=None,
+                        help="with --first-answers: each row also on this checkout (e.g. /work/main), right before")
     args = parser.parse_args()
     langs = [lang for lang in args.langs.split(",") if lang]
     if args.big:
         asyncio.run(big_document(args.k))
         return
     if args.first_answers:
-        asyncio.run(first_answers_run(langs, args.cross, args.k, args.concurrency, args.cross_only))
+        asyncio.run(first_answers_run(langs, args.cross, args.k, args.concurrency, args.cross_only, args.baseline,
+                                      args.reference_cold))
         return
     rows: dict[str, dict[str, dict[str, Any]]] = {}
     load_at_start = load_average(digits=2)

@@ -56,7 +56,7 @@ from mcp_server.core.settings import Settings  # noqa: E402
 from mcp_server.embedding.registry import ModelRegistry  # noqa: E402
 from mcp_server.indexes.partial import PARTIAL_SECONDS, SENTENCES_PER_CANDIDATE, partial_view  # noqa: E402
 from mcp_server.processors import ProcessOptions, document_input, process_document  # noqa: E402
-from mcp_server.retrieval.index import DocumentIndex  # noqa: E402
+from mcp_server.retrieval.index import DocumentIndex, reads_foreign  # noqa: E402
 
 # candidates, sentences per candidate (0 = all), embedding budget in seconds (partial.PARTIAL_SECONDS);
 # (0, 0, 0) the complete index, (-1, 0, 0) its BM25
@@ -77,8 +77,11 @@ class Pair:
     def search(self, question: str, k: int, config: Config) -> list[Any]:
         index = self.complete
         if config not in (COMPLETE, BM25):  # the vectors come from the embedder's cache: quality is measured
-            index = partial_view(self.base, question, self.embedder, config[0], per_chunk=config[1],
-                                 seconds=config[2])
+            server = config[1] < 0  # as the server does: a foreign question's every sentence, within the budget
+            foreign = server and reads_foreign(self.base, question)
+            index = partial_view(self.base, question, self.embedder, config[0],
+                                 per_chunk=SENTENCES_PER_CANDIDATE if server else config[1], seconds=config[2],
+                                 foreign=foreign)
             self.coverages.setdefault(config, []).append(index.coverage)
         query_vec = self.embedder.embed_query(question)
         return index.search(query_vec, question, k, reranker=self.models.reranker,
@@ -94,7 +97,8 @@ def label(config: Config) -> str:
         return "complete"
     if config == BM25:
         return "BM25 alone"
-    return f"partial: {config[0]} candidates, {config[1] or 'all'} sentences each, {config[2]:g} s"
+    sentences = "the server's choice of" if config[1] < 0 else config[1] or "all"
+    return f"partial: {config[0]} candidates, {sentences} sentences each, {config[2]:g} s"
 
 
 def mean_coverage(pairs: dict[str, Pair], config: Config) -> float:
@@ -201,7 +205,8 @@ def main() -> None:
     parser.add_argument("--candidates", default=str(defaults.progressive_candidates),
                         help="comma-separated candidate counts to measure (the server's setting by default)")
     parser.add_argument("--per-chunk", default=str(SENTENCES_PER_CANDIDATE),
-                        help="comma-separated sentences per candidate (0 = all of them)")
+                        help="comma-separated sentences per candidate (0 = all of them; -1 = the server's choice: "
+                        "3, and all within the budget for a question in another language than the document's)")
     parser.add_argument("--seconds", default=str(PARTIAL_SECONDS),
                         help="comma-separated embedding budgets of a first answer (s at the nominal speed)")
     parser.add_argument("--k", type=int, default=5)

@@ -439,6 +439,18 @@ class Settings(BaseSettings):
         description="Chunks a query on a partially indexed document embeds on demand: its best BM25 matches "
         "(and the first chunks when fewer match).",
     )
+    # A question in another language than its document's (English over Hindi) shares no words with
+    # it: BM25 cannot pick a partial answer's candidates, and the first chunks it embeds instead
+    # rarely hold the answer (XQuAD dev, English questions asked at once over a fresh server: hi
+    # 0.86, zh 0.89 against 0.97-0.98 on the complete index). Such a question waits for the complete
+    # build when it should end by then (bench/multilingual.py --first-answers --cross en).
+    progressive_foreign_wait: float = Field(
+        30.0, ge=0,
+        description="A retrieve_chunks question that reads as another language than its document's, asked "
+        "while the complete index builds, waits up to this long (seconds) for it when the build is estimated "
+        "to end by then; otherwise, or past the wait, it answers from a partial index that also holds every "
+        "sentence the build has embedded so far. 0 = never wait.",
+    )
     index_store: Literal["local", "redis"] = Field(
         "local",
         description="Where complete indexes are shared: 'local' = this host's index_dir only; 'redis' = also in "

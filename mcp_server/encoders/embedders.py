@@ -65,6 +65,24 @@ def _normalise(vectors: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(vectors / norms, dtype=np.float32)
 
 
+def plan_batches(counts: Sequence[int], *, batch_size: int, batch_tokens: int | None) -> list[tuple[int, int]]:
+    """Batches over texts sorted by token count: ``batch_size`` texts each, or, with
+    ``batch_tokens`` set, as many as pad to at most that many tokens (at least one): short
+    sentences go many to a call, long ones few, so each call costs about the same."""
+    if not batch_tokens:
+        return [(start, min(start + batch_size, len(counts))) for start in range(0, len(counts), batch_size)]
+    runs: list[tuple[int, int]] = []
+    start = 0
+    for end, count in enumerate(counts):
+        # sorted ascending: the newest text is the longest, so the batch pads to its count
+        if end > start and (end - start + 1) * count > batch_tokens:
+            runs.append((start, end))
+            start = end
+    if start < len(counts):
+        runs.append((start, len(counts)))
+    return runs
+
+
 class Embedder(ABC):
     """A text embedding model. Subclasses set the attributes and implement ``embed_batch``."""
 
@@ -72,7 +90,7 @@ class Embedder(ABC):
     dimension: int
     max_tokens: int
     batch_size: int = 32
-    # Padded tokens per batch instead of a count (None: ``batch_size`` texts); ``_batches`` says why
+    # Padded tokens per batch instead of a count (None: ``batch_size`` texts); ``plan_batches`` says why
     batch_tokens: int | None = None
     query_prefix: str = ""
     # Characters per second before the first measurement (MiniLM on one CPU thread embeds
@@ -143,7 +161,8 @@ class Embedder(ABC):
         missing = [key for _, key in ordered]
         total = len(missing)
         # (start, end) of each batch in ``missing``; a text pads to the model's window at most
-        runs = self._batches([min(count, self.max_tokens) for count, _ in ordered])
+        runs = plan_batches([min(count, self.max_tokens) for count, _ in ordered], batch_size=self.batch_size,
+                            batch_tokens=self.batch_tokens)
         if progress is not None:
             progress(0, total, f"embedding {total} of {len(texts)} {unit} with {self.model_id}")
         chars, seconds = 0, 0.0
@@ -179,23 +198,19 @@ class Embedder(ABC):
                 self._running -= 1
         return out
 
-    def _batches(self, counts: Sequence[int]) -> list[tuple[int, int]]:
-        """Batches over texts sorted by token count: ``batch_size`` texts each, or, with
-        ``batch_tokens`` set, as many as pad to at most that many tokens (at least one): short
-        sentences go many to a call, long ones few, so each call costs about the same."""
-        if not self.batch_tokens:
-            size = self.batch_size
-            return [(start, min(start + size, len(counts))) for start in range(0, len(counts), size)]
-        runs: list[tuple[int, int]] = []
-        start = 0
-        for end, count in enumerate(counts):
-            # sorted ascending: the newest text is the longest, so the batch pads to its count
-            if end > start and (end - start + 1) * count > self.batch_tokens:
-                runs.append((start, end))
-                start = end
-        if start < len(counts):
-            runs.append((start, len(counts)))
-        return runs
+    def known(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(mask of ``texts`` whose vectors are cached, those vectors in order): what ``embed`` would
+        return for them without a model call (a complete build under way has embedded them)."""
+        keys = [self._key(text) for text in texts]
+        mask = np.zeros(len(texts), dtype=np.bool_)
+        vectors: list[np.ndarray] = []
+        with self._cache_lock:
+            for i, key in enumerate(keys):
+                cached = self._cache.get(key)
+                if cached is not None:
+                    mask[i] = True
+                    vectors.append(cached)
+        return mask, (np.stack(vectors) if vectors else np.zeros((0, self.dimension), dtype=np.float32))
 
     def estimate_seconds(self, chars: int) -> float:
         """How long embedding ``chars`` characters of new text should take at the measured speed."""

@@ -95,11 +95,12 @@ class IndexBuilder:
         return await self.claim_and_build(key, chunker_version, chunks, self.runner.progress(progress),
                                           background=False)
 
-    def start(self, key: str, chunker_version: str, chunks: list[Chunk], pending: PendingBuild) -> None:
-        """The complete build of a partially answered document, in the background."""
+    def start(self, key: str, chunker_version: str, chunks: list[Chunk], pending: PendingBuild) -> bool:
+        """The complete build of a partially answered document, in the background (True: started)."""
         assert self._tasks is not None
         self.pending[key] = pending
         self._tasks.start_soon(self._build_in_background, key, chunker_version, chunks, pending)
+        return True
 
     async def _build_in_background(
         self, key: str, chunker_version: str, chunks: list[Chunk], pending: PendingBuild,

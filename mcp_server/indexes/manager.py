@@ -47,11 +47,11 @@ from mcp_server.embedding.runner import ModelRunner
 from mcp_server.encoders.embedders import Embedder
 from mcp_server.indexes.builds import IndexBuilder, PendingBuild, manifest_check, profile
 from mcp_server.indexes.cache_layers import register_embedders
-from mcp_server.indexes.partial import partial_view
+from mcp_server.indexes.partial import answer_partial
 from mcp_server.indexes.shared import SharedIndexStore
 from mcp_server.indexes.store import IndexStore, Manifest
 from mcp_server.indexes.tiers import IndexTiers
-from mcp_server.retrieval.index import DocumentIndex
+from mcp_server.retrieval.index import DocumentIndex, reads_foreign
 from mcp_server.retrieval.learned import bundled
 from mcp_server.retrieval.search import Searcher
 
@@ -108,6 +108,7 @@ class IndexManager:
         self.searcher = Searcher(models, self.runner, bundled() if settings.learned_ranking else None)
         self.budget = settings.progressive_budget
         self.candidates = settings.progressive_candidates
+        self.foreign_wait = settings.progressive_foreign_wait
         self._key_locks = KeyedLock()
         self.counters = {"memory_hits": 0, "disk_hits": 0, "misses": 0, "builds": 0, "partial_answers": 0,
                          "background_builds": 0}
@@ -210,17 +211,23 @@ class IndexManager:
                     return IndexView(key=key, index=fresh, complete=True, cached=not built)
                 # BM25 over every chunk, no vectors yet: a second or so for a 3 MB book, off the loop
                 started = time.perf_counter()
+                handed = False  # whether the build owns ``need`` (it gives it back when it ends)
                 try:
                     base = await off_loop(_partial_base, chunk_list, embedder)
                     base.key = key  # passage ids of partial answers name the key the complete index will have
                     lexical = round((time.perf_counter() - started) * 1000, 2)
                     pending = PendingBuild(key=key, base=base, embedder=embedder, progress=progress, reserved=need)
-                    view = await self._answer_partial(pending, query, progress, location)
+                    foreign = await off_loop(reads_foreign, base.named(location), query)
+                    # a question in another language waits for the build: it starts first
+                    handed = foreign and self.builder.start(key, chunker_version, chunk_list, pending)
+                    view = await self._answer_partial(pending, query, progress, location, foreign=foreign)
                 except BaseException:
-                    self._release(need)
+                    if not handed:
+                        self._release(need)
                     raise
                 view.timings_ms["bm25_index"] = lexical
-                self.builder.start(key, chunker_version, chunk_list, pending)
+                if not foreign:
+                    self.builder.start(key, chunker_version, chunk_list, pending)
                 return view
         return await self._answer_partial(pending, query or "", progress, location)
 
@@ -234,18 +241,13 @@ class IndexManager:
 
     async def _answer_partial(
         self, pending: PendingBuild, query: str, progress: Progress | None, location: str = "",
+        foreign: bool | None = None,
     ) -> IndexView:
-        self.counters["partial_answers"] += 1
-        report = self.runner.progress(progress)
-        started = time.perf_counter()
-        def answer() -> DocumentIndex:
-            with pending.embedder.urgent():  # not behind the document's own background build
-                return partial_view(pending.base.named(location), query, pending.embedder, self.candidates,
-                                    progress=report)
-
-        view = await self.runner.run(answer)  # BM25 scoring and the embedding both stay off the loop
-        return IndexView(key=pending.key, index=view, complete=False, cached=False,
-                         timings_ms={"partial_embed": round((time.perf_counter() - started) * 1000, 2)})
+        index, complete, timings = await answer_partial(
+            pending, query, self.runner, self.candidates, wait=self.foreign_wait, stored=self._memory.get,
+            progress=progress, location=location, foreign=foreign)
+        self.counters["partial_answers"] += not complete
+        return IndexView(key=pending.key, index=index, complete=complete, cached=complete, timings_ms=timings)
 
     async def find(self, key: str) -> DocumentIndex | None:
         """The index stored under ``key``, from memory, else from disk or the shared store (then

@@ -10,13 +10,22 @@ complete index weighs its candidates, at a fraction of the cost of embedding who
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
-from mcp_server.encoders.embedders import Embedder
-from mcp_server.retrieval.focus import SENTENCES_PER_CANDIDATE, best_sentences
-from mcp_server.retrieval.index import DocumentIndex
+import anyio
 
-__all__ = ["PARTIAL_SECONDS", "SENTENCES_PER_CANDIDATE", "best_sentences", "partial_candidates", "partial_view"]
+from mcp_server.core.concurrency import Progress, off_loop
+from mcp_server.embedding.runner import ModelRunner
+from mcp_server.encoders.embedders import Embedder
+from mcp_server.indexes.builds import PendingBuild
+from mcp_server.retrieval.focus import SENTENCES_PER_CANDIDATE, best_sentences, topped_up
+from mcp_server.retrieval.index import DocumentIndex, reads_foreign, with_known
+
+__all__ = [
+    "PARTIAL_SECONDS", "SENTENCES_PER_CANDIDATE", "answer_partial", "best_sentences", "partial_candidates",
+    "partial_view",
+]
 
 # What a first answer may spend embedding, at the embedder's nominal speed (not the measured one:
 # the same query on the same document embeds the same units whatever the machine's load): the
@@ -37,18 +46,71 @@ def partial_candidates(index: DocumentIndex, query: str, n: int) -> list[int]:
 def partial_view(
     base: DocumentIndex, query: str, embedder: Embedder, candidates: int, *,
     per_chunk: int = SENTENCES_PER_CANDIDATE, seconds: float = PARTIAL_SECONDS,
-    progress: Callable[[int, int, str], None] | None = None,
+    progress: Callable[[int, int, str], None] | None = None, foreign: bool = False,
 ) -> DocumentIndex:
-    """``base`` plus vectors for this query's candidates (``per_chunk`` 0: all their sentences).
-    Built afresh per query from the vector-less base (repeated sentences come from the
-    embedder's cache), so every query's dense ranking holds its own candidates only."""
+    """``base`` plus vectors for this query's candidates (``per_chunk`` 0: all their sentences;
+    ``foreign``, a question in another language, whose words pick no sentence: the budget left
+    embeds its best candidates whole). Built afresh per query from the vector-less base (repeated sentences
+    come from the embedder's cache), so every query's dense ranking holds its own candidates only."""
     # candidates by what the question asks: the words naming the document would fill them with
     # its cover page, certifications and exhibit index (retrieval/naming.py), and their
     # sentences by the question without a clause that only names the document
     chosen = partial_candidates(base, base.dense_query(query), candidates)
+    ranks, max_chars = {pos: rank for rank, pos in enumerate(chosen)}, seconds * embedder.prior_chars_per_second
     select = None
     if per_chunk > 0:
-        select = best_sentences(base.asked(query), per_chunk, languages=base.languages,
-                                ranks={pos: rank for rank, pos in enumerate(chosen)},
-                                max_chars=seconds * embedder.prior_chars_per_second)
+        select = best_sentences(base.asked(query), per_chunk, languages=base.languages, ranks=ranks,
+                                max_chars=max_chars)
+        if foreign:
+            select = topped_up(select, ranks, max_chars)
     return base.extended(chosen, embedder, progress=progress, select=select)
+
+
+async def answer_partial(
+    pending: PendingBuild, query: str, runner: ModelRunner, candidates: int, *, wait: float,
+    stored: Callable[[str], DocumentIndex | None], progress: Progress | None = None, location: str = "",
+    foreign: bool | None = None,
+) -> tuple[DocumentIndex, bool, dict[str, float]]:
+    """(index, complete, timings in ms) for ``query`` on a document whose complete index builds.
+
+    A question in another language than the document's (``foreign``; found here when None) shares
+    no words with it, so BM25 cannot choose its candidates: it waits up to ``wait`` seconds for the
+    complete index (``stored`` finds it by key) when the build should end by then; else, or past
+    the wait, its partial view also holds every sentence the build has embedded so far."""
+    base = pending.base.named(location)
+    timings: dict[str, float] = {}
+    if foreign is None:
+        foreign = await off_loop(reads_foreign, base, query)
+    if foreign:
+        started = time.perf_counter()
+        complete = await _complete_within(pending, wait, stored)
+        timings["foreign_wait"] = round((time.perf_counter() - started) * 1000, 2)
+        if complete is not None:
+            return complete, True, timings
+    report = runner.progress(progress)
+    started = time.perf_counter()
+
+    def answer() -> DocumentIndex:
+        with pending.embedder.urgent():  # not behind the document's own background build
+            view = partial_view(base, query, pending.embedder, candidates, progress=report, foreign=foreign)
+        # what the build has embedded of the chunks BM25 could not choose costs nothing
+        return with_known(view, pending.embedder) if foreign else view
+
+    view = await runner.run(answer)  # BM25 scoring and the embedding both stay off the loop
+    timings["partial_embed"] = round((time.perf_counter() - started) * 1000, 2)
+    return view, False, timings
+
+
+async def _complete_within(
+    pending: PendingBuild, wait: float, stored: Callable[[str], DocumentIndex | None],
+) -> DocumentIndex | None:
+    """The complete index of ``pending`` when its build is estimated to end within ``wait``
+    seconds and does (None otherwise, or when the build failed)."""
+    done, total = pending.embedded
+    left = 1.0 - done / total if total else 1.0
+    chars = left * sum(len(chunk.text) for chunk in pending.base.chunks)
+    if wait <= 0 or pending.embedder.estimate_seconds(int(chars)) > wait:
+        return None
+    with anyio.move_on_after(wait):
+        await pending.done.wait()
+    return stored(pending.key) if pending.done.is_set() else None

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import dataclasses
 
+from mcp_server.citations.neighbours import span_location
 from mcp_server.citations.passages import PassageRef, parse_passage_id, text_checksum
 from mcp_server.core.errors import ValidationError
 from mcp_server.core.models import Chunk, ChunkLocation
 from mcp_server.pipeline.service import DocumentService
 from mcp_server.retrieval.index import DocumentIndex
-from mcp_server.retrieval.neighbours import span_location
 
 __all__ = ["find_passage", "window_location"]
 

@@ -22,6 +22,7 @@ import anyio
 import numpy as np
 
 from mcp_server.chunking import TokenCounter
+from mcp_server.citations.neighbours import merge_texts
 from mcp_server.citations.passages import passage_id
 from mcp_server.core.bounds import clamp
 from mcp_server.core.concurrency import Progress
@@ -33,7 +34,6 @@ from mcp_server.fetch import validate_url
 from mcp_server.pipeline.passages import find_passage, window_location
 from mcp_server.pipeline.service import DocumentService, Source, View
 from mcp_server.retrieval.index import DocumentIndex, stored_scores
-from mcp_server.retrieval.neighbours import merge_texts
 from mcp_server.retrieval.pool import PoolSource, search_pool
 
 __all__ = [

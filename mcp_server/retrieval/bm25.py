@@ -97,6 +97,14 @@ class ChunkBM25:
             scores += factor * np.asarray(self._bm25.get_scores([token] * asked.count(token)), dtype=np.float32)
         return scores, known_share(asked, tokens)
 
+    def coverage(self, query: str) -> float:
+        """The share of the query's distinct words that the document's vocabulary knows (what
+        ``scores`` returns beside the scores, without scoring)."""
+        if self._bm25 is None:
+            return 0.0
+        asked = self.query_tokens(query)
+        return known_share(asked, [t for t in asked if t in self._bm25.vocab_dict])
+
     def presence(
         self, query: str, positions: Sequence[int], identity: Identity | None = None,
     ) -> tuple[np.ndarray, list[int]]:

@@ -24,7 +24,10 @@ from mcp_server.retrieval.vectors import UnitSelect
 from mcp_server.text.analysis import query_tokens
 from mcp_server.text.sentences import chunk_units
 
-__all__ = ["FOCUS_CANDIDATES", "SENTENCES_PER_CANDIDATE", "UnitTerms", "best_sentences", "keep_units"]
+__all__ = [
+    "FOCUS_CANDIDATES", "SENTENCES_PER_CANDIDATE", "UnitTerms", "best_sentences", "topped_up", "keep_units",
+    "within_budget",
+]
 
 # A 1,500-character chunk has ~15 sentences; the three sharing most query terms carry its match.
 SENTENCES_PER_CANDIDATE = 3
@@ -96,18 +99,46 @@ def best_sentences(
         present = present.reshape(len(texts), len(terms))
         weight = bm25_idf(present.sum(axis=0).astype(np.float64), len(texts))
         keep = keep_units(present.astype(np.float64) @ weight, np.asarray(owners), per_chunk)
-        if ranks is not None and sum(len(texts[i]) for i in np.nonzero(keep)[0]) > max_chars:
-            spent = 0
-            for owner in sorted(np.unique(owners).tolist(), key=lambda pos: ranks.get(pos, len(ranks))):
-                units = np.nonzero(keep & (owners == owner))[0]
-                cost = sum(len(texts[i]) for i in units)
-                if spent and spent + cost > max_chars:
-                    keep[units] = False  # the first candidate always keeps its units
-                else:
-                    spent += cost
-        return keep
+        return within_budget(keep, texts, owners, ranks, max_chars) if ranks is not None else keep
 
     return select
+
+
+def topped_up(select: UnitSelect, ranks: dict[int, int], max_chars: float) -> UnitSelect:
+    """``select``'s units, then every other unit of the chunks in rank order (``ranks``) while the
+    kept text stays within ``max_chars``: for a question that shares no words with the text, whose
+    selection keeps each chunk's first unit only, the budget left embeds its best chunks whole."""
+    def topped(texts: list[str], owners: np.ndarray) -> np.ndarray:
+        keep = select(texts, owners)
+        spent = sum(len(texts[i]) for i in np.nonzero(keep)[0])
+        for owner in sorted(np.unique(owners).tolist(), key=lambda pos: ranks.get(pos, len(ranks))):
+            units = np.nonzero(~keep & (owners == owner))[0]
+            cost = sum(len(texts[i]) for i in units)
+            if spent + cost > max_chars:
+                break
+            keep[units] = True
+            spent += cost
+        return keep
+
+    return topped
+
+
+def within_budget(
+    keep: np.ndarray, texts: list[str], owners: np.ndarray, ranks: dict[int, int], max_chars: float,
+) -> np.ndarray:
+    """``keep`` without the units of the chunks ranked last (``ranks``) past ``max_chars`` of kept
+    text; the first chunk always keeps its units."""
+    if sum(len(texts[i]) for i in np.nonzero(keep)[0]) <= max_chars:
+        return keep
+    spent = 0
+    for owner in sorted(np.unique(owners).tolist(), key=lambda pos: ranks.get(pos, len(ranks))):
+        units = np.nonzero(keep & (owners == owner))[0]
+        cost = sum(len(texts[i]) for i in units)
+        if spent and spent + cost > max_chars:
+            keep[units] = False
+        else:
+            spent += cost
+    return keep
 
 
 class UnitTerms:

@@ -27,6 +27,7 @@ from typing import Literal
 import faiss
 import numpy as np
 
+from mcp_server.citations.neighbours import expand_hits
 from mcp_server.core.bounds import clamp
 from mcp_server.core.concurrency import Once
 from mcp_server.core.models import Chunk, SearchHit
@@ -37,7 +38,6 @@ from mcp_server.retrieval.bm25 import ChunkBM25
 from mcp_server.retrieval.focus import FOCUS_CANDIDATES, SENTENCES_PER_CANDIDATE, UnitTerms, keep_units
 from mcp_server.retrieval.learned import CandidateSignals, LearnedRanker, digit_share, idf, number_signals
 from mcp_server.retrieval.naming import Identity, file_name_words
-from mcp_server.retrieval.neighbours import expand_hits
 from mcp_server.retrieval.ranking import (
     CANDIDATES_PER_RESULT,
     RRF_K,
@@ -49,16 +49,20 @@ from mcp_server.retrieval.ranking import (
 )
 from mcp_server.retrieval.vectors import SentenceVectors, UnitSelect, embed_into
 from mcp_server.text.analysed import StoredAnalysis
+from mcp_server.text.language import dominant_script
+from mcp_server.text.sentences import sentence_units
 from mcp_server.text.templates import template_mask
 
 __all__ = [
-    "MAX_NEIGHBORS", "MAX_TOP_K", "RRF_K", "DocumentIndex", "SearchMode", "lexical_weight",
+    "MAX_NEIGHBORS", "MAX_TOP_K", "RRF_K", "DocumentIndex", "SearchMode", "lexical_weight", "reads_foreign",
+    "with_known",
 ]
 
 # hybrid fuses both rankings; dense / bm25 use one (for benchmarks and ablations)
 SearchMode = Literal["hybrid", "dense", "bm25"]
 
 MAX_TOP_K = 20
+SCRIPT_SAMPLE = 500  # characters of each chunk that name the scripts a document is written in
 MAX_NEIGHBORS = 2
 
 
@@ -96,6 +100,9 @@ class DocumentIndex:
         # found at the first search (or warm()), or read with the index; shared by the copies as well
         self._templates = Once(_template_finder(self.chunks, stored))
         self.instructions: InstructionScores | None = None  # set by the complete build or a load (stored_scores)
+        # every chunk's units, split once when a partial answer first reads them (``with_known``)
+        self._units = Once(lambda: sentence_units(self.chunks))
+        self._scripts = Once(lambda: {dominant_script(chunk.text, SCRIPT_SAMPLE) for chunk in self.chunks})
 
     @classmethod
     def build(
@@ -136,14 +143,8 @@ class DocumentIndex:
         if not len(new):
             return self
         added = faiss.IndexFlatIP(self.dimension)
-        owners = np.concatenate([self.owners, embed_into(added, self.chunks, new, embedder, progress, select)])
-        vectors = np.concatenate([self.faiss.reconstruct_n(0, self.faiss.ntotal), added.reconstruct_n(0, added.ntotal)])
-        order = np.argsort(owners, kind="stable")  # owners must stay in chunk order
-        index = faiss.IndexFlatIP(self.dimension)
-        index.add(np.ascontiguousarray(vectors[order]))
-        clone = copy.copy(self)
-        clone._set_vectors(index, owners[order])
-        return clone
+        owners = embed_into(added, self.chunks, new, embedder, progress, select)
+        return _with_vectors(self, added.reconstruct_n(0, added.ntotal), owners)
 
     def _set_vectors(self, faiss_index: faiss.Index, owners: np.ndarray | None) -> None:
         n = len(self.chunks)
@@ -317,6 +318,44 @@ def _template_finder(chunks: Sequence[Chunk], stored: StoredAnalysis | None) -> 
         return lambda: stored.templates
     texts = [c.text for c in chunks]
     return lambda: template_mask(texts)
+
+
+def with_known(index: DocumentIndex, embedder: Embedder) -> DocumentIndex:
+    """A copy of ``index`` whose chunks without vectors get those of their units that ``embedder``
+    already holds, without a model call (the complete build under way has embedded them): a partial
+    answer's dense side then reaches past its own candidates. ``index`` itself when there are none."""
+    texts, owners = index._units.get()
+    uncovered = np.flatnonzero(~index._vectors.covered[owners])
+    if not len(uncovered):
+        return index
+    mask, vectors = embedder.known([texts[i] for i in uncovered])
+    return _with_vectors(index, vectors, owners[uncovered[mask]]) if mask.any() else index
+
+
+def reads_foreign(index: DocumentIndex, query: str) -> bool:
+    """Whether ``query`` reads as another language than the document's: BM25 weighs less than in
+    full for it (``ranking.lexical_weight``: few of its words are the document's, and no language
+    of the document is plausible for it), so only the dense side can rank for it; unless it is
+    written in a script other than Latin that the document's chunks are written in."""
+    asked = index.asked(query)
+    if lexical_weight(index.lexical.coverage(asked), asked, index.languages) >= 1.0:
+        return False
+    # a script few languages share, which the document is written in: the question is in its
+    # language, whatever the detector made of a few words of it (a short Chinese question)
+    script = dominant_script(asked)
+    return script in ("", "Latin") or script not in index._scripts.get()
+
+
+def _with_vectors(index: DocumentIndex, vectors: np.ndarray, owners: np.ndarray) -> DocumentIndex:
+    """A copy of ``index`` holding ``vectors`` (of the chunks ``owners``) besides its own."""
+    owners = np.concatenate([index.owners, owners])
+    vectors = np.concatenate([index.faiss.reconstruct_n(0, index.faiss.ntotal), vectors])
+    order = np.argsort(owners, kind="stable")  # owners must stay in chunk order
+    merged = faiss.IndexFlatIP(index.dimension)
+    merged.add(np.ascontiguousarray(vectors[order], dtype=np.float32))
+    clone = copy.copy(index)
+    clone._set_vectors(merged, owners[order])
+    return clone
 
 
 def _with_identity(index: DocumentIndex, identity: Identity | None) -> DocumentIndex:

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mcp_server.retrieval import DocumentIndex
-from mcp_server.retrieval.focus import SENTENCES_PER_CANDIDATE, UnitTerms, best_sentences, keep_units
+from mcp_server.retrieval.focus import SENTENCES_PER_CANDIDATE, UnitTerms, best_sentences, keep_units, topped_up
 from mcp_server.text.sentences import sentence_units
 from tests.retrieval._chunks import make_chunks
 
@@ -80,3 +80,15 @@ def test_a_chunk_scores_by_its_sentences_that_share_the_question_words() -> None
     assert abs(whole[chunks[1].text] - 0.9) < 1e-5  # the dense mode is the cosines alone
     other_words = {h.chunk.text: h.dense for h in index.search(vec, "when do big cats prey", 3)}
     assert abs(other_words[chunks[1].text] - 0.9) < 1e-5  # no sentence shares a word: cosines alone
+
+
+def test_a_question_sharing_no_word_keeps_each_chunks_first_unit_and_the_budget_left_embeds_the_best_chunks_whole(
+) -> None:
+    texts = ["Один два три.", "Четыре пять.", "Шесть семь восемь.", "Девять десять.", "Одиннадцать."]
+    owners = np.array([3, 3, 8, 8, 8])  # chunk 8 ranks first, chunk 3 second
+    ranks = {8: 0, 3: 1}
+    budget = len(texts[0]) + sum(len(t) for t in texts[2:])  # chunk 3's first unit, chunk 8 whole
+    focus = best_sentences("Which numbers are counted?", 3, ranks=ranks, max_chars=budget)
+    assert focus(texts, owners).tolist() == [True, False, True, False, False]
+    assert topped_up(focus, ranks, budget)(texts, owners).tolist() == [True, False, True, True, True]
+    assert topped_up(focus, ranks, 1e9)(texts, owners).all()

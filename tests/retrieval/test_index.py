@@ -9,10 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mcp_server.citations.neighbours import merge_texts
 from mcp_server.encoders import FakeEmbedder
 from mcp_server.rerankers import FakeReranker
 from mcp_server.retrieval import DocumentIndex
-from mcp_server.retrieval.neighbours import merge_texts
+from mcp_server.retrieval.index import reads_foreign, with_known
 from tests.retrieval._chunks import make_chunks, overlapping_chunks
 
 TEXTS = [
@@ -267,3 +268,32 @@ def test_the_partial_indexes_of_a_document_find_its_template_passages_once(monke
     assert first.search(vec, "topic 1", 2) and second.search(vec, "topic 4", 2)
     assert calls == [6]
     assert base.templates is first.templates is second.templates
+
+
+def test_a_partial_index_takes_the_vectors_its_embedder_already_holds_without_a_model_call() -> None:
+    chunks = make_chunks(TEXTS)
+    embedder = FakeEmbedder()
+    base = DocumentIndex.embed(chunks, embedder, only=())
+    embedder.embed([TEXTS[2]])  # as the complete build under way would have
+    calls = embedder.batches
+    view = with_known(base.extended([4], embedder), embedder)
+    assert embedder.batches == calls + 1  # chunk 4's own vectors; chunk 2's came from the cache
+    query = "Where is the Eiffel Tower?"
+    hits = view.search(embedder.embed_query(query), query, 2, mode="dense")
+    assert hits[0].chunk.text == TEXTS[2]
+    assert view.coverage == pytest.approx(2 / 5) and base.coverage == 0.0
+    assert with_known(base, FakeEmbedder()) is base  # nothing held: nothing to add
+
+
+def test_a_question_in_another_script_reads_as_foreign_to_a_document_and_one_in_its_language_does_not() -> None:
+    index, _ = build(TEXTS)
+    assert not reads_foreign(index, "Where is the Eiffel Tower located?")
+    assert reads_foreign(index, "埃菲尔铁塔位于哪里？")
+
+
+def test_a_short_question_in_the_script_of_a_chinese_document_is_never_foreign_to_it() -> None:
+    texts = ["北京是中国的首都，有很多历史建筑和博物馆。", "长江是亚洲最长的河流，流经很多城市。",
+             "熊猫主要生活在四川的山区，吃竹子。"]
+    index, _ = build(texts, language="zh-cn")
+    assert not reads_foreign(index, "谁赢得了比赛？")  # no word of it is the document's, and the detector may not know
+    assert reads_foreign(index, "Who won the match?")

@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 
 from mcp_server.core.settings import Settings
+from mcp_server.indexes.instructions import POINTER_FILE as SCORES_POINTER
 from mcp_server.indexes.lexical import POINTER_FILE
 from mcp_server.indexes.manager import IndexManager
 from mcp_server.indexes.store import (
@@ -58,12 +59,15 @@ def _mid_save(folder: Path) -> bool:
         return folder.is_dir() and any(folder.iterdir())
     manifest = json.loads((folder / MANIFEST_FILE).read_text())
     current = {MANIFEST_FILE, *manifest["files"].values()}
-    try:  # the analysis stored beside the version (indexes/lexical.py) belongs to it
-        pointer = json.loads((folder / POINTER_FILE).read_text())
-    except (OSError, ValueError):
-        pointer = {}
-    if pointer.get("chunks_sha256") == manifest["sha256"][CHUNKS_FILE]:
-        current |= {POINTER_FILE, pointer["file"]}
+    # the analysis (indexes/lexical.py) and the detector's scores (indexes/instructions.py) stored beside
+    # the version belong to it
+    for pointer_file in (POINTER_FILE, SCORES_POINTER):
+        try:
+            pointer = json.loads((folder / pointer_file).read_text())
+        except (OSError, ValueError):
+            pointer = {}
+        if pointer.get("chunks_sha256") == manifest["sha256"][CHUNKS_FILE]:
+            current |= {pointer_file, pointer["file"]}
     return any(entry.name not in current for entry in folder.iterdir())
 
 
@@ -217,8 +221,9 @@ async def test_a_folder_without_its_manifest_holds_no_index_and_is_rebuilt_over(
     (folder / MANIFEST_FILE).unlink()  # what a first save killed before its switch leaves
     index, cached = await restarted.get_or_build("doc", worker.CHUNKER, "params", made)
     assert not cached and restarted.counters["builds"] == 1 and restarted.store.quarantined == 0
-    # the orphans were cleared: the manifest, its three files and the analysis beside them (lexical.py)
-    assert len(index) == len(made) and len(list(folder.iterdir())) == 6
+    # the orphans were cleared: the manifest, its three files, the analysis beside them (lexical.py) and
+    # the instruction detector's scores (indexes/instructions.py)
+    assert len(index) == len(made) and len(list(folder.iterdir())) == 8
 
 
 def test_four_processes_building_one_document_end_with_one_index(tmp_path: Path) -> None:
@@ -239,7 +244,8 @@ async def test_index_files_on_disk_are_json_and_faiss_never_pickle(tmp_path: Pat
     files = [p for p in tmp_path.rglob("*") if p.is_file() and ".locks" not in p.parts]
     folder = files[0].parent
     (analysis,) = folder.glob("lexical.*.npz")  # the chunks' tokens beside the index (indexes/lexical.py)
-    assert {p.name for p in files} == {MANIFEST_FILE, POINTER_FILE, analysis.name, *(
+    (scores,) = folder.glob("instructions.*.npz")  # the detector's scores of the chunks (indexes/instructions.py)
+    assert {p.name for p in files} == {MANIFEST_FILE, POINTER_FILE, analysis.name, SCORES_POINTER, scores.name, *(
         stored_file(folder, name).name for name in (INDEX_FILE, CHUNKS_FILE, SENTENCES_FILE))}
     for path in files:
         data = path.read_bytes()
@@ -257,7 +263,8 @@ async def test_index_files_on_disk_are_json_and_faiss_never_pickle(tmp_path: Pat
     package = ROOT / "mcp_server"
     between_processes = {package / "subprocesses" / "process_pool.py", package / "processors" / "sandbox.py"}
     sources = "\n".join(p.read_text() for p in (ROOT / "mcp_server").rglob("*.py") if p not in between_processes)
-    for forbidden in ("import pickle", "from pickle", "allow_pickle=True", "joblib", "shelve", "dill", "torch.load("):
+    for forbidden in ("import pickle", "from pickle", "allow_pickle=True", "joblib", "import shelve", "from shelve",
+                      "import dill", "from dill", "torch.load("):  # as imports: "shelves" of documents are not shelve
         assert forbidden not in sources, forbidden
     for path in between_processes:
         text = path.read_text()

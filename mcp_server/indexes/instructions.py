@@ -10,17 +10,16 @@ The complete build scores every chunk once (``score_chunks``, while its vectors 
 classifier's version): the flagger uses stored scores only when they are its detector's, so a new
 model scores returned passages again, as before, until the index is built anew.
 
-Like ``lexical.py``: outside the manifest, written after it, best effort, never trusted when damaged
-or another index's, and removed with the previous version's files (``IndexStore._commit``); a folder
-without them (written before them, or by a server without a detector) loads as before.
+Like ``lexical.py`` (both through ``sidecars.py``): outside the manifest, written after it, best
+effort, never trusted when damaged or another index's, and removed with the previous version's
+files (``IndexStore._commit``); a folder without them (written before them, or by a server without a
+detector) loads as before.
 """
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
-import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -30,15 +29,13 @@ import numpy as np
 from mcp_server.core.models import Chunk
 from mcp_server.detectors.instructions import InstructionDetector
 from mcp_server.detectors.scores import InstructionScores
-from mcp_server.indexes.lexical import sidecar_name, write_sidecar
+from mcp_server.indexes.sidecars import read_sidecar, store_sidecar
 from mcp_server.retrieval.index import DocumentIndex
 from mcp_server.text.sentences import sentence_spans
 
 __all__ = ["POINTER_FILE", "read_instructions", "score_chunks", "store_instructions", "store_scores"]
 
-log = logging.getLogger(__name__)
-
-POINTER_FILE = "instructions.json"
+POINTER_FILE = "instructions.json"  # sidecars.py: "<kind>.json"
 MANIFEST_FILE = "manifest.json"  # store.py's: the stored version's names and checksums
 FORMAT = 1
 BATCH_CHUNKS = 256  # chunks scored per detector call: one embedding call's vectors stay a few MB
@@ -77,44 +74,21 @@ def decode(data: bytes, detector: str, chunk_count: int) -> InstructionScores:
 
 def read_instructions(folder: Path, manifest: dict[str, Any]) -> InstructionScores | None:
     """The scores stored beside the index ``manifest`` describes, if they are that index's."""
-    try:
-        pointer = json.loads((folder / POINTER_FILE).read_bytes())
-    except (OSError, ValueError):
-        return None
-    try:
-        chunks_digest = manifest["sha256"]["chunks.json"]
+    def scores(data: bytes, pointer: dict[str, Any], chunk_count: int) -> InstructionScores:
         detector = pointer.get("detector")
-        if pointer.get("format") != FORMAT or pointer.get("chunks_sha256") != chunks_digest:
-            return None  # another format's or other chunks': scored again at the next build
-        if not isinstance(detector, str) or pointer.get("file") != sidecar_name("instructions", chunks_digest):
-            raise ValueError("unexpected detector or file name")
-        data = (folder / pointer["file"]).read_bytes()
-        if hashlib.sha256(data).hexdigest() != pointer.get("sha256"):
-            raise ValueError("checksum mismatch")
-        return decode(data, detector, int(manifest["chunk_count"]))
-    except Exception as exc:  # noqa: BLE001 - any damage means: flag returned passages live, never trust it
-        log.warning("index.instructions_unreadable",
-                    extra={"folder": folder.name, "reason": f"{type(exc).__name__}: {exc}"})
-        return None
+        if not isinstance(detector, str):
+            raise ValueError("unexpected detector")
+        return decode(data, detector, chunk_count)
+    return read_sidecar(folder, manifest, "instructions", {"format": FORMAT}, scores)
 
 
 def store_instructions(folder: Path, manifest: dict[str, Any], index: DocumentIndex) -> dict[str, Any]:
     """Write ``index``'s scores beside it, when it has them (best effort: a failure leaves the index
     as it was); returns ``manifest`` unchanged."""
     scores = index.instructions
-    if scores is None:
-        return manifest
-    try:
-        chunks_digest = manifest["sha256"]["chunks.json"]
-        data = encode(scores.check(len(index)))
-        name = sidecar_name("instructions", chunks_digest)
-        write_sidecar(folder / name, data)
-        pointer = {"format": FORMAT, "detector": scores.detector, "chunks_sha256": chunks_digest, "file": name,
-                   "sha256": hashlib.sha256(data).hexdigest()}
-        write_sidecar(folder / POINTER_FILE, json.dumps(pointer, indent=1).encode())
-    except (OSError, KeyError, ValueError) as exc:  # e.g. the folder was evicted meanwhile, or the disk is full
-        log.info("index.instructions_not_stored",
-                 extra={"folder": folder.name, "reason": f"{type(exc).__name__}: {exc}"})
+    if scores is not None:
+        store_sidecar(folder, manifest, "instructions", {"format": FORMAT, "detector": scores.detector},
+                      lambda: encode(scores.check(len(index))))
     return manifest
 
 

@@ -13,32 +13,26 @@ and then gets them; a server that does not know them reads the folder as always,
 the index removes them with the previous version's files (``IndexStore._commit``). A damaged or stale
 pair is never trusted and never quarantines the index: it is written again. Writes are atomic renames
 without fsync: a pair cut short by a crash fails its checksum and is written again.
+Reading and writing the pair is ``sidecars.py``'s, shared with ``instructions.py``.
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import io
-import json
-import logging
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from mcp_server.indexes.sidecars import read_sidecar, store_sidecar
 from mcp_server.retrieval.index import DocumentIndex
 from mcp_server.text.analysed import AnalysedCorpus, StoredAnalysis
 from mcp_server.text.analysis import ANALYSIS_VERSION
 from mcp_server.text.templates import TEMPLATES_VERSION
 
-__all__ = ["LEXICAL_FILE", "POINTER_FILE", "read_lexical", "sidecar_name", "store_lexical", "write_sidecar"]
+__all__ = ["LEXICAL_FILE", "POINTER_FILE", "read_lexical", "store_lexical"]
 
-log = logging.getLogger(__name__)
-
-POINTER_FILE = "lexical.json"
+POINTER_FILE = "lexical.json"  # sidecars.py: "<kind>.json"
 LEXICAL_FILE = "lexical.npz"  # the logical name; the folder holds lexical.<16 hex of the chunks' digest>.npz
 FORMAT = 1
 
@@ -72,58 +66,14 @@ def decode(data: bytes, chunk_count: int) -> StoredAnalysis:
 
 
 def read_lexical(folder: Path, manifest: dict[str, Any]) -> StoredAnalysis | None:
-    """The analysis stored beside the index ``manifest`` describes, if it is that index's and current."""
-    try:
-        pointer = json.loads((folder / POINTER_FILE).read_bytes())
-    except (OSError, ValueError):
-        return None
-    try:
-        chunks_digest = manifest["sha256"]["chunks.json"]
-        if {k: pointer.get(k) for k in _versions()} != _versions() or pointer.get("chunks_sha256") != chunks_digest:
-            return None  # written for other chunks or by another analysis: written again after this load
-        name = pointer["file"]
-        if not isinstance(name, str) or name != sidecar_name("lexical", chunks_digest):
-            raise ValueError("unexpected file name")
-        data = (folder / name).read_bytes()
-        if hashlib.sha256(data).hexdigest() != pointer.get("sha256"):
-            raise ValueError("checksum mismatch")
-        return decode(data, int(manifest["chunk_count"]))
-    except Exception as exc:  # noqa: BLE001 - any damage means: analyse again, never trust it
-        log.warning("index.lexical_unreadable", extra={"folder": folder.name, "reason": f"{type(exc).__name__}: {exc}"})
-        return None
+    """The analysis stored beside the index ``manifest`` describes, if it is that index's and current
+    (otherwise the chunks are analysed again)."""
+    return read_sidecar(folder, manifest, "lexical", _versions(), lambda data, _, count: decode(data, count))
 
 
 def store_lexical(folder: Path, manifest: dict[str, Any], index: DocumentIndex) -> dict[str, Any]:
     """Write ``index``'s analysis beside it (best effort: a failure leaves the index as it was);
     returns ``manifest`` (the index's, unchanged)."""
-    try:
-        chunks_digest = manifest["sha256"]["chunks.json"]
-        data = encode(StoredAnalysis(corpus=index.lexical.analysed, templates=index.templates))
-        name = sidecar_name("lexical", chunks_digest)
-        write_sidecar(folder / name, data)
-        pointer = {**_versions(), "chunks_sha256": chunks_digest, "file": name,
-                   "sha256": hashlib.sha256(data).hexdigest()}
-        write_sidecar(folder / POINTER_FILE, json.dumps(pointer, indent=1).encode())
-    except (OSError, KeyError, ValueError) as exc:  # e.g. the folder was evicted meanwhile, or the disk is full
-        log.info("index.lexical_not_stored", extra={"folder": folder.name, "reason": f"{type(exc).__name__}: {exc}"})
+    store_sidecar(folder, manifest, "lexical", _versions(),
+                  lambda: encode(StoredAnalysis(corpus=index.lexical.analysed, templates=index.templates)))
     return manifest
-
-
-def sidecar_name(kind: str, chunks_digest: str) -> str:
-    """The file beside an index that holds ``kind`` for the chunks of ``chunks_digest``."""
-    if not isinstance(chunks_digest, str) or len(chunks_digest) < 16 or not chunks_digest.isalnum():
-        raise ValueError("bad chunks digest")
-    return f"{kind}.{chunks_digest[:16]}.npz"
-
-
-def write_sidecar(path: Path, data: bytes) -> None:
-    """Atomically (a rename), without fsync: a file cut short by a crash fails its checksum."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise

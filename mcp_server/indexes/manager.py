@@ -25,43 +25,39 @@ known before parsing (the service passes the model window).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
 
-from mcp_server import metrics
 from mcp_server.caches.budget import BUILD_BYTES_PER_CHAR, MemoryBudget
-from mcp_server.caches.layers import MemoryLayer, cache_put
+from mcp_server.caches.layers import MemoryLayer
 from mcp_server.caches.registry import memory_layer
-from mcp_server.core.concurrency import KeyedLock, Progress, off_loop
+from mcp_server.core.concurrency import KeyedLock, Progress
 from mcp_server.core.models import Chunk
 from mcp_server.core.settings import Settings
 from mcp_server.embedding.registry import ModelRegistry
 from mcp_server.embedding.runner import ModelRunner
-from mcp_server.encoders.embedders import Embedder
 from mcp_server.indexes.builds import IndexBuilder, PendingBuild, manifest_check, profile
 from mcp_server.indexes.cache_layers import register_embedders
-from mcp_server.indexes.partial import answer_partial
+from mcp_server.indexes.lookup import IndexLookup
+from mcp_server.indexes.partial import FirstAnswers
 from mcp_server.indexes.shared import SharedIndexStore
 from mcp_server.indexes.store import IndexStore, Manifest
 from mcp_server.indexes.tiers import IndexTiers
-from mcp_server.retrieval.index import DocumentIndex, reads_foreign
+from mcp_server.retrieval.index import DocumentIndex
 from mcp_server.retrieval.learned import bundled
 from mcp_server.retrieval.search import Searcher
 
-__all__ = ["ChunkSource", "IndexManager", "IndexView", "make_index_key"]
+__all__ = ["IndexManager", "IndexView", "Opening", "make_index_key"]
 
 log = logging.getLogger(__name__)
-
-# The chunks, or a coroutine function producing them (called only when the index must be built).
-ChunkSource = Sequence[Chunk] | Callable[[], Awaitable[Sequence[Chunk]]]
-
 
 def make_index_key(content_sha256: str, model_id: str, chunker_version: str, config_key: str) -> str:
     """The on-disk and in-memory name of an index (32 hex chars)."""
@@ -87,6 +83,20 @@ class IndexView:
         return 1.0 if self.complete else round(self.index.coverage, 4)
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Opening:
+    """A key looked up before any chunks (``IndexManager.opening``): its ``view`` when found, else
+    what ``IndexManager.build`` needs besides the chunks. Plain values: the pipeline makes the chunks
+    and hands them down, indexes/ never calls back into it."""
+
+    key: str
+    chunker_version: str
+    query: str | None
+    location: str
+    progress: Progress | None = None
+    view: IndexView | None = None
+
+
 class IndexManager:
     def __init__(
         self, settings: Settings, models: ModelRegistry, store: IndexStore | None = None, *,
@@ -106,15 +116,14 @@ class IndexManager:
         self.runner = ModelRunner(settings.model_concurrency)
         # searching the indexes it hands out is retrieval's job, with the same models and model slots
         self.searcher = Searcher(models, self.runner, bundled() if settings.learned_ranking else None)
-        self.budget = settings.progressive_budget
-        self.candidates = settings.progressive_candidates
-        self.foreign_wait = settings.progressive_foreign_wait
         self._key_locks = KeyedLock()
         self.counters = {"memory_hits": 0, "disk_hits": 0, "misses": 0, "builds": 0, "partial_answers": 0,
                          "background_builds": 0}
+        self.lookup = IndexLookup(models, self._memory, self.store, self.tiers, self.counters)
         self.builder = IndexBuilder(models, self.tiers, self.runner, self.counters, keep=self._remember,
                                     release=self._release)
         self._pending = self.builder.pending
+        self.partial = FirstAnswers(settings, self.runner, self.builder, self._memory.get)
 
     # --- keys -----------------------------------------------------------------------------
     def index_key(self, content_sha256: str, chunker_version: str, config_key: str) -> str:
@@ -135,7 +144,7 @@ class IndexManager:
 
     # --- get or build ---------------------------------------------------------------------
     async def get_or_build(
-        self, content_sha256: str, chunker_version: str, config_key: str, chunks: ChunkSource, *,
+        self, content_sha256: str, chunker_version: str, config_key: str, chunks: Sequence[Chunk], *,
         progress: Progress | None = None,
     ) -> tuple[DocumentIndex, bool]:
         """The complete index, built in the call if needed; (index, cached): cached is True
@@ -149,105 +158,87 @@ class IndexManager:
         if self._memory.get(key) is None and key in self._pending:
             return None
         async with self._key_locks.hold(key):
-            index = self._memory.get(key)
-            if index is not None:
-                self.counters["memory_hits"] += 1
-                metrics.index_lookup("memory")
-            else:
-                index, found = await self.tiers.find(key, manifest_check(self.models, chunker_version))
-                if index is None:
-                    return None
-                self.counters["disk_hits"] += 1
-                metrics.index_lookup(found)
-                await self._remember(key, index)
-        return IndexView(key=key, index=index, complete=True, cached=True)
+            return self._from_memory(key) or await self._from_disk(key, chunker_version)
 
     async def open(
-        self, content_sha256: str, chunker_version: str, config_key: str, chunks: ChunkSource, *,
+        self, content_sha256: str, chunker_version: str, config_key: str, chunks: Sequence[Chunk], *,
         query: str | None = None, progress: Progress | None = None, location: str = "",
     ) -> IndexView:
-        """The index to search for ``query``: the complete one when it exists or is cheap to
-        build now, else a partial one with vectors for the query's candidates (and the complete
-        one starts building in the background). Without ``query``, always the complete one.
-        ``location``: the URL the document is searched under (a partial answer's candidates
+        """``opening`` and ``build`` with the chunks at hand (tests, benchmarks, scripts)."""
+        async with self.opening(content_sha256, chunker_version, config_key, query=query, progress=progress,
+                                location=location) as found:
+            return found.view or await self.build(found, chunks)
+
+    @asynccontextmanager
+    async def opening(
+        self, content_sha256: str, chunker_version: str, config_key: str, *,
+        query: str | None = None, progress: Progress | None = None, location: str = "",
+    ) -> AsyncIterator[Opening]:
+        """The index to search for ``query`` when it needs no chunks: the complete one from memory
+        or disk, or a partial one while the complete one builds. Else ``view`` is None and the key's
+        lock is held until the block ends: the caller makes the chunks and hands them to ``build``
+        there (ten identical cold calls parse and build once). Without ``query``, only the complete
+        index. ``location``: the URL the document is searched under (a partial answer's candidates
         are chosen without the words that name it, file name included: ``DocumentIndex.named``)."""
         key = self.index_key(content_sha256, chunker_version, config_key)
-        index = self._memory.get(key)
-        if index is not None:
-            self.counters["memory_hits"] += 1
-            metrics.index_lookup("memory")
-            return IndexView(key=key, index=index, complete=True, cached=True)
-        pending = self._pending.get(key) if query is not None else None
-        if pending is not None:
-            return await self._answer_partial(pending, query or "", progress, location)
-        async with self._key_locks.hold(key):
-            index = self._memory.get(key)
-            if index is not None:  # built by the request we waited for
-                self.counters["memory_hits"] += 1
-                metrics.index_build("coalesced")
-                metrics.index_lookup("memory")
-                return IndexView(key=key, index=index, complete=True, cached=True)
-            pending = self._pending.get(key) if query is not None else None
-            if pending is None:
-                loaded, found = await self.tiers.find(key, manifest_check(self.models, chunker_version))
-                if loaded is not None:
-                    self.counters["disk_hits"] += 1  # the shared store's too: they land in the folder
-                    metrics.index_lookup(found)
-                    await self._remember(key, loaded)
-                    return IndexView(key=key, index=loaded, complete=True, cached=True)
-                self.counters["misses"] += 1
-                metrics.index_lookup("miss")
-                chunk_list = list(await chunks() if callable(chunks) else chunks)
-                embedder = self.models.embedder_for(*profile(chunk_list))
-                need = BUILD_BYTES_PER_CHAR * sum(len(chunk.text) for chunk in chunk_list)
-                if self.memory is not None:  # several big first calls at once queue here, or SERVER_BUSY
-                    await self.memory.reserve(need, progress=progress)
-                if query is None or self._build_now(chunk_list, embedder):
-                    try:
-                        fresh, built = await self.builder.build_here(key, chunker_version, chunk_list, progress)
-                    finally:
-                        self._release(need)
-                    await self._remember(key, fresh)
-                    return IndexView(key=key, index=fresh, complete=True, cached=not built)
-                # BM25 over every chunk, no vectors yet: a second or so for a 3 MB book, off the loop
-                started = time.perf_counter()
-                handed = False  # whether the build owns ``need`` (it gives it back when it ends)
-                try:
-                    base = await off_loop(_partial_base, chunk_list, embedder)
-                    base.key = key  # passage ids of partial answers name the key the complete index will have
-                    lexical = round((time.perf_counter() - started) * 1000, 2)
-                    pending = PendingBuild(key=key, base=base, embedder=embedder, progress=progress, reserved=need)
-                    foreign = await off_loop(reads_foreign, base.named(location), query)
-                    # a question in another language waits for the build: it starts first
-                    handed = foreign and self.builder.start(key, chunker_version, chunk_list, pending)
-                    view = await self._answer_partial(pending, query, progress, location, foreign=foreign)
-                except BaseException:
-                    if not handed:
-                        self._release(need)
-                    raise
-                view.timings_ms["bm25_index"] = lexical
-                if not foreign:
-                    self.builder.start(key, chunker_version, chunk_list, pending)
-                return view
-        return await self._answer_partial(pending, query or "", progress, location)
+        opening = Opening(key=key, chunker_version=chunker_version, query=query, progress=progress, location=location)
+        view = self._from_memory(key)
+        pending = self._pending.get(key) if view is None and query is not None else None
+        if view is None and pending is None:
+            async with self._key_locks.hold(key):
+                view = self._from_memory(key, coalesced=True)  # built by the request we waited for
+                pending = self._pending.get(key) if view is None and query is not None else None
+                if view is None and pending is None:
+                    view = await self._from_disk(key, chunker_version, miss=True)
+                    if view is None:
+                        yield opening  # built by the caller, under the lock
+                        return
+        if view is None:
+            assert pending is not None
+            view = await self._answer_partial(pending, query or "", progress, location)
+        yield dataclasses.replace(opening, view=view)
 
-    def _build_now(self, chunks: list[Chunk], embedder: Embedder) -> bool:
-        """Build completely in the call when there is no background runner or the build is
-        estimated within the budget. (A partial answer embeds a few sentences per candidate, so
-        it is the cheaper first answer for any document that misses the budget.)"""
-        if not self.builder.background or not chunks:
-            return True
-        return embedder.estimate_seconds(sum(len(chunk.text) for chunk in chunks)) <= self.budget
+    async def build(self, opening: Opening, chunks: Sequence[Chunk]) -> IndexView:
+        """The index of a key ``opening`` did not find, from its chunks, inside the ``opening`` block:
+        built completely now when it is cheap or there is no query, else a partial index with vectors
+        for the query's candidates while the complete one builds in the background."""
+        if opening.view is not None:
+            raise ValueError("the index was found: nothing to build")
+        key, chunker_version, query, progress = opening.key, opening.chunker_version, opening.query, opening.progress
+        chunk_list = list(chunks)
+        embedder = self.models.embedder_for(*profile(chunk_list))
+        need = BUILD_BYTES_PER_CHAR * sum(len(chunk.text) for chunk in chunk_list)
+        if self.memory is not None:  # several big first calls at once queue here, or SERVER_BUSY
+            await self.memory.reserve(need, progress=progress)
+        if query is None or self.partial.build_now(chunk_list, embedder):
+            try:
+                fresh, built = await self.builder.build_here(key, chunker_version, chunk_list, progress)
+            finally:
+                self._release(need)
+            await self._remember(key, fresh)
+            return IndexView(key=key, index=fresh, complete=True, cached=not built)
+        answer = await self.partial.start(key, chunker_version, chunk_list, embedder, query, progress=progress,
+                                          location=opening.location, reserved=need, release=self._release)
+        return self._partial_view(key, *answer)
 
-    async def _answer_partial(
-        self, pending: PendingBuild, query: str, progress: Progress | None, location: str = "",
-        foreign: bool | None = None,
-    ) -> IndexView:
-        index, complete, timings = await answer_partial(
-            pending, query, self.runner, self.candidates, wait=self.foreign_wait, stored=self._memory.get,
-            progress=progress, location=location, foreign=foreign)
+    def _from_memory(self, key: str, *, coalesced: bool = False) -> IndexView | None:
+        index = self.lookup.in_memory(key, coalesced=coalesced)
+        return None if index is None else IndexView(key=key, index=index, complete=True, cached=True)
+
+    async def _from_disk(self, key: str, chunker_version: str, *, miss: bool = False) -> IndexView | None:
+        index = await self.lookup.on_disk(key, manifest_check(self.models, chunker_version), miss=miss)
+        if index is None:
+            return None
+        await self._remember(key, index)
+        return IndexView(key=key, index=index, complete=True, cached=True)
+
+    async def _answer_partial(self, pending: PendingBuild, query: str, progress: Progress | None,
+                              location: str) -> IndexView:
+        return self._partial_view(pending.key, *await self.partial.answer(pending, query, progress, location))
+
+    def _partial_view(self, key: str, index: DocumentIndex, complete: bool, timings: dict[str, float]) -> IndexView:
         self.counters["partial_answers"] += not complete
-        return IndexView(key=pending.key, index=index, complete=complete, cached=complete, timings_ms=timings)
+        return IndexView(key=key, index=index, complete=complete, cached=complete, timings_ms=timings)
 
     async def find(self, key: str) -> DocumentIndex | None:
         """The index stored under ``key``, from memory, else from disk or the shared store (then
@@ -271,43 +262,14 @@ class IndexManager:
             self.memory.release(nbytes)
 
     async def _remember(self, key: str, index: DocumentIndex) -> None:
-        """Into the memory layer; measuring and any evictions it causes run off the loop. One read
-        from disk without the detector's scores is scored for instructions in the background."""
-        with anyio.CancelScope(shield=True):
-            await cache_put(self._memory, key, index)
+        """Into memory; one read from disk without the detector's scores is scored in the background."""
+        await self.lookup.keep(key, index)
         self.builder.rescore(key, index)
 
     # --- housekeeping ---------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
-        memory_hits, disk_hits, misses = (self.counters[k] for k in ("memory_hits", "disk_hits", "misses"))
-        lookups = memory_hits + disk_hits + misses
-        return {
-            **self.counters,
-            "hit_rate": round((memory_hits + disk_hits) / lookups, 4) if lookups else 0.0,
-            **{name: value for name, value in self._memory.stats().items()
-               if name in ("entries", "max_entries", "bytes", "evictions")},
-            "ttl": self._memory.stats()["ttl_s"],
-            "building": [
-                {"key": key, "chunks": len(state.base), "embedded": state.embedded[0], "to_embed": state.embedded[1]}
-                for key, state in list(self._pending.items())
-            ],
-            "disk": self.store.stats(),
-            "shared": self.tiers.stats(),
-            "embedding_cache_entries": sum(e.cache_entries for e in self.models.embedders),
-        }
+        return self.lookup.stats(self._pending)
 
     async def clear(self) -> dict[str, int]:
         """Forget every index in memory and on disk, and the embedders' vector caches."""
-        entries = self._memory.clear()
-        for embedder in self.models.embedders:
-            embedder.clear_cache()
-        return {"memory": entries, **await self.tiers.clear()}
-
-
-def _partial_base(chunks: list[Chunk], embedder: Embedder) -> DocumentIndex:
-    """BM25 over every chunk, no vectors yet, and its template passages: every partial answer's
-    fusion reads them, so they are found here, once, before the complete build takes the cores."""
-    base = DocumentIndex.embed(chunks, embedder, only=())
-    base.templates  # noqa: B018 - found now, shared by every partial index of the document
-    return base
-
+        return await self.lookup.clear()

@@ -16,16 +16,21 @@ from collections.abc import Callable
 import anyio
 
 from mcp_server.core.concurrency import Progress, off_loop
+from mcp_server.core.models import Chunk
+from mcp_server.core.settings import Settings
 from mcp_server.embedding.runner import ModelRunner
 from mcp_server.encoders.embedders import Embedder
-from mcp_server.indexes.builds import PendingBuild
+from mcp_server.indexes.builds import IndexBuilder, PendingBuild
 from mcp_server.retrieval.focus import SENTENCES_PER_CANDIDATE, best_sentences, topped_up
-from mcp_server.retrieval.index import DocumentIndex, reads_foreign, with_known
+from mcp_server.retrieval.index import DocumentIndex, extended, reads_foreign, with_known
 
 __all__ = [
-    "PARTIAL_SECONDS", "SENTENCES_PER_CANDIDATE", "answer_partial", "best_sentences", "partial_candidates",
-    "partial_view",
+    "PARTIAL_SECONDS", "SENTENCES_PER_CANDIDATE", "FirstAnswers", "answer_partial", "best_sentences",
+    "partial_candidates", "partial_view",
 ]
+
+# (index, complete, timings in ms): what one query on a document whose complete index builds is answered from
+Answer = tuple[DocumentIndex, bool, dict[str, float]]
 
 # What a first answer may spend embedding, at the embedder's nominal speed (not the measured one:
 # the same query on the same document embeds the same units whatever the machine's load): the
@@ -63,14 +68,14 @@ def partial_view(
                                 max_chars=max_chars)
         if foreign:
             select = topped_up(select, ranks, max_chars)
-    return base.extended(chosen, embedder, progress=progress, select=select)
+    return extended(base, chosen, embedder, progress=progress, select=select)
 
 
 async def answer_partial(
     pending: PendingBuild, query: str, runner: ModelRunner, candidates: int, *, wait: float,
     stored: Callable[[str], DocumentIndex | None], progress: Progress | None = None, location: str = "",
     foreign: bool | None = None,
-) -> tuple[DocumentIndex, bool, dict[str, float]]:
+) -> Answer:
     """(index, complete, timings in ms) for ``query`` on a document whose complete index builds.
 
     A question in another language than the document's (``foreign``; found here when None) shares
@@ -114,3 +119,67 @@ async def _complete_within(
     with anyio.move_on_after(wait):
         await pending.done.wait()
     return stored(pending.key) if pending.done.is_set() else None
+
+
+class FirstAnswers:
+    """The first answers on a big document: when its complete build is estimated past
+    ``progressive_budget`` seconds, a vector-less base (BM25 over every chunk), the complete build
+    started in the background (``IndexBuilder.start``), and each query's partial view until it ends.
+    The manager calls it under the key's lock, with the chunks the pipeline made."""
+
+    def __init__(self, settings: Settings, runner: ModelRunner, builder: IndexBuilder,
+                 stored: Callable[[str], DocumentIndex | None]) -> None:
+        self.runner, self.builder, self.stored = runner, builder, stored  # ``stored``: the memory layer's get
+        self.budget = settings.progressive_budget
+        self.candidates = settings.progressive_candidates
+        self.foreign_wait = settings.progressive_foreign_wait
+
+    def build_now(self, chunks: list[Chunk], embedder: Embedder) -> bool:
+        """Build completely in the call when there is no background runner or the build is
+        estimated within the budget. (A partial answer embeds a few sentences per candidate, so
+        it is the cheaper first answer for any document that misses the budget.)"""
+        if not self.builder.background or not chunks:
+            return True
+        return embedder.estimate_seconds(sum(len(chunk.text) for chunk in chunks)) <= self.budget
+
+    async def start(
+        self, key: str, chunker_version: str, chunks: list[Chunk], embedder: Embedder, query: str, *,
+        progress: Progress | None, location: str, reserved: int, release: Callable[[int], None],
+    ) -> Answer:
+        """The first answer to ``query``, and the complete build started; ``reserved`` bytes of the
+        memory budget go to the build, or back (``release``) when it cannot start."""
+        # BM25 over every chunk, no vectors yet: a second or so for a 3 MB book, off the loop
+        started = time.perf_counter()
+        handed = False  # whether the build owns ``reserved`` (it gives it back when it ends)
+        try:
+            base = await off_loop(_partial_base, chunks, embedder)
+            base.key = key  # passage ids of partial answers name the key the complete index will have
+            lexical = round((time.perf_counter() - started) * 1000, 2)
+            pending = PendingBuild(key=key, base=base, embedder=embedder, progress=progress, reserved=reserved)
+            foreign = await off_loop(reads_foreign, base.named(location), query)
+            # a question in another language waits for the build: it starts first
+            handed = foreign and self.builder.start(key, chunker_version, chunks, pending)
+            index, complete, timings = await self.answer(pending, query, progress, location, foreign=foreign)
+        except BaseException:
+            if not handed:
+                release(reserved)
+            raise
+        timings["bm25_index"] = lexical
+        if not foreign:
+            self.builder.start(key, chunker_version, chunks, pending)
+        return index, complete, timings
+
+    async def answer(
+        self, pending: PendingBuild, query: str, progress: Progress | None, location: str = "",
+        foreign: bool | None = None,
+    ) -> Answer:
+        return await answer_partial(pending, query, self.runner, self.candidates, wait=self.foreign_wait,
+                                    stored=self.stored, progress=progress, location=location, foreign=foreign)
+
+
+def _partial_base(chunks: list[Chunk], embedder: Embedder) -> DocumentIndex:
+    """BM25 over every chunk, no vectors yet, and its template passages: every partial answer's
+    fusion reads them, so they are found here, once, before the complete build takes the cores."""
+    base = DocumentIndex.embed(chunks, embedder, only=())
+    base.templates  # noqa: B018 - found now, shared by every partial index of the document
+    return base

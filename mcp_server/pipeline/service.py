@@ -314,10 +314,11 @@ class DocumentService:
 
         started = time.perf_counter()
         try:
-            opened: IndexView = await self.indexes.open(
-                located.content_key, CHUNKER_VERSION, self.chunking.config(), make_chunks, query=query,
-                progress=embed_progress, location=url,
-            )
+            # found without chunks, or built from the chunks made here under the key's lock (ten identical
+            # cold calls parse once): the pipeline hands its chunks down, indexes/ never calls back up
+            async with self.indexes.opening(located.content_key, CHUNKER_VERSION, self.chunking.config(),
+                                            query=query, progress=embed_progress, location=url) as found:
+                opened: IndexView = found.view or await self.indexes.build(found, await make_chunks())
         finally:
             connected = False  # MCP allows progress only while the request runs
         timings["index"] = _ms(started)

@@ -54,8 +54,8 @@ from mcp_server.text.sentences import sentence_units
 from mcp_server.text.templates import template_mask
 
 __all__ = [
-    "MAX_NEIGHBORS", "MAX_TOP_K", "RRF_K", "DocumentIndex", "SearchMode", "lexical_weight", "reads_foreign",
-    "with_known",
+    "MAX_NEIGHBORS", "MAX_TOP_K", "RRF_K", "DocumentIndex", "SearchMode", "extended", "lexical_weight",
+    "reads_foreign", "with_known",
 ]
 
 # hybrid fuses both rankings; dense / bm25 use one (for benchmarks and ablations)
@@ -129,22 +129,6 @@ class DocumentIndex:
         index = faiss.IndexFlatIP(embedder.dimension)
         owners = embed_into(index, chunks, positions, embedder, progress)
         return cls(chunks, index, model_id=embedder.model_id, owners=owners)
-
-    def extended(
-        self, positions: Sequence[int], embedder: Embedder, *, progress: ProgressFn | None = None,
-        select: UnitSelect | None = None,
-    ) -> DocumentIndex:
-        """A copy whose vectors also cover the chunks at ``positions`` (only the uncovered ones
-        are embedded; ``select`` may keep only some of their units, see ``partial.py``); the
-        BM25 index is shared, not rebuilt. ``self`` is left unchanged."""
-        wanted = np.unique(np.asarray(positions, dtype=np.int64))
-        wanted = wanted[(wanted >= 0) & (wanted < len(self.chunks))]
-        new = wanted[~self._vectors.covered[wanted]]
-        if not len(new):
-            return self
-        added = faiss.IndexFlatIP(self.dimension)
-        owners = embed_into(added, self.chunks, new, embedder, progress, select)
-        return _with_vectors(self, added.reconstruct_n(0, added.ntotal), owners)
 
     def _set_vectors(self, faiss_index: faiss.Index, owners: np.ndarray | None) -> None:
         n = len(self.chunks)
@@ -226,7 +210,7 @@ class DocumentIndex:
         bm25, coverage = self.lexical.scores(query, self.identity)
         lexical = lexical_weight(coverage, query, self.languages)
         if mode == "hybrid" and lexical >= 1.0 and self._vectors.covered.all():
-            dense = self._focused(vec[0], query, dense, n, allowed)
+            dense = focused(self, vec[0], query, dense, n, allowed)
         for pos, sim in dense:
             candidates.setdefault(pos, _Candidate(pos)).dense = sim
         if bm25 is not None and allowed is not None:
@@ -246,28 +230,6 @@ class DocumentIndex:
             for cand in missing:
                 cand.dense = float(best[cand.pos])
         return candidates
-
-    def _focused(
-        self, vec: np.ndarray, query: str, dense: list[tuple[int, float]], n: int, allowed: np.ndarray | None,
-    ) -> list[tuple[int, float]]:
-        """The dense ranking of a complete index with focus (``focus.py``): its top chunks and the
-        best BM25 chunks of what the question asks, each scored by its best sentence among those
-        that share the query's weightiest terms, as a first answer scores them. Only where the
-        query's words are the document's (BM25 at its full weight; a question in another language
-        shares few: its cross-lingual ranking stays whole), where some sentence shares a query word
-        (a question in other words than the text's is the dense side's alone), and where the vectors
-        are the chunks' sentences."""
-        lexical = set(self.lexical.top(self.dense_query(query), FOCUS_CANDIDATES, self.identity))
-        if allowed is not None:
-            lexical &= set(np.asarray(allowed).tolist())
-        pool = np.array(sorted({pos for pos, _ in dense} | lexical), dtype=np.int64)
-        shared, owners = self._unit_terms.shared(query, pool)
-        ids = self._vectors.unit_ids(pool)
-        if len(ids) != len(shared) or not shared.any():
-            return dense  # the vectors are not these units (``build`` without owners); no unit shares a word
-        best = self._vectors.best_of(vec, ids[keep_units(shared, owners, SENTENCES_PER_CANDIDATE)])
-        ranked = sorted(((int(pos), float(best[pos])) for pos in pool), key=lambda item: (-item[1], item[0]))
-        return ranked[:n]
 
     def query_tokens(self, query: str) -> list[str]:
         """The query's BM25 tokens as this document's analyzers read them (known or not)."""
@@ -346,6 +308,23 @@ def reads_foreign(index: DocumentIndex, query: str) -> bool:
     return script in ("", "Latin") or script not in index._scripts.get()
 
 
+def extended(
+    index: DocumentIndex, positions: Sequence[int], embedder: Embedder, *, progress: ProgressFn | None = None,
+    select: UnitSelect | None = None,
+) -> DocumentIndex:
+    """A copy of ``index`` whose vectors also cover the chunks at ``positions`` (only the uncovered ones
+    are embedded; ``select`` may keep only some of their units, see ``partial.py``); the
+    BM25 index is shared, not rebuilt. ``index`` is left unchanged."""
+    wanted = np.unique(np.asarray(positions, dtype=np.int64))
+    wanted = wanted[(wanted >= 0) & (wanted < len(index.chunks))]
+    new = wanted[~index._vectors.covered[wanted]]
+    if not len(new):
+        return index
+    added = faiss.IndexFlatIP(index.dimension)
+    owners = embed_into(added, index.chunks, new, embedder, progress, select)
+    return _with_vectors(index, added.reconstruct_n(0, added.ntotal), owners)
+
+
 def _with_vectors(index: DocumentIndex, vectors: np.ndarray, owners: np.ndarray) -> DocumentIndex:
     """A copy of ``index`` holding ``vectors`` (of the chunks ``owners``) besides its own."""
     owners = np.concatenate([index.owners, owners])
@@ -362,6 +341,32 @@ def _with_identity(index: DocumentIndex, identity: Identity | None) -> DocumentI
     clone = copy.copy(index)
     clone.identity = identity
     return clone
+
+
+# --- the dense side of a complete index, with focus (retrieval/focus.py) ----------------------
+def focused(
+    index: DocumentIndex, vec: np.ndarray, query: str, dense: list[tuple[int, float]], n: int,
+    allowed: np.ndarray | None,
+) -> list[tuple[int, float]]:
+    """The dense ranking of a complete ``index`` with focus (``focus.py``): its top chunks and the
+    best BM25 chunks of what the question asks, each scored by its best sentence among those
+    that share the query's weightiest terms, as a first answer scores them. Only where the
+    query's words are the document's (BM25 at its full weight; a question in another language
+    shares few: its cross-lingual ranking stays whole), where some sentence shares a query word
+    (a question in other words than the text's is the dense side's alone), and where the vectors
+    are the chunks' sentences."""
+    lexical = set(index.lexical.top(index.dense_query(query), FOCUS_CANDIDATES, index.identity))
+    if allowed is not None:
+        lexical &= set(np.asarray(allowed).tolist())
+    pool = np.array(sorted({pos for pos, _ in dense} | lexical), dtype=np.int64)
+    shared, owners = index._unit_terms.shared(query, pool)
+    ids = index._vectors.unit_ids(pool)
+    if len(ids) != len(shared) or not shared.any():
+        return dense  # the vectors are not these units (``build`` without owners); no unit shares a word
+    best = index._vectors.best_of(vec, ids[keep_units(shared, owners, SENTENCES_PER_CANDIDATE)])
+    ranked = sorted(((int(pos), float(best[pos])) for pos in pool), key=lambda item: (-item[1], item[0]))
+    return ranked[:n]
+
 
 
 # --- the learned ranker's view of the head (retrieval/learned.py) ------------------------------

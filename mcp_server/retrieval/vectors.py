@@ -21,7 +21,7 @@ __all__ = ["EMBED_SLICE", "SENTENCE_FANOUT", "SentenceVectors", "UnitSelect", "e
 SENTENCE_FANOUT = 4  # sentences fetched per dense chunk candidate; several may share a chunk
 EMBED_SLICE = 4096  # sentences embedded and added to FAISS at a time (bounds the vectors held twice)
 
-# (unit texts, the document position of each one's chunk) -> mask of the units to embed (``DocumentIndex.extended``)
+# (unit texts, the document position of each one's chunk) -> mask of the units to embed (``index.extended``)
 UnitSelect = Callable[[list[str], np.ndarray], np.ndarray]
 
 

@@ -82,10 +82,9 @@ async def test_a_restart_answers_from_disk_without_embedding(settings: Settings)
     built, _ = await manager(settings).get_or_build(SHA, "1", "p", make_chunks(TEXTS))
     restarted = manager(settings)
 
-    async def never() -> Sequence[Chunk]:
-        raise AssertionError("a cached index must not need its chunks")
-
-    index, cached = await restarted.get_or_build(SHA, "1", "p", never)
+    async with restarted.opening(SHA, "1", "p") as found:  # a cached index needs no chunks
+        assert found.view is not None
+    index, cached = found.view.index, found.view.cached
     assert cached is True and restarted.counters["disk_hits"] == 1
     assert fast(restarted).texts_embedded == 0
     assert index.chunks == built.chunks
@@ -144,8 +143,10 @@ async def test_ten_concurrent_identical_requests_build_once(settings: Settings) 
 
     results: list[tuple[object, bool]] = []
 
-    async def one() -> None:
-        results.append(await m.get_or_build(SHA, "1", "p", chunks))
+    async def one() -> None:  # as the pipeline does: the chunks are made only when the key's lock is held
+        async with m.opening(SHA, "1", "p") as found:
+            view = found.view or await m.build(found, await chunks())
+        results.append((view.index, view.cached))
 
     async with anyio.create_task_group() as tg:
         for _ in range(10):
@@ -572,7 +573,8 @@ async def test_ten_concurrent_first_queries_on_a_big_document_chunk_it_once(tmp_
     views: list[object] = []
 
     async def one(word: str) -> None:
-        views.append(await m.open(SHA, "1", "p", chunks, query=word))
+        async with m.opening(SHA, "1", "p", query=word) as found:
+            views.append(found.view or await m.build(found, await chunks()))
 
     async with m.running():
         async with anyio.create_task_group() as tg:

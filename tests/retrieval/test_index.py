@@ -13,7 +13,7 @@ from mcp_server.citations.neighbours import merge_texts
 from mcp_server.encoders import FakeEmbedder
 from mcp_server.rerankers import FakeReranker
 from mcp_server.retrieval import DocumentIndex
-from mcp_server.retrieval.index import reads_foreign, with_known
+from mcp_server.retrieval.index import extended, reads_foreign, with_known
 from tests.retrieval._chunks import make_chunks, overlapping_chunks
 
 TEXTS = [
@@ -263,7 +263,7 @@ def test_the_partial_indexes_of_a_document_find_its_template_passages_once(monke
     chunks = make_chunks([f"Passage {i} about topic {i} with some words of its own." for i in range(6)])
     embedder = FakeEmbedder()
     base = DocumentIndex.embed(chunks, embedder, only=())
-    first, second = base.extended([0, 1], embedder), base.extended([4], embedder)
+    first, second = extended(base, [0, 1], embedder), extended(base, [4], embedder)
     vec = embedder.embed_query("topic 4")
     assert first.search(vec, "topic 1", 2) and second.search(vec, "topic 4", 2)
     assert calls == [6]
@@ -276,7 +276,7 @@ def test_a_partial_index_takes_the_vectors_its_embedder_already_holds_without_a_
     base = DocumentIndex.embed(chunks, embedder, only=())
     embedder.embed([TEXTS[2]])  # as the complete build under way would have
     calls = embedder.batches
-    view = with_known(base.extended([4], embedder), embedder)
+    view = with_known(extended(base, [4], embedder), embedder)
     assert embedder.batches == calls + 1  # chunk 4's own vectors; chunk 2's came from the cache
     query = "Where is the Eiffel Tower?"
     hits = view.search(embedder.embed_query(query), query, 2, mode="dense")

@@ -6,7 +6,10 @@ never the URL, and nothing that needs the document parsed: a known document goes
 content key -> index on disk without parsing (the chunk parameters that depend on the content's
 length are a function of the content key, so they need not be in the key).
 
-Big documents answer first from a *partial* index (``open``): BM25 over every chunk, and dense
+``opening`` finds an index without its chunks (``IndexLookup``) or holds the key's lock while the
+caller makes them and hands them to ``build``: chunks go down, no function of the caller's is called.
+
+Big documents answer first from a *partial* index (``FirstAnswers``, ``partial.py``): BM25 over every chunk, and dense
 vectors only for the query's candidates (the best-matching sentences of its best BM25 chunks),
 embedded on demand; the complete index builds in a background task owned by ``running()`` (the app's
 lifespan), is persisted, and serves the later calls. A document whose complete build is

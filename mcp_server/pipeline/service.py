@@ -45,6 +45,7 @@ from mcp_server.pipeline.parsing import Parsing, Sniffing
 from mcp_server.processors import DocumentInput, ProcessOptions, View
 from mcp_server.processors.sandbox import ParserPool
 from mcp_server.processors.sheet_search import search_spreadsheet
+from mcp_server.retrieval.index import DocumentIndex
 from mcp_server.text.analysis import warm_analyzers
 
 __all__ = ["DocumentService", "Indexed", "Processed", "Retrieval", "Source", "View"]
@@ -275,7 +276,7 @@ class DocumentService:
                                                                   neighbors=neighbors)
         hits = [dataclasses.replace(h, passage_id=passage_id(found.key, h.chunk.chunk_index, h.chunk.text))
                 for h in hits]
-        timings.update({name.removesuffix("_ms"): value for name, value in search_timings.items()})
+        timings.update(search_timings)
         metrics.retrieval(indexed.doc_type, warm=found.cached)
         return Retrieval(hits=hits, indexed=indexed, timings_ms=timings)
 
@@ -323,9 +324,8 @@ class DocumentService:
             connected = False  # MCP allows progress only while the request runs
         timings["index"] = _ms(started)
         timings.update(opened.timings_ms)
-        chunks = opened.index.chunks
-        doc_type = chunks[0].doc_type if chunks else located.input.doc_type  # the processor's; else the sniffed
-        return Indexed(view=opened, doc_type=doc_type, timings_ms=timings, source=located.source)
+        return Indexed(view=opened, doc_type=_doc_type(opened.index, located.input.doc_type), timings_ms=timings,
+                       source=located.source)
 
     async def query_spreadsheet(self, url: str, search_value: str, column: str | None) -> dict[str, Any]:
         inp = await self.sniffing.sniff(await self.fetch(url))
@@ -354,7 +354,11 @@ async def _stored(service: DocumentService, url: str, view: View) -> Indexed | F
     found = await service.indexes.stored(known.content_key, CHUNKER_VERSION, service.chunking.config())
     if found is None:
         return None
-    chunks = found.index.chunks
     source = Source(sha256=known.sha256, fetched_at=known.fetched_at, validated_at=known.validated_at)
-    return Indexed(view=found, doc_type=chunks[0].doc_type if chunks else known.doc_type,
+    return Indexed(view=found, doc_type=_doc_type(found.index, known.doc_type),
                    timings_ms={"download": 0.0, "index": _ms(started)}, source=source)
+
+
+def _doc_type(index: DocumentIndex, sniffed: str) -> str:
+    """The document's type: the processor's, which its chunks carry; the sniffed one when it has none."""
+    return index.chunks[0].doc_type if index.chunks else sniffed

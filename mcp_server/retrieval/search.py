@@ -30,7 +30,8 @@ class Searcher:
     async def search(
         self, index: DocumentIndex, query: str, top_k: int = 5, *, neighbors: int = 0, rerank: bool = True,
     ) -> tuple[list[SearchHit], dict[str, float]]:
-        """Hits in relevance order and timings in milliseconds (embed, search)."""
+        """Hits in relevance order and their stages' milliseconds (``embed``, ``search``), named as the
+        tool result's ``timings_ms`` names them."""
         return await self.runner.run(search_now, self.models, index, query, top_k, neighbors, rerank, self.ranker)
 
 
@@ -46,4 +47,4 @@ def search_now(
     hits = index.search(query_vec, query, top_k, reranker=reranker, neighbors=neighbors, ranker=ranker)
     t2 = time.perf_counter()
     metrics.search_timed(t1 - t0, t2 - t1)
-    return hits, {"embed_ms": round((t1 - t0) * 1000, 2), "search_ms": round((t2 - t1) * 1000, 2)}
+    return hits, {"embed": round((t1 - t0) * 1000, 2), "search": round((t2 - t1) * 1000, 2)}

@@ -2,8 +2,9 @@
 
 ``MCP_RERANKER=bundled`` loads ``bundled/`` beside this module, written by
 scripts/train_reranker.py (``make train-reranker``): all-MiniLM-L6-v2 trained as a (question,
-passage) scorer on TAT-QA (MIT data, Apache-2.0 weights), its first four layers, int8. It is not shipped: trained on these
-shared cores it lost to today's order (docs/architecture.md, "The cross-encoder"); a missing folder
+passage) scorer on TAT-QA (MIT data, Apache-2.0 weights), its first four layers, int8. It is not
+shipped: trained on these shared cores it lost to today's order (docs/architecture.md, "The
+cross-encoder"); a missing folder
 means no reranker. Any folder with ``model.onnx`` (inputs ``input_ids``, ``attention_mask``,
 ``token_type_ids``; one logit per pair) and ``tokenizer.json`` loads the same way. A passage is read
 up to the card's ``max_length`` tokens with the question (else ``MAX_LENGTH``), as it was trained, the

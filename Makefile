@@ -81,7 +81,7 @@ train-ranker: setup $(BENCH_STAMP)
 	$(BIN)/python scripts/train_ranker.py
 
 # Our cross-encoder (mcp_server/rerankers/bundled/: int8 ONNX graph, tokenizer, card.json) trained from
-# the bundled MiniLM on TAT-QA in the corpus with PyTorch on the CPU (~15 minutes for 100 steps on two
+# the bundled MiniLM on TAT-QA in the corpus with PyTorch on the CPU (~35 minutes for its 750 steps on two
 # busy cores; not part of `make test`; not shipped); bench/reranker_heads.py screens it; docs/architecture.md "The cross-encoder".
 train-reranker: setup $(BENCH_STAMP)
 	$(BIN)/python scripts/train_reranker.py

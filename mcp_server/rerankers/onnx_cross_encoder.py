@@ -1,12 +1,14 @@
 """An ONNX cross-encoder: a reranker run by ONNX Runtime and the Rust tokenizer, without PyTorch.
 
-``MCP_RERANKER=bundled`` loads ``reranker/`` beside this module, written by
+``MCP_RERANKER=bundled`` loads ``bundled/`` beside this module, written by
 scripts/train_reranker.py (``make train-reranker``): all-MiniLM-L6-v2 trained as a (question,
-passage) scorer on TAT-QA (MIT data, Apache-2.0 weights), int8. It is not shipped: trained on these
-shared cores it lost to today's order (docs/architecture.md, "The cross-encoder"); a missing folder
+passage) scorer on TAT-QA (MIT data, Apache-2.0 weights), its first four layers, int8. It is not
+shipped: trained on these shared cores it lost to today's order (docs/architecture.md, "The
+cross-encoder"); a missing folder
 means no reranker. Any folder with ``model.onnx`` (inputs ``input_ids``, ``attention_mask``,
 ``token_type_ids``; one logit per pair) and ``tokenizer.json`` loads the same way. A passage is read
-up to ``MAX_LENGTH`` tokens with the question, as it was trained.
+up to the card's ``max_length`` tokens with the question (else ``MAX_LENGTH``), as it was trained, the
+longer of the two cut first (a question longer than the read is cut too, rather than failing the search).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ __all__ = ["BUNDLED_ID", "MODEL_DIR", "OnnxCrossEncoder"]
 
 MODEL_DIR = Path(__file__).with_name("bundled")
 BUNDLED_ID = "bundled"  # the ``reranker`` setting that names this model
-MAX_LENGTH = 192  # tokens of question and passage together, as trained
+MAX_LENGTH = 192  # tokens of question and passage together, when the card does not say
 
 
 class OnnxCrossEncoder(Reranker):
@@ -48,8 +50,9 @@ class OnnxCrossEncoder(Reranker):
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
+        card = _card(folder)
         tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
-        tokenizer.enable_truncation(max_length=MAX_LENGTH, strategy="only_second")
+        tokenizer.enable_truncation(max_length=int(card.get("max_length") or MAX_LENGTH), strategy="longest_first")
         tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # noqa: S106 - a token, not a password
         options = ort.SessionOptions()
         if threads:
@@ -57,7 +60,6 @@ class OnnxCrossEncoder(Reranker):
             options.inter_op_num_threads = 1
         options.log_severity_level = 3
         session = ort.InferenceSession(str(folder / "model.onnx"), options, providers=["CPUExecutionProvider"])
-        card = _card(folder)
         model = cls(session, tokenizer, model_id=model_id or str(card.get("model_id") or folder.name))
         model.head = int(card["head"]) if card.get("head") else None
         model.weight = float(card["weight"]) if card.get("weight") is not None else None

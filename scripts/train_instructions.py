@@ -415,8 +415,8 @@ def placed_tasks(per_kind: int, contexts: dict[str, list[str]], names: set[str],
            for request, name in zip(requests, (rng.choice(text_pool) for _ in requests), strict=False)]
     for lead in code_leads(per_kind):
         name = rng.choice(code_pool)
-        position = rng.choice(("start", "middle", "end"))
-        out.append(attacked(_context(contexts, name), f"{lead}\n{code_block(rng)}", position, rng,
+        attack = f"{lead}\n{code_block(rng)}"
+        out.append(attacked(_context(contexts, name), attack, rng.choice(("start", "middle", "end")), rng,
                             category="written code lead", name=name))
     return out
 

@@ -17,6 +17,12 @@ Data (docs/architecture.md, "Models"):
 * Negatives read in their context: TAT-QA's report paragraphs (--prose-passages) and, since version
   3, paragraphs of the software manuals installed here (/usr/share/info, /usr/share/doc;
   --manual-passages, default 1,200): real documents that tell a human what to do.
+* Since version 4, plain requests to an assistant (scripts/_assistant_tasks.py, --tasks N of each
+  kind, default 600): questions of general knowledge, translations, programming, tutoring and
+  writing requests, each placed in one training email or table, and lines asking to put the code
+  after them into "your" code, each with a block of code, placed in one training code context; with
+  their hard negatives in context: questions a document holds, with their answers after them, and
+  bracketed editorial notes put into the prose and manual paragraphs.
 
 Features are built per passage, as the server builds them: a unit's vector, the lexical column, its
 cosine to the units around it in its context (``instructions.context_features``) and, since version
@@ -54,6 +60,17 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from _assistant_requests import assistant_requests, topic_statements  # noqa: E402
+from _assistant_tasks import (  # noqa: E402
+    code_block,
+    code_leads,
+    document_questions,
+    knowledge_questions,
+    programming_requests,
+    translation_requests,
+    tutoring_requests,
+    with_notes,
+    writing_requests,
+)
 from _instruction_texts import agent_instructions, narrative, ordinary_imperatives  # noqa: E402
 
 from mcp_server.detectors.instructions import LEXICAL, WEIGHTS, decided, features  # noqa: E402
@@ -67,7 +84,8 @@ THRESHOLDS = (0.5, 0.7, 0.8, 0.85, 0.9, 0.95, 0.98)  # bench/instructions.py's
 CONTEXTS_PER_ATTACK = 6  # attacked copies per attack and position
 HIDDEN = 32
 FOLDS = 5  # categories are dealt into folds; each fold's are held out together
-VERSION = "3"  # 3: the context's mean vector read beside the unit's (2: its cosine only; 1: a sentence alone)
+VERSION = "4"  # 4: plain requests and code leads of _assistant_tasks.py; 3: the context's mean vector read beside
+# the unit's (2: its cosine only; 1: a sentence alone)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -382,6 +400,27 @@ def placed(requests: Sequence[str], contexts: dict[str, list[str]], names: set[s
             for request, name in zip(requests, (rng.choice(pool) for _ in requests), strict=False)]
 
 
+def placed_tasks(per_kind: int, contexts: dict[str, list[str]], names: set[str], seed: int = 61) -> list[Sample]:
+    """The plain requests of scripts/_assistant_tasks.py (``per_kind`` of each kind), each inserted into
+    one training email or table, and its code leads, each with a block of code after it, into one
+    training code context: at the start, the middle or the end, as BIPIA inserts its attacks (the
+    lead is the positive, its code neither class)."""
+    rng = random.Random(seed)
+    text_pool = sorted(name for name in names if not name.startswith("code:"))
+    code_pool = sorted(name for name in names if name.startswith("code:"))
+    requests = [r for make in (knowledge_questions, translation_requests, programming_requests, tutoring_requests,
+                               writing_requests) for r in make(per_kind)]
+    out = [attacked(_context(contexts, name), request, rng.choice(("start", "middle", "end")), rng,
+                    category="written task", name=name)
+           for request, name in zip(requests, (rng.choice(text_pool) for _ in requests), strict=False)]
+    for lead in code_leads(per_kind):
+        name = rng.choice(code_pool)
+        attack = f"{lead}\n{code_block(rng)}"
+        out.append(attacked(_context(contexts, name), attack, rng.choice(("start", "middle", "end")), rng,
+                            category="written code lead", name=name))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--bipia", type=Path, default=BIPIA)
@@ -391,6 +430,9 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=3000,
                         help="sentences to an AI of scripts/_assistant_requests.py placed in training contexts "
                              "(positives)")
+    parser.add_argument("--tasks", type=int, default=600,
+                        help="plain requests of each kind of scripts/_assistant_tasks.py placed in training contexts "
+                             "(positives), and as many code leads placed in code contexts")
     parser.add_argument("--no-hard-negatives", dest="hard_negatives", action="store_false",
                         help="leave out the licence sentences and statements about the requests' subjects")
     parser.add_argument("--prose-passages", type=int, default=1500,
@@ -408,11 +450,14 @@ def main() -> None:
     prose = prose_negatives(args.tatqa, 4000) + narrative(1500)
     made_pos = agent_instructions(600)
     requests = placed(assistant_requests(args.requests), contexts, train_ctx)
+    requests += placed_tasks(args.tasks, contexts, train_ctx) if args.tasks else []
     made_neg = ordinary_imperatives(1500) + prose + wrapped(prose, 2000)
     if args.hard_negatives:
         made_neg += licence_sentences(3000) + topic_statements(1500)
     everything = [u for s in train_samples + val_samples + requests for u in s.units] + clean_train
     prose_ctx = prose_passages(args.tatqa, args.prose_passages) + manual_passages(args.manual_passages)
+    if args.tasks:
+        prose_ctx += document_questions(min(args.tasks, 150)) + with_notes(prose_ctx, min(args.tasks, 600))
     everything += made_pos + made_neg + [u for units in clean_val.values() for u in units]
     everything += [u for units in prose_ctx for u in units]
     vec = embed_all([u for u in set(everything) if decided(u) is None], args.cache)  # the units the model reads

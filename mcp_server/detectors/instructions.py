@@ -133,8 +133,14 @@ _WHOLE = re.compile(r"^[\s\"'(\[\u201c\u2018\u00ab*_#>-]*[A-Z0-9].*[.!?:;\"')\]\
 
 
 def whole_sentence(sentence: str) -> bool:
-    """Whether ``sentence`` reads as a whole sentence, not a piece of a wrapped line (``_WHOLE``)."""
-    return bool(_WHOLE.match(sentence))
+    """Whether ``sentence`` reads as a whole sentence, not a piece of a wrapped line (``_WHOLE``): the
+    unit, or its last paragraph (after a blank line), since a unit can begin with what the text
+    splitter left before a paragraph (a code fence, a line of code: an instruction placed after a
+    code block is such a unit's last paragraph). The unit is scored whole, as the index embedded it."""
+    if _WHOLE.match(sentence):
+        return True
+    _, blank, tail = sentence.rpartition("\n\n")
+    return bool(blank) and bool(_WHOLE.match(tail))
 
 
 # the rules as one pattern: one scan of a sentence instead of one per rule (most of ``decided``'s cost)

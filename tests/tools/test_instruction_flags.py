@@ -181,7 +181,7 @@ async def test_the_health_report_names_the_detector_and_its_weights_version(dete
     health = await _ok(detecting, "get_system_health")
     role = health["models"]["roles"]["instructions"]
     # the version of the weights is part of the scorer's id: what was flagged with other weights is stale
-    assert role["loaded"] is True and role["model_id"].startswith("instructions-3@")
+    assert role["loaded"] is True and role["model_id"].startswith("instructions-4@")
 
 
 async def test_a_plain_task_for_an_assistant_planted_in_an_email_is_flagged_and_its_clean_twin_is_not(

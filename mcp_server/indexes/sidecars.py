@@ -47,7 +47,8 @@ def read_sidecar(folder: Path, manifest: Mapping[str, Any], kind: str, versions:
             raise ValueError("checksum mismatch")
         return decode(data, pointer, int(manifest["chunk_count"]))
     except Exception as exc:  # noqa: BLE001 - any damage means: do without it, never trust it
-        log.warning(f"index.{kind}_unreadable", extra={"folder": folder.name, "reason": f"{type(exc).__name__}: {exc}"})
+        reason = f"{type(exc).__name__}: {exc}"
+        log.warning("index.sidecar_unreadable", extra={"kind": kind, "folder": folder.name, "reason": reason})
         return None
 
 
@@ -63,7 +64,8 @@ def store_sidecar(folder: Path, manifest: Mapping[str, Any], kind: str, fields: 
         pointer = {**fields, "chunks_sha256": chunks_digest, "file": name, "sha256": hashlib.sha256(data).hexdigest()}
         write_sidecar(folder / f"{kind}.json", json.dumps(pointer, indent=1).encode())
     except (OSError, KeyError, ValueError) as exc:  # e.g. the folder was evicted meanwhile, or the disk is full
-        log.info(f"index.{kind}_not_stored", extra={"folder": folder.name, "reason": f"{type(exc).__name__}: {exc}"})
+        reason = f"{type(exc).__name__}: {exc}"
+        log.info("index.sidecar_not_stored", extra={"kind": kind, "folder": folder.name, "reason": reason})
 
 
 def sidecar_name(kind: str, chunks_digest: str) -> str:

@@ -249,7 +249,8 @@ async def shelves(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-shelves-docs-") as docs:
         for folder in folders:  # one folder of links to the filings: one file server per measured server
             for pdf in (folder / "docs").glob("*.pdf"):
-                os.symlink(pdf, Path(docs) / pdf.name)
+                if args.docs is None or (args.docs / pdf.name).exists():
+                    os.symlink(pdf, Path(docs) / pdf.name)
         names = sorted(p.name for p in Path(docs).iterdir())
         if args.filings:  # the smallest ones (an index folder still being built holds those first)
             names = sorted(sorted(names, key=lambda n: (Path(docs) / n).stat().st_size)[: args.filings])
@@ -313,6 +314,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=47, help="--shelves: the questions' and shelves' draws")
     parser.add_argument("--shelf", type=int, default=20, help="--shelves: documents per drawn shelf")
     parser.add_argument("--filings", type=int, default=0, help="--shelves: only the N smallest filings")
+    parser.add_argument("--docs", type=Path, help="--shelves: only the filings this folder names (e.g. those whose "
+                        "index the folder already holds)")
     parser.add_argument("--memory-budget-mb", type=int, help="--shelves: MCP_MEMORY_BUDGET_MB of every server")
     args = parser.parse_args()
     qa_set("financebench-dev")

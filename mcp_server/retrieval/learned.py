@@ -235,14 +235,13 @@ class ChunkFacts:
 
     def of(self, positions: Sequence[int]) -> tuple[list[frozenset[str]], np.ndarray]:
         """(the numbers of each chunk at ``positions``, their digit shares)."""
-        facts = []
-        for pos in positions:
-            known = self._known.get(pos)
-            if known is None:
-                text = self._chunks[pos].text
-                known = self._known[pos] = (frozenset(numbers_of(text)), digit_share(text))
-            facts.append(known)
+        facts = [self._known.get(pos) or self._read(pos) for pos in positions]
         return [numbers for numbers, _ in facts], np.array([share for _, share in facts], dtype=np.float64)
+
+    def _read(self, pos: int) -> tuple[frozenset[str], float]:
+        text = self._chunks[pos].text
+        known = self._known[pos] = (frozenset(numbers_of(text)), digit_share(text))
+        return known
 
 
 def idf(df: Sequence[int], size: int) -> np.ndarray:

@@ -8,9 +8,6 @@ and reading windows with their tokenizers, quote indexes, a partial index's BM25
 detection, packing results into a token budget) calls without a slot:
 
 * ``run(fn, *args)``: takes a model slot, runs ``fn`` in a worker thread, gives the slot back.
-* ``run_wide(fn)``: the same, plus every other slot free at that moment: ``fn(fan)`` maps work over
-  that many threads (a shelf's documents searched side by side on both cores), never more than the
-  limit allows, never waiting for a second slot.
 * ``build(fn, background=...)``: the same for an index build, counted in the builds gauge
   (``metrics.build_slot``). A background build also takes one of ``model_concurrency - 1``
   background slots, so searches keep one (with one slot, a background build holds it while it
@@ -22,10 +19,9 @@ detection, packing results into a token budget) calls without a slot:
 
 from __future__ import annotations
 
-import concurrent.futures
 import logging
 import threading
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
@@ -33,32 +29,14 @@ import anyio
 import anyio.from_thread
 
 from mcp_server import metrics
-from mcp_server.core.concurrency import Progress, off_loop, thread_pool
+from mcp_server.core.concurrency import Progress, off_loop
 
-__all__ = ["Fan", "ModelRunner", "ThreadProgress", "one_by_one"]
+__all__ = ["ModelRunner", "ThreadProgress"]
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 ThreadProgress = Callable[[int, int, str], None]  # (done, total, message), called from a worker thread
-Item = TypeVar("Item")
-
-
-class Fan:
-    """``fan(work, items)``: ``[work(item) for item in items]``, on up to ``width`` threads at once
-    (the calling one waits); results in the items' order, the first failure raised."""
-
-    def __init__(self, width: int, pool: concurrent.futures.Executor | None) -> None:
-        self.width = width if pool is not None else 1
-        self._pool = pool
-
-    def __call__(self, work: Callable[[Item], T], items: Sequence[Item]) -> list[T]:
-        if self._pool is None or self.width < 2 or len(items) < 2:
-            return [work(item) for item in items]
-        return list(self._pool.map(work, items))
-
-
-one_by_one = Fan(1, None)  # no fan-out: the calling thread does it all
 
 
 class ModelRunner:
@@ -67,40 +45,18 @@ class ModelRunner:
         self.stopping = threading.Event()
         self._model_slots: anyio.CapacityLimiter | None = None  # created on the loop, lazily
         self._background_slots: anyio.CapacityLimiter | None = None
-        self._fan_pool: concurrent.futures.Executor | None = None  # run_wide's threads, made at its first use
 
     def start(self) -> None:
         self.stopping.clear()
 
     def stop(self) -> None:
-        """Running builds stop at their next batch; no more progress is sent; run_wide's idle threads end."""
+        """Running builds stop at their next batch; no more progress is sent."""
         self.stopping.set()
-        pool, self._fan_pool = self._fan_pool, None
-        if pool is not None:
-            pool.shutdown(wait=False)
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """``fn(*args)`` in a worker thread, holding one model slot."""
         async with self._model():
             return await off_loop(fn, *args)
-
-    async def run_wide(self, fn: Callable[[Fan], T]) -> T:
-        """``fn(fan)`` in a worker thread, holding one model slot (waited for) and those of the others
-        free now (not waited for): ``fan`` spreads work over as many threads as slots are held."""
-        limiter = self._model()
-        async with limiter:
-            extra: list[object] = []
-            while len(extra) < self.slots - 1 and limiter.available_tokens >= 1:
-                borrower = object()  # one task holds one token of a limiter: the others on behalf of these
-                limiter.acquire_on_behalf_of_nowait(borrower)
-                extra.append(borrower)
-            try:
-                if extra and self._fan_pool is None:
-                    self._fan_pool = thread_pool(self.slots, "model-fan")
-                return await off_loop(fn, Fan(1 + len(extra), self._fan_pool if extra else None))
-            finally:
-                for borrower in extra:
-                    limiter.release_on_behalf_of(borrower)
 
     async def build(self, fn: Callable[[], T], *, background: bool) -> T:
         """An index build ``fn()`` in a worker thread, counted as waiting, then running; a

@@ -231,10 +231,10 @@ class Research:
             return models.embedder_by_id(model_id).embed_query(text)
 
         started = time.perf_counter()
-        hits = await self.service.runner.run_wide(  # the documents side by side on the model slots free now
-            lambda fan: search_pool(sources, queries, embed, top_k=top_k, per_document=per_document,
-                                    reranker=models.reranker, ranker=self.service.indexes.searcher.ranker,
-                                    route=self.service.settings.search_route_documents, fan=fan))
+        hits = await self.service.runner.run(
+            lambda: search_pool(sources, queries, embed, top_k=top_k, per_document=per_document,
+                                reranker=models.reranker, ranker=self.service.indexes.searcher.ranker,
+                                route=self.service.settings.search_route_documents))
         timings["search"] = round((time.perf_counter() - started) * 1000, 2)
         found = [Found(url=urls[ready[h.source]], hit=h.hit, ranks=h.ranks,
                        scored=stored_scores(sources[h.source].index, h.hit.chunk)) for h in hits]

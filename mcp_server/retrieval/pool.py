@@ -38,8 +38,6 @@ That is the ranking of one query. Extra phrasings (``queries``) are each ranked 
 fused by unweighted reciprocal rank fusion of those rankings (``ranking.fuse``, weight 1 each);
 ties keep the order of the first phrasing's ranking.
 Everything here is synchronous; the caller runs it in a worker thread under MCP_MODEL_CONCURRENCY.
-Each document's look and search read only its own index, so ``fan`` (``ModelRunner.run_wide``: as many
-threads as model slots are free) takes them side by side; FAISS, bm25s and numpy let go of the GIL.
 """
 
 from __future__ import annotations
@@ -48,7 +46,6 @@ import functools
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, TypeVar
 
 import numpy as np
 
@@ -72,9 +69,7 @@ from mcp_server.retrieval.ranking import (
 )
 from mcp_server.text.analysis import query_tokens
 
-__all__ = [
-    "MAX_POOL_TOP_K", "NAMED_SHARE", "FanOut", "PoolHit", "PoolSource", "bm25_scores", "named_sources", "search_pool",
-]
+__all__ = ["MAX_POOL_TOP_K", "NAMED_SHARE", "PoolHit", "PoolSource", "bm25_scores", "named_sources", "search_pool"]
 
 MAX_POOL_TOP_K = 50
 BM25_K1, BM25_B = 1.5, 0.75  # bm25s' defaults, as every document's own BM25 (bm25.py)
@@ -83,17 +78,6 @@ ROUTE_CHUNKS = 5  # routing's first look at each document: its dense and its BM2
 
 # (model id, text) -> unit query vector
 EmbedQuery = Callable[[str, str], np.ndarray]
-_T = TypeVar("_T")
-
-
-class FanOut(Protocol):
-    """``[work(s) for s in sources]``, in that order, on one thread or several (``ModelRunner.run_wide``)."""
-
-    def __call__(self, work: Callable[[int], _T], sources: Sequence[int], /) -> list[_T]: ...
-
-
-def _in_turn(work: Callable[[int], _T], sources: Sequence[int], /) -> list[_T]:
-    return [work(s) for s in sources]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -128,7 +112,7 @@ class _Ranking:
 def search_pool(
     sources: Sequence[PoolSource], queries: Sequence[str], embed: EmbedQuery, *, top_k: int,
     per_document: int | None = None, reranker: Reranker | None = None, ranker: LearnedRanker | None = None,
-    route: int = 0, fan: FanOut = _in_turn,
+    route: int = 0,
 ) -> list[PoolHit]:
     """The best ``top_k`` chunks of all sources (at most ``per_document`` from each), best first; with
     ``route``, only the sources a first look ranks among the ``route`` best (and those named) are
@@ -144,7 +128,7 @@ def search_pool(
         return vectors[model_id, query]
 
     rerank_n = candidate_count(top_k, POOL_CANDIDATES_PER_RESULT)
-    ranked = [_rank_one(sources, q, vector, n_each, reranker, rerank_n, ranker, route, fan) for q in queries]
+    ranked = [_rank_one(sources, q, vector, n_each, reranker, rerank_n, ranker, route) for q in queries]
     if len(ranked) == 1:  # the diversity pass walks only as far as the answer reaches
         order = enumerate(_diverse(sources, ranked[0]), start=1)
         chosen = take_per_document(order, top_k, per_doc, lambda ranked_entry: ranked_entry[1].source)
@@ -159,20 +143,19 @@ def search_pool(
 def _rank_one(
     sources: Sequence[PoolSource], query: str, vector: Callable[[str, str], np.ndarray],
     n_each: int, reranker: Reranker | None, rerank_n: int,
-    ranker: LearnedRanker | None = None, route: int = 0, fan: FanOut = _in_turn,
+    ranker: LearnedRanker | None = None, route: int = 0,
 ) -> list[_Entry]:
     """The pool's entries for ``query``, best first, before the diversity pass."""
+    entries: list[_Entry] = []
     named = named_sources(sources, query)
-    searched = [s for s in (_routed(sources, query, vector, route, named, fan) if route else range(len(sources)))
-                if sources[s].index.chunks]
-    vectors = _query_vectors(sources, searched, query, vector)
-
-    def search(s: int) -> list[_Entry]:
+    for s in _routed(sources, query, vector, route, named) if route else range(len(sources)):
         src = sources[s]
-        found = src.index.candidates(vectors[s], query, min(n_each, len(src.index.chunks)), src.allowed, ranker)
-        return [_Entry(s, pos, dense=sim, local=rank) for rank, (pos, sim) in enumerate(found)]
-
-    entries = [entry for found in fan(search, searched) for entry in found]
+        index = src.index
+        if not index.chunks:
+            continue
+        vec = index.query_vector(query, functools.partial(vector, index.model_id))
+        found = index.candidates(vec, query, min(n_each, len(index.chunks)), src.allowed, ranker)
+        entries += [_Entry(s, pos, dense=sim, local=rank) for rank, (pos, sim) in enumerate(found)]
     if not entries:
         return []
     dense = _comparable_dense(sources, entries)
@@ -198,17 +181,8 @@ def _fused(sources: Sequence[PoolSource], entries: list[_Entry], query: str, den
     return bm25
 
 
-def _query_vectors(
-    sources: Sequence[PoolSource], positions: Sequence[int], query: str, vector: Callable[[str, str], np.ndarray],
-) -> dict[int, np.ndarray]:
-    """Each source's dense query vector, in this thread: the model runs once per distinct text."""
-    return {s: sources[s].index.query_vector(query, functools.partial(vector, sources[s].index.model_id))
-            for s in positions}
-
-
 def _routed(
     sources: Sequence[PoolSource], query: str, vector: Callable[[str, str], np.ndarray], keep: int, named: set[int],
-    fan: FanOut = _in_turn,
 ) -> list[int]:
     """The sources worth searching fully for ``query``: those it names and the ``keep`` whose best chunk
     of a first look (``index.glance``: each document's dense and BM25 top ``ROUTE_CHUNKS``, no focus, no
@@ -218,13 +192,12 @@ def _routed(
     filter (a first look sees every page) or a shelf of at most ``keep``: all of them."""
     if len(sources) <= keep or any(src.allowed is not None for src in sources):
         return list(range(len(sources)))
-    looked = [s for s, src in enumerate(sources) if src.index.chunks]
-    vectors = _query_vectors(sources, looked, query, vector)
-
-    def look(s: int) -> list[_Entry]:
-        return [_Entry(s, pos, dense=sim) for pos, sim in glance(sources[s].index, vectors[s], query, ROUTE_CHUNKS)]
-
-    entries = [entry for found in fan(look, looked) for entry in found]
+    entries: list[_Entry] = []
+    for s, src in enumerate(sources):
+        index = src.index
+        if index.chunks:
+            vec = index.query_vector(query, functools.partial(vector, index.model_id))
+            entries += [_Entry(s, pos, dense=sim) for pos, sim in glance(index, vec, query, ROUTE_CHUNKS)]
     _fused(sources, entries, query, _comparable_dense(sources, entries))
     best: dict[int, float] = {}
     for entry in entries:

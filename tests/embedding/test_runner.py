@@ -46,32 +46,3 @@ async def test_progress_reaches_the_loop_from_a_worker_thread_until_the_runner_s
     runner.stop()
     await runner.run(report, 2, 4, "embedding")
     assert seen == [(1, 4, "embedding")] and runner.stopping.is_set()
-
-
-async def test_a_wide_run_spreads_work_over_the_slots_free_and_never_over_one_held_elsewhere() -> None:
-    runner = ModelRunner(2)
-    both_in = threading.Barrier(2, timeout=30)  # only two threads at once get past it
-
-    def meet(item: int) -> tuple[int, str]:
-        both_in.wait()
-        return item, threading.current_thread().name
-
-    with anyio.fail_after(60):
-        wide = await runner.run_wide(lambda fan: (fan.width, fan(meet, [1, 2])))
-    assert wide[0] == 2 and [item for item, _ in wide[1]] == [1, 2]
-    assert len({name for _, name in wide[1]}) == 2
-
-    entered, gate = threading.Event(), threading.Event()
-
-    def build() -> None:
-        entered.set()
-        gate.wait(30)
-
-    with anyio.fail_after(60):
-        async with anyio.create_task_group() as group:
-            group.start_soon(functools.partial(runner.build, build, background=False))  # holds one slot
-            await anyio.to_thread.run_sync(entered.wait, 30)
-            narrow = await runner.run_wide(lambda fan: (fan.width, fan(lambda i: i * 10, [1, 2, 3])))
-            gate.set()
-        wide_again = await runner.run_wide(lambda fan: fan.width)  # the borrowed slots were given back
-    assert narrow == (1, [10, 20, 30]) and wide_again == 2

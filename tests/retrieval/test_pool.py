@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -12,8 +11,6 @@ import numpy as np
 import pytest
 
 from mcp_server.citations.passages import passage_id
-from mcp_server.core.concurrency import thread_pool
-from mcp_server.embedding.runner import Fan
 from mcp_server.rerankers import FakeReranker
 from mcp_server.retrieval import DocumentIndex
 from mcp_server.retrieval.pool import PoolSource, bm25_scores, search_pool
@@ -234,30 +231,3 @@ def test_routing_searches_only_the_documents_a_first_look_ranks_best_and_answers
     assert sorted(searched) == sorted([shelf[1].key, shelf[3].key])  # the two best looks, searched fully
     searched.clear()
     assert run(shelf, top_k=3, route=len(shelf)) == full and len(searched) == len(shelf)  # no more than the route
-
-
-def test_documents_searched_side_by_side_on_two_threads_answer_as_one_after_another() -> None:
-    cosines = [[0.2, 0.1], [0.95, 0.9], [0.3, 0.2], [0.85, 0.1], [0.25, 0.2], [0.1, 0.05]]
-    shelf = [doc(chr(97 + i), c, [f"revenue {chr(97 + i)} filler text {j}" for j in range(2)])
-             for i, c in enumerate(cosines)]
-    threads: set[str] = set()
-
-    def recorded(index: DocumentIndex) -> Callable[..., list[tuple[int, float]]]:
-        candidates = index.candidates
-
-        def search_fully(*args: Any, **kwargs: Any) -> list[tuple[int, float]]:
-            threads.add(threading.current_thread().name)
-            return candidates(*args, **kwargs)
-        return search_fully
-
-    for index in shelf:
-        index.candidates = recorded(index)  # type: ignore[method-assign]
-    for route in (0, 3):
-        alone = run(shelf, "revenue", top_k=5, route=route)
-        pool = thread_pool(2, "pool-test")
-        try:
-            wide = run(shelf, "revenue", top_k=5, route=route, fan=Fan(2, pool))
-        finally:
-            pool.shutdown()
-        assert wide == alone and len(alone) == 5
-    assert any(name.startswith("pool-test") for name in threads)

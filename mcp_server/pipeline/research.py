@@ -3,7 +3,9 @@
 ``Research`` sits on ``DocumentService``: every document of a search goes through the same
 pipeline as ``retrieve_chunks`` (``DocumentService.index``: download cache, parser pool,
 coalesced index builds under MCP_MODEL_CONCURRENCY), all documents at once; a document that fails is
-reported with its error while the others answer. The pooled candidates are then ranked once
+reported with its error while the others answer; a big one not yet indexed answers from a partial
+index for the question (its complete index builds in the background, ``IndexManager.open``). The
+pooled candidates are then ranked once
 with global scores (``retrieval/pool.py``). A passage id leads back to its index in memory or
 on disk (``passages.py``), never to a download.
 """
@@ -55,6 +57,7 @@ class DocumentOutcome:
     chunks: int | None = None
     cached: bool | None = None
     source: Source | None = None  # which bytes were searched, fetched when
+    complete: bool | None = None  # False: a partial index answered (the complete one builds in the background)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -187,7 +190,9 @@ class Research:
         async def one(i: int, url: str) -> None:
             try:
                 checked = validate_url(url, self.service.settings)
-                indexed = await self.service.index(checked, progress=tracker.for_document(i, url), view=view)
+                # with the question, a big cold document answers from a partial index as retrieve_chunks does
+                indexed = await self.service.index(checked, query=queries[0], progress=tracker.for_document(i, url),
+                                                   view=view)
             except MCPServerError as exc:
                 outcomes[i] = DocumentOutcome(url=url, error=exc)
                 await tracker.advance(i, 1.0, f"[{i + 1}/{len(urls)}] {url}: failed ({exc.code})")
@@ -200,7 +205,8 @@ class Research:
                 return
             index = indexes[i] = indexed.view.index
             outcomes[i] = DocumentOutcome(url=url, doc_type=indexed.doc_type, chunks=len(index.chunks),
-                                          cached=indexed.view.cached, source=indexed.source)
+                                          cached=indexed.view.cached, source=indexed.source,
+                                          complete=indexed.view.complete)
             await tracker.advance(i, 1.0, f"[{i + 1}/{len(urls)}] {url}: ready ({len(index.chunks)} chunks)")
 
         with anyio.move_on_after(deadline if deadline is not None else math.inf):

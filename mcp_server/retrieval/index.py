@@ -36,7 +36,7 @@ from mcp_server.encoders.embedders import Embedder, ProgressFn
 from mcp_server.rerankers.cross_encoders import Reranker
 from mcp_server.retrieval.bm25 import ChunkBM25
 from mcp_server.retrieval.focus import FOCUS_CANDIDATES, SENTENCES_PER_CANDIDATE, UnitTerms, keep_units
-from mcp_server.retrieval.learned import CandidateSignals, LearnedRanker, digit_share, idf, number_signals
+from mcp_server.retrieval.learned import CandidateSignals, ChunkFacts, LearnedRanker, held_numbers, idf
 from mcp_server.retrieval.naming import Identity, file_name_words
 from mcp_server.retrieval.ranking import (
     CANDIDATES_PER_RESULT,
@@ -97,6 +97,7 @@ class DocumentIndex:
         self.lexical = ChunkBM25(self.chunks, stored.corpus if stored is not None else None)
         self.languages, self.identity = self.lexical.languages, self.lexical.identity
         self._unit_terms = UnitTerms(self.chunks, self.languages)  # the focus of the dense side, shared too
+        self._facts = ChunkFacts(self.chunks)  # what the learned ranker reads of a chunk's numbers, shared too
         # found at the first search (or warm()), or read with the index; shared by the copies as well
         self._templates = Once(_template_finder(self.chunks, stored))
         self.instructions: InstructionScores | None = None  # set by the complete build or a load (stored_scores)
@@ -407,13 +408,14 @@ def signals(index: DocumentIndex, query: str, head: Sequence[_Candidate]) -> Can
     pos = np.array([c.pos for c in head], dtype=np.int64)
     presence, df = index.lexical.presence(query, pos.tolist(), index.identity)
     chunks = index.chunks
-    numbers, query_numbers = number_signals(query, [chunks[p].text for p in pos])
+    held, digits = index._facts.of(pos.tolist())
+    numbers, query_numbers = held_numbers(query, held)
     return CandidateSignals(
         fused=np.array([c.rrf * RRF_K for c in head]), bm25=np.array([c.bm25 or 0.0 for c in head]),
         dense=np.array([-1.0 if c.dense is None else c.dense for c in head]),
         presence=presence.astype(np.float64), idf=idf(df, len(chunks)), template=index.templates[pos],
         table=np.array([chunks[p].content_type == "table" for p in pos], dtype=np.bool_),
         chars=np.array([len(chunks[p].text) for p in pos], dtype=np.float64),
-        digits=np.array([digit_share(chunks[p].text) for p in pos]), position=pos / max(len(chunks), 1),
+        digits=digits, position=pos / max(len(chunks), 1),
         numeric_query=any(ch.isdigit() for ch in query), numbers=numbers, query_numbers=query_numbers,
     )

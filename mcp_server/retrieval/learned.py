@@ -22,16 +22,18 @@ import functools
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from mcp_server.core.models import Chunk
 from mcp_server.retrieval.ranking import RRF_K
 
 __all__ = [
-    "FEATURES", "MODEL_PATH", "CandidateSignals", "LearnedRanker", "Trees", "bundled", "features", "number_signals",
+    "FEATURES", "MODEL_PATH", "CandidateSignals", "ChunkFacts", "LearnedRanker", "Trees", "bundled", "features",
+    "held_numbers", "number_signals",
 ]
 
 MODEL_PATH = Path(__file__).with_name("ranker.json")
@@ -206,16 +208,40 @@ def digit_share(text: str) -> float:
 
 def numbers_of(text: str) -> set[str]:
     """The numbers written in ``text``, without their separators ("1,234.5" -> "12345")."""
-    return {re.sub(r"[.,]", "", n) for n in _NUMBER.findall(text)}
+    return {n.replace(",", "").replace(".", "") for n in _NUMBER.findall(text)}
 
 
 def number_signals(query: str, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """Per text, how many numbers it holds and the share of the query's numbers among them."""
+    return held_numbers(query, [numbers_of(t) for t in texts])
+
+
+def held_numbers(query: str, held: Sequence[Set[str]]) -> tuple[np.ndarray, np.ndarray]:
+    """``number_signals`` of texts holding the numbers ``held``."""
     asked = numbers_of(query)
-    held = [numbers_of(t) for t in texts]
     counts = np.array([len(h) for h in held], dtype=np.float64)
     shares = np.array([len(asked & h) / len(asked) if asked else 0.0 for h in held], dtype=np.float64)
     return counts, shares
+
+
+class ChunkFacts:
+    """Per chunk, the numbers it writes and its share of digits, read once, when a head first holds it:
+    every question over a shelf reads the heads of ~10 documents again (the regexes were a sixth of a
+    warm search_documents). Copies of an index share it; two threads may read a chunk twice, alike."""
+
+    def __init__(self, chunks: Sequence[Chunk]) -> None:
+        self._chunks = chunks
+        self._known: dict[int, tuple[frozenset[str], float]] = {}
+
+    def of(self, positions: Sequence[int]) -> tuple[list[frozenset[str]], np.ndarray]:
+        """(the numbers of each chunk at ``positions``, their digit shares)."""
+        facts = [self._known.get(pos) or self._read(pos) for pos in positions]
+        return [numbers for numbers, _ in facts], np.array([share for _, share in facts], dtype=np.float64)
+
+    def _read(self, pos: int) -> tuple[frozenset[str], float]:
+        text = self._chunks[pos].text
+        known = self._known[pos] = (frozenset(numbers_of(text)), digit_share(text))
+        return known
 
 
 def idf(df: Sequence[int], size: int) -> np.ndarray:

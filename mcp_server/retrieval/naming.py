@@ -37,6 +37,7 @@ No list of names, form types or finance words: identity comes from each document
 
 from __future__ import annotations
 
+import functools
 import re
 import urllib.parse
 from collections.abc import Callable, Sequence
@@ -84,10 +85,9 @@ class _NamingReader:
     def read(self, query: str) -> _Marks:
         if not self.tokens:
             return [], [], []
-        analyzer = analyzer_for(self.language)
         # words of the query with each possessive blanked out (same length, so spans stay)
         words = [(m.span(), m.group()) for m in _WORD.finditer(_POSSESSIVE.sub(lambda m: " " * len(m[0]), query))]
-        tokens = analyzer.tokens([w for _, w in words]) if words else []
+        tokens = _word_tokens(self.language, tuple(w for _, w in words)) if words else ()
         known = [bool(t) and all(x in self.tokens for x in t) for t in tokens]
         named = [False] * len(words)
         owners: set[str] = set()
@@ -137,7 +137,7 @@ class _NamingReader:
         return words, named, naming
 
     def _names_a_document(
-        self, words: list[tuple[tuple[int, int], str]], tokens: list[list[str]], known: list[bool], owner: int,
+        self, words: list[tuple[tuple[int, int], str]], tokens: Sequence[Sequence[str]], known: list[bool], owner: int,
         end: int,
     ) -> bool:
         """Whether what the owner's possessive names is the document: the last word of what follows
@@ -288,6 +288,12 @@ def _squash(code: str) -> str:
 def _dated(words: list[tuple[tuple[int, int], str]], lo: int, hi: int) -> bool:
     """Whether words ``lo:hi`` hold a year or a code of letters and digits ("2022", "10-K", "Q4")."""
     return any(_CODE.fullmatch(w) for _, w in words[lo:hi])
+
+
+@functools.lru_cache(maxsize=256)
+def _word_tokens(language: str, words: tuple[str, ...]) -> tuple[list[str], ...]:
+    """Each word's tokens: read once per question and language, not once per document of a shelf."""
+    return tuple(analyzer_for(language).tokens(list(words)))
 
 
 def _capitalised(word: str) -> bool:

@@ -16,6 +16,7 @@ since their own match outranks the prior.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 
@@ -48,6 +49,9 @@ _ENDS_WITH_PAGE = re.compile(r"[\s|.](\d{1,3})$")  # after a letter (``_LETTER``
 _LETTER = re.compile(r"[^\W\d_]")
 # "31.1 | Certification of ...", "10.2* Agreement ...": a dotted entry number, then words
 _STARTS_WITH_ENTRY = re.compile(r"^\d{1,3}\.\d{1,3}[A-Za-z]?\W*\s+[^\W\d_]")
+# from a line's first digit to its end (str.splitlines' line ends): one per line holding a digit, as every entry
+_DIGIT_LINE = re.compile("\\d[^\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]*")
+_MIN_ENTRIES = math.ceil(INDEX_LINES * MIN_INDEX_LINES)
 
 
 def template_mask(texts: Sequence[str]) -> np.ndarray:
@@ -119,6 +123,8 @@ def _shingles(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
 def _index_page(text: str) -> bool:
     """Lines that are index entries: words then a page number, the numbers ascending down the page
     (a table's figures do not), or a dotted entry number then words."""
+    if len(_DIGIT_LINE.findall(text)) < _MIN_ENTRIES:  # too few lines with a digit: read no line (a book's prose)
+        return False
     lines = [line.strip(" |*-") for line in MARKER_LINE.sub("", text).splitlines()]
     lines = [line for line in lines if _WORDS.search(line)]
     if len(lines) < MIN_INDEX_LINES:

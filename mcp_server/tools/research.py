@@ -41,7 +41,8 @@ def _status(outcome: DocumentOutcome, results: int) -> DocumentStatus:
         return DocumentStatus(url=outcome.url, status="error",
                               error=DocumentError(code=outcome.error.code, error=outcome.error.message))
     return DocumentStatus(url=outcome.url, status="ok", document_type=outcome.doc_type, chunks=outcome.chunks,
-                          cached=outcome.cached, results=results, source=source_info(outcome.source))
+                          cached=outcome.cached, results=results, source=source_info(outcome.source),
+                          index=None if outcome.complete is None else "complete" if outcome.complete else "partial")
 
 
 @tool("document", title="Search documents", open_world=True,

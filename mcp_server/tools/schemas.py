@@ -212,6 +212,9 @@ class DocumentStatus(BaseModel):
     chunks: int | None = Field(None, description="Chunks indexed.")
     cached: bool | None = Field(None, description="True when the index came from memory or disk.")
     results: int = Field(0, description="Results from this document in this answer.")
+    index: Literal["complete", "partial"] | None = Field(
+        None, description="partial: a big document not indexed yet answered from vectors for this question's "
+        "candidates while its complete index builds in the background; ask again for the complete one.")
     source: SourceInfo | None = _SOURCE
 
 

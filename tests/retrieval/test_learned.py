@@ -11,7 +11,17 @@ import pytest
 from mcp_server.encoders import FakeEmbedder
 from mcp_server.retrieval import DocumentIndex
 from mcp_server.retrieval.index import fused_head, signals
-from mcp_server.retrieval.learned import FEATURES, MODEL_PATH, LearnedRanker, Trees, bundled, number_signals
+from mcp_server.retrieval.learned import (
+    FEATURES,
+    MODEL_PATH,
+    ChunkFacts,
+    LearnedRanker,
+    Trees,
+    bundled,
+    digit_share,
+    number_signals,
+    numbers_of,
+)
 from tests.retrieval._chunks import make_chunks
 
 TEXTS = [
@@ -227,3 +237,13 @@ def test_the_bundled_model_orders_a_real_head_and_keeps_its_candidates() -> None
     fused = ranked(index, embedder, query, None)
     learned = ranked(index, embedder, query, bundled())
     assert sorted(learned) == sorted(fused)
+
+
+def test_a_chunks_numbers_are_read_once_and_as_from_its_text() -> None:
+    chunks = make_chunks(["Revenue was 1,234.5 in 2023 and 987 in 2022.", "No figures here."])
+    facts = ChunkFacts(chunks)
+    numbers, digits = facts.of([1, 0, 1])
+    assert numbers == [frozenset(), frozenset(numbers_of(chunks[0].text)), frozenset()]
+    assert numbers[1] == {"12345", "2023", "987", "2022"}
+    assert digits.tolist() == [digit_share(chunks[1].text), digit_share(chunks[0].text), 0.0]
+    assert facts.of([0])[0][0] is numbers[1]  # the second time from what was read

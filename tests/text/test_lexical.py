@@ -6,6 +6,7 @@ import numpy as np
 
 from mcp_server.retrieval.index import DocumentIndex
 from mcp_server.text.lexical import bm25_tokens, lexical_text
+from tests.conftest import DOCS
 from tests.retrieval._chunks import make_chunks
 
 
@@ -31,3 +32,19 @@ def test_a_question_finds_the_chunk_holding_its_number_written_with_separators()
     chunks = make_chunks(["| Total revenue | 30,583 | 23,198 |", "| Total revenue | 583 | 30 |"])
     index = DocumentIndex.build(chunks, np.eye(2, 8, dtype=np.float32), model_id="fake")
     assert index.bm25_top("which line shows 30583?", 2) == [0]
+
+
+def test_tokens_are_bm25s_tokens_to_the_token_on_real_documents() -> None:
+    """bm25_tokens reads in one pass what bm25s.tokenize reads (its pattern, stopwords and stemmer)."""
+    import bm25s
+    import Stemmer
+
+    texts = []
+    for path in sorted((DOCS / "txt").glob("*.txt")):
+        text = path.read_text(encoding="utf-8", errors="replace")[:200_000]
+        texts += [text[at : at + 2_000] for at in range(0, len(text), 2_000)]
+    texts += ["", "--- Page 3 ---", "FY2022 revenue was $30,583 million; Q22023 THE the a"]
+    expected = bm25s.tokenize([lexical_text(t) for t in texts], stopwords="en_plus",
+                              stemmer=Stemmer.Stemmer("english").stemWords, return_ids=False, show_progress=False)
+    assert len(texts) > 100
+    assert bm25_tokens(texts) == [list(t) for t in expected]

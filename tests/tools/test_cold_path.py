@@ -106,3 +106,22 @@ async def test_clearing_the_caches_forgets_a_cached_failure(files: FileServer, t
         failed, again = await call(running, "process_document", document_url=url)
         runs = second_service(server).process_runs
     assert failed and "cached failure" not in again["error"] and runs == 2
+
+
+async def test_a_shelf_answers_at_once_from_partial_indexes_and_completely_after_their_builds(
+    files: FileServer, tmp_path: Path,
+) -> None:
+    big, small = files.url(BIG), files.url("powerpoint_sample.pptx")
+    settings = make_settings(index_dir=tmp_path, progressive_budget=0, progressive_candidates=3)
+    with ThreadedServer(settings) as server:
+        failed, first = await call(server, "search_documents", document_urls=[big, small], query="Who owns the club?")
+        assert not failed, first
+        # a budget of 0: every document not yet indexed answers from its partial index
+        assert [(d["index"], d["cached"]) for d in first["documents"]] == [("partial", False), ("partial", False)]
+        assert first["results"][0]["document_url"] == big
+        with anyio.fail_after(300):  # the complete indexes build in the background
+            while (await call(server, "manage_cache", action="stats"))[1]["layers"]["index"]["building"]:
+                await anyio.sleep(0.2)
+        _, later = await call(server, "search_documents", document_urls=[big, small], query="Who owns the club?")
+    assert [(d["index"], d["cached"]) for d in later["documents"]] == [("complete", True), ("complete", True)]
+    assert later["results"][0]["document_url"] == big

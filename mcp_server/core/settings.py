@@ -141,8 +141,9 @@ class Settings(BaseSettings):
         50, ge=1, le=SEARCH_DOCUMENTS_CEILING,
         description="Most documents one search_documents call may search (the tool schema's maxItems). Each costs "
         "one rate-limit token; an indexed one ~5-20 MB of the memory budget while cached, and its index is loaded "
-        "from disk (tens of ms) when the cache no longer holds it; one never seen is downloaded, parsed and "
-        "indexed in the call (a 10-K: a minute or more of CPU).",
+        "from disk (tens of ms) when the cache no longer holds it; one never seen is downloaded and parsed in the "
+        "call, and a big one answers from a partial index for the question (`documents[].index` partial) while its "
+        "complete index builds in the background (a 10-K: a minute or more of CPU).",
     )
     search_route_documents: int = Field(
         10, ge=0, le=SEARCH_DOCUMENTS_CEILING,

@@ -59,12 +59,13 @@ class IndexLookup:
     def stats(self, pending: dict[str, PendingBuild]) -> dict[str, Any]:
         memory_hits, disk_hits, misses = (self.counters[k] for k in ("memory_hits", "disk_hits", "misses"))
         lookups = memory_hits + disk_hits + misses
+        memory = self.memory.stats()
         return {
             **self.counters,
             "hit_rate": round((memory_hits + disk_hits) / lookups, 4) if lookups else 0.0,
-            **{name: value for name, value in self.memory.stats().items()
+            **{name: value for name, value in memory.items()
                if name in ("entries", "max_entries", "bytes", "evictions")},
-            "ttl": self.memory.stats()["ttl_s"],
+            "ttl": memory["ttl_s"],
             "building": [
                 {"key": key, "chunks": len(state.base), "embedded": state.embedded[0], "to_embed": state.embedded[1]}
                 for key, state in list(pending.items())

@@ -4,10 +4,9 @@
 pipeline as ``retrieve_chunks`` (``DocumentService.index``: download cache, parser pool,
 coalesced index builds under MCP_MODEL_CONCURRENCY), all documents at once; a document that fails is
 reported with its error while the others answer; a big one not yet indexed answers from a partial
-index for the question (its complete index builds in the background, ``IndexManager.open``). The
-pooled candidates are then ranked once
-with global scores (``retrieval/pool.py``). A passage id leads back to its index in memory or
-on disk (``passages.py``), never to a download.
+index for the question (its complete index builds in the background, ``IndexManager.opening``).
+The pooled candidates are then ranked once with global scores (``retrieval/pool.py``). A passage
+id leads back to its index in memory or on disk (``passages.py``), never to a download.
 """
 
 from __future__ import annotations

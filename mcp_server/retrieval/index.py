@@ -369,7 +369,6 @@ def focused(
     return ranked[:n]
 
 
-
 # --- the learned ranker's view of the head (retrieval/learned.py) ------------------------------
 def fused_head(
     index: DocumentIndex, query_vec: np.ndarray, query: str, top_k: int, mode: SearchMode = "hybrid",

@@ -222,7 +222,7 @@ class IndexManager:
             return IndexView(key=key, index=fresh, complete=True, cached=not built)
         answer = await self.partial.start(key, chunker_version, chunk_list, embedder, query, progress=progress,
                                           location=opening.location, reserved=need, release=self._release)
-        return self._partial_view(key, *answer)
+        return self._partial_view(key, *answer, cached=False)  # complete only by waiting for the build it started
 
     def _from_memory(self, key: str, *, coalesced: bool = False) -> IndexView | None:
         index = self.lookup.in_memory(key, coalesced=coalesced)
@@ -237,11 +237,13 @@ class IndexManager:
 
     async def _answer_partial(self, pending: PendingBuild, query: str, progress: Progress | None,
                               location: str) -> IndexView:
-        return self._partial_view(pending.key, *await self.partial.answer(pending, query, progress, location))
+        answer = await self.partial.answer(pending, query, progress, location)
+        return self._partial_view(pending.key, *answer, cached=answer[1])  # complete: built by an earlier call
 
-    def _partial_view(self, key: str, index: DocumentIndex, complete: bool, timings: dict[str, float]) -> IndexView:
+    def _partial_view(self, key: str, index: DocumentIndex, complete: bool, timings: dict[str, float], *,
+                      cached: bool) -> IndexView:
         self.counters["partial_answers"] += not complete
-        return IndexView(key=key, index=index, complete=complete, cached=complete, timings_ms=timings)
+        return IndexView(key=key, index=index, complete=complete, cached=cached, timings_ms=timings)
 
     async def find(self, key: str) -> DocumentIndex | None:
         """The index stored under ``key``, from memory, else from disk or the shared store (then

@@ -48,6 +48,7 @@ async def test_an_english_question_asked_first_on_a_french_document_is_answered_
 ) -> None:
     body = await ask_first(first_call_settings(tmp_path), files.url(FRENCH), ENGLISH_QUESTION)
     assert body["index"]["status"] == "complete" and body["index"]["dense_coverage"] == 1.0
+    assert body["cached"] is False  # built in this call, not found in memory or on disk
     assert any(ANSWER in r["text"] for r in body["results"])
 
 

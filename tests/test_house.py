@@ -234,3 +234,47 @@ def test_the_index_managers_cold_path_takes_no_function_but_a_progress_report() 
             for f in cold_path} == {getattr(f, "__qualname__", ""): set() for f in cold_path} | {
         # the manager's own: reserved bytes back to the memory budget when a build cannot start
         "FirstAnswers.start": {"release"}}
+
+
+# An index's key is given where it is made (``DocumentIndex(..., key=)``, ``build``, ``embed``): passage
+# ids name it, so a key set afterwards, from outside, would name a passage after another index.
+KEY_ATTRIBUTES = frozenset({"key", "_key"})
+
+
+def key_assignments(root: Path) -> list[str]:
+    """``path:line: target`` for every assignment to a ``key`` attribute of anything but ``self``
+    (``x.key = ...``, ``x._key += ...``, ``setattr(x, "key", ...)``)."""
+    found: list[str] = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets: list[ast.expr] = []
+            if isinstance(node, ast.Assign):
+                targets = node.targets
+            elif isinstance(node, ast.AugAssign | ast.AnnAssign):
+                targets = [node.target]
+            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr"
+                  and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant)
+                  and node.args[1].value in KEY_ATTRIBUTES):
+                found.append(f"{path.relative_to(root)}:{node.lineno}: {ast.unparse(node)}")
+            found.extend(f"{path.relative_to(root)}:{node.lineno}: {ast.unparse(target)}"
+                         for target in targets if isinstance(target, ast.Attribute) and target.attr in KEY_ATTRIBUTES
+                         and not (isinstance(target.value, ast.Name) and target.value.id == "self"))
+    return found
+
+
+def test_no_module_sets_an_index_key_from_outside() -> None:
+    roots = (PACKAGE, BENCH, PACKAGE.parent / "scripts", PACKAGE.parent / "tests")
+    assert [f"{root.name}/{found}" for root in roots for found in key_assignments(root)] == []
+
+
+def test_the_key_check_finds_an_assignment_from_outside_but_not_the_constructors_own(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text(
+        "class Index:\n    def __init__(self, key):\n        self._key = key\n"
+        "index = Index(key='k')\n"
+        "index.key = 'other'\n"
+        "clone._key: str = index.key\n"
+        "setattr(index, 'key', 'x')\n"
+        "record = {'key': 1}\n", encoding="utf-8")
+
+    assert key_assignments(tmp_path) == ["a.py:5: index.key", "a.py:6: clone._key",
+                                         "a.py:7: setattr(index, 'key', 'x')"]

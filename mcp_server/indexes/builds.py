@@ -174,7 +174,7 @@ class IndexBuilder:
             detector = self.models.instructions
 
             def build() -> DocumentIndex:
-                built = DocumentIndex.embed(chunks, embedder, progress=progress)
+                built = DocumentIndex.embed(chunks, embedder, progress=progress, key=key)
                 if detector is not None:  # while the sentences' vectors are in the embedder's cache
                     built.instructions = score_chunks(detector, chunks)
                 release_memory()  # the batches' activations and token arrays are freed: give them back
@@ -186,7 +186,6 @@ class IndexBuilder:
             return index, True
 
     def _built(self, key: str, index: DocumentIndex, embedder: Embedder, started: float) -> None:
-        index.key = key
         self.counters["builds"] += 1
         metrics.index_embedded(len(index), time.perf_counter() - started)
         metrics.observe_stage("index_build", time.perf_counter() - started)

@@ -152,8 +152,8 @@ class FirstAnswers:
         started = time.perf_counter()
         handed = False  # whether the build owns ``reserved`` (it gives it back when it ends)
         try:
-            base = await off_loop(_partial_base, chunks, embedder)
-            base.key = key  # passage ids of partial answers name the key the complete index will have
+            # passage ids of partial answers name the key the complete index will have
+            base = await off_loop(_partial_base, chunks, embedder, key)
             lexical = round((time.perf_counter() - started) * 1000, 2)
             pending = PendingBuild(key=key, base=base, embedder=embedder, progress=progress, reserved=reserved)
             foreign = await off_loop(reads_foreign, base.named(location), query)
@@ -177,9 +177,9 @@ class FirstAnswers:
                                     stored=self.stored, progress=progress, location=location, foreign=foreign)
 
 
-def _partial_base(chunks: list[Chunk], embedder: Embedder) -> DocumentIndex:
+def _partial_base(chunks: list[Chunk], embedder: Embedder, key: str) -> DocumentIndex:
     """BM25 over every chunk, no vectors yet, and its template passages: every partial answer's
     fusion reads them, so they are found here, once, before the complete build takes the cores."""
-    base = DocumentIndex.embed(chunks, embedder, only=())
+    base = DocumentIndex.embed(chunks, embedder, only=(), key=key)
     base.templates  # noqa: B018 - found now, shared by every partial index of the document
     return base

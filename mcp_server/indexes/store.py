@@ -321,20 +321,19 @@ class IndexStore(IndexFolder):
             except FileNotFoundError:  # nothing committed (absent, or a first save was cut short)
                 return None
             try:
-                index = self._read(folder, raw, check)
+                index = self._read(folder, raw, check, key)
             except _Switched:
                 continue
             except Exception as exc:  # json, faiss, OS and format errors all mean: do not trust it
                 self.quarantine(key, f"{type(exc).__name__}: {exc}")
                 return None
-            index.key = key
             _mark_used(folder)
             return index
         # versions kept switching under this reader: the caller looks again under the lock
         log.info("index.read_raced", extra={"key": key})
         return None
 
-    def _read(self, folder: Path, raw: bytes, check: ManifestCheck | None) -> DocumentIndex:
+    def _read(self, folder: Path, raw: bytes, check: ManifestCheck | None, key: str) -> DocumentIndex:
         manifest = json.loads(raw)
         if manifest.get("format") != FORMAT_VERSION:
             raise ValueError(f"format {manifest.get('format')} != {FORMAT_VERSION}")
@@ -361,14 +360,15 @@ class IndexStore(IndexFolder):
             if current != raw:
                 raise _Switched from None  # a writer replaced the version we were reading, or it went
             raise
-        return _decode(manifest, index, files, folder)
+        return _decode(manifest, index, files, key, folder)
 
     @staticmethod
-    def decode_blobs(manifest: Manifest, blobs: Mapping[str, bytes]) -> DocumentIndex:
-        """An index from exported files (checked with ``verify_files`` first), without the folder."""
+    def decode_blobs(manifest: Manifest, blobs: Mapping[str, bytes], key: str) -> DocumentIndex:
+        """The index stored under ``key`` from exported files (checked with ``verify_files`` first),
+        without the folder."""
         verify_files(manifest, blobs)
         index = faiss.deserialize_index(np.frombuffer(blobs[INDEX_FILE], dtype=np.uint8))
-        return _decode(manifest, index, blobs)
+        return _decode(manifest, index, blobs, key)
 
     def export(self, key: str) -> tuple[Manifest, dict[str, bytes]] | None:
         """The current version's manifest (without local file names) and files by logical name,
@@ -392,9 +392,10 @@ def try_acquire(lock: FileLock) -> bool:
     return True
 
 
-def _decode(manifest: Manifest, index: Any, files: Mapping[str, bytes], folder: Path | None = None) -> DocumentIndex:
-    """The index the files hold; from a folder, with the analysis stored beside it (``lexical.py``),
-    which a folder without one gets now."""
+def _decode(manifest: Manifest, index: Any, files: Mapping[str, bytes], key: str,
+            folder: Path | None = None) -> DocumentIndex:
+    """The index the files hold, stored under ``key``; from a folder, with the analysis stored beside
+    it (``lexical.py``), which a folder without one gets now."""
     chunks = [_chunk_from_json(c) for c in json.loads(files[CHUNKS_FILE])]
     owners = json.loads(files[SENTENCES_FILE])
     if not isinstance(owners, list) or not all(type(o) is int for o in owners):
@@ -408,7 +409,7 @@ def _decode(manifest: Manifest, index: Any, files: Mapping[str, bytes], folder: 
     # the constructor rejects a map that runs out of order; only complete indexes are stored
     stored = read_lexical(folder, manifest) if folder is not None else None
     loaded = DocumentIndex(chunks, index, model_id=manifest["model_id"], owners=np.asarray(owners, dtype=np.int64),
-                           stored=stored)
+                           stored=stored, key=key)
     if loaded.coverage < 1.0:
         raise ValueError("sentence map misses a chunk")
     if folder is not None and stored is None:

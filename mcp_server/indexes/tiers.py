@@ -237,10 +237,9 @@ class IndexTiers:
     def _decoded(key: str, manifest: Manifest, blobs: Mapping[str, bytes]) -> tuple[DocumentIndex | None, Found]:
         """An index from verified files that could not be written to the folder."""
         try:
-            index = IndexStore.decode_blobs(manifest, blobs)
+            index = IndexStore.decode_blobs(manifest, blobs, key)
         except Exception:  # noqa: BLE001 - undecodable: build here
             return None, "miss"
-        index.key = key
         return index, "shared"
 
     def stats(self) -> dict[str, object]:

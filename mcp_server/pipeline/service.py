@@ -29,7 +29,6 @@ from mcp_server import metrics
 from mcp_server.caches.layers import CacheLayer, cache_delete, cache_get
 from mcp_server.caches.registry import CacheRegistry
 from mcp_server.chunking import CHUNKER_VERSION, ChunkParams, chunk_document, chunk_params_for
-from mcp_server.citations.passages import passage_id
 from mcp_server.core.concurrency import Progress, off_loop, start_thread
 from mcp_server.core.errors import ValidationError
 from mcp_server.core.failures import FailedParse
@@ -274,8 +273,6 @@ class DocumentService:
         # searched under its URL: the file name's words that name the document say which (naming.py)
         hits, search_timings = await self.indexes.searcher.search(found.index.named(url), query, top_k,
                                                                   neighbors=neighbors)
-        hits = [dataclasses.replace(h, passage_id=passage_id(found.key, h.chunk.chunk_index, h.chunk.text))
-                for h in hits]
         timings.update(search_timings)
         metrics.retrieval(indexed.doc_type, warm=found.cached)
         return Retrieval(hits=hits, indexed=indexed, timings_ms=timings)

@@ -28,6 +28,7 @@ import faiss
 import numpy as np
 
 from mcp_server.citations.neighbours import expand_hits
+from mcp_server.citations.passages import passage_id
 from mcp_server.core.bounds import clamp
 from mcp_server.core.concurrency import Once
 from mcp_server.core.models import Chunk, SearchHit
@@ -85,13 +86,11 @@ class DocumentIndex:
     covered chunks only, and a chunk without vectors has no dense score.
     """
 
-    key: str = ""  # the cache key it is stored under (set by the store and the manager); passage ids name it
-
     def __init__(
         self, chunks: Sequence[Chunk], faiss_index: faiss.Index, *, model_id: str,
-        owners: np.ndarray | None = None, stored: StoredAnalysis | None = None,
+        owners: np.ndarray | None = None, stored: StoredAnalysis | None = None, key: str = "",
     ) -> None:
-        self.chunks, self.model_id = list(chunks), model_id
+        self.chunks, self.model_id, self._key = list(chunks), model_id, key
         self._set_vectors(faiss_index, owners)
         # the partial indexes of a document, copies, share it; ``stored``: its tokens read with the index
         self.lexical = ChunkBM25(self.chunks, stored.corpus if stored is not None else None)
@@ -106,9 +105,8 @@ class DocumentIndex:
         self._scripts = Once(lambda: {dominant_script(chunk.text, SCRIPT_SAMPLE) for chunk in self.chunks})
 
     @classmethod
-    def build(
-        cls, chunks: Sequence[Chunk], vectors: np.ndarray, *, model_id: str, owners: np.ndarray | None = None,
-    ) -> DocumentIndex:
+    def build(cls, chunks: Sequence[Chunk], vectors: np.ndarray, *, model_id: str,
+              owners: np.ndarray | None = None, key: str = "") -> DocumentIndex:
         """From precomputed unit vectors: one per chunk, or one per sentence with ``owners``."""
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         expected = len(chunks) if owners is None else len(owners)
@@ -117,25 +115,30 @@ class DocumentIndex:
         index = faiss.IndexFlatIP(vectors.shape[1])
         if len(vectors):
             index.add(vectors)
-        return cls(chunks, index, model_id=model_id, owners=owners)
+        return cls(chunks, index, model_id=model_id, owners=owners, key=key)
 
     @classmethod
     def embed(
         cls, chunks: Sequence[Chunk], embedder: Embedder, *, progress: ProgressFn | None = None,
-        only: Sequence[int] | None = None,
+        only: Sequence[int] | None = None, key: str = "",
     ) -> DocumentIndex:
         """Split the chunks into sentences, embed those (and only those) and build the index;
         with ``only``, just the sentences of the chunks at those positions (a partial index)."""
         positions = np.arange(len(chunks), dtype=np.int64) if only is None else np.unique(np.asarray(only, np.int64))
         index = faiss.IndexFlatIP(embedder.dimension)
         owners = embed_into(index, chunks, positions, embedder, progress)
-        return cls(chunks, index, model_id=embedder.model_id, owners=owners)
+        return cls(chunks, index, model_id=embedder.model_id, owners=owners, key=key)
 
     def _set_vectors(self, faiss_index: faiss.Index, owners: np.ndarray | None) -> None:
         n = len(self.chunks)
         owners = np.arange(n, dtype=np.int64) if owners is None else np.asarray(owners, dtype=np.int64)
         self._vectors = SentenceVectors(faiss_index, owners, n)
         self.faiss, self.owners, self.dimension = faiss_index, owners, int(faiss_index.d)
+
+    @property
+    def key(self) -> str:
+        """The cache key it is stored under, given where it is made (no one sets it later): passage ids name it."""
+        return self._key
 
     @property
     def coverage(self) -> float:
@@ -190,14 +193,10 @@ class DocumentIndex:
             ranked = rerank_head(query, ranked, reranker, lambda c: self.chunks[c.pos].text, reranker.head,
                                  reranker.weight)
         chosen = drop_duplicates(ranked, lambda c: self.chunks[c.pos], identity=lambda c: c.pos, top_k=top_k)
-        hits = [
-            SearchHit(
-                chunk=self.chunks[c.pos],
-                score=c.rerank if c.rerank is not None else c.rrf,
-                dense=c.dense, bm25=c.bm25, rerank=c.rerank,
-            )
-            for c in chosen
-        ]
+        hits = [SearchHit(chunk=(chunk := self.chunks[c.pos]), score=c.rerank if c.rerank is not None else c.rrf,
+                          dense=c.dense, bm25=c.bm25, rerank=c.rerank, key=self.key,
+                          passage_id=passage_id(self.key, chunk.chunk_index, chunk.text) if self.key else "")
+                for c in chosen]
         return expand_hits(self.chunks, hits, [c.pos for c in chosen], neighbors) if neighbors else hits
 
     def _fuse(

@@ -33,12 +33,15 @@ TEXTS = [
 ]
 
 
-def build(texts: list[str], *, table: int | None = None, language: str = "") -> tuple[DocumentIndex, FakeEmbedder]:
+def build(
+    texts: list[str], *, table: int | None = None, language: str = "", key: str = "",
+) -> tuple[DocumentIndex, FakeEmbedder]:
     embedder = FakeEmbedder()
     chunks = make_chunks(texts, language=language)
     if table is not None:
         chunks[table] = dataclasses.replace(chunks[table], content_type="table")
-    return DocumentIndex.build(chunks, embedder.embed([c.text for c in chunks]), model_id=embedder.model_id), embedder
+    vectors = embedder.embed([c.text for c in chunks])
+    return DocumentIndex.build(chunks, vectors, model_id=embedder.model_id, key=key), embedder
 
 
 def ranked(index: DocumentIndex, embedder: FakeEmbedder, query: str, ranker: LearnedRanker | None) -> list[str]:
@@ -128,8 +131,7 @@ def test_a_partial_index_keeps_the_fused_order() -> None:
 def test_the_pool_takes_each_documents_learned_order() -> None:
     from mcp_server.retrieval.pool import PoolSource, search_pool
 
-    index, embedder = build(TEXTS, table=2)
-    index.key = "k" * 32
+    index, embedder = build(TEXTS, table=2, key="k" * 32)
     query = "What was revenue in 2023?"
 
     def embed(model_id: str, text: str) -> np.ndarray:

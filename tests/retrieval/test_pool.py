@@ -24,9 +24,7 @@ def doc(key: str, cosines: Sequence[float], texts: Sequence[str] | None = None, 
     """An index whose chunk i has cosine ``cosines[i]`` with QUERY (one vector per chunk)."""
     texts = list(texts or [f"{key} filler text number {i}" for i in range(len(cosines))])
     vectors = np.array([[c, math.sqrt(1 - c * c), 0.0, 0.0] for c in cosines], dtype=np.float32)
-    index = DocumentIndex.build(make_chunks(texts), vectors, model_id=model)
-    index.key = key * 16
-    return index
+    return DocumentIndex.build(make_chunks(texts), vectors, model_id=model, key=key * 16)
 
 
 def embed(model_id: str, text: str) -> np.ndarray:
@@ -97,8 +95,7 @@ def test_a_reranker_orders_the_pool_by_its_absolute_scores() -> None:
 
 
 def test_an_empty_document_contributes_nothing() -> None:
-    empty = DocumentIndex.build([], np.zeros((0, 4), dtype=np.float32), model_id="m")
-    empty.key = "e" * 32
+    empty = DocumentIndex.build([], np.zeros((0, 4), dtype=np.float32), model_id="m", key="e" * 32)
     assert run([empty, doc("a", [0.4])], top_k=3) == [(1, 0)]
 
 
@@ -131,8 +128,7 @@ def test_the_document_a_question_names_comes_first_and_ranks_its_own_passages() 
     for name in ("Northwind Traders", "Contoso Foods", "Fabrikam Mills"):
         chunks = renamed(name)
         indexes.append(DocumentIndex.build(chunks, embedder.embed([c.text for c in chunks]),
-                                           model_id=embedder.model_id))
-        indexes[-1].key = name.replace(" ", "") * 4
+                                           model_id=embedder.model_id, key=name.replace(" ", "") * 4))
     sources = [PoolSource(index=i) for i in indexes]
     query = "In Contoso Foods' 2022 Form 10-K: what was the gross margin?"
     # the year and the form are every filing's; the company is one's
@@ -162,8 +158,8 @@ def test_a_code_the_question_writes_picks_one_companys_10q_over_its_10k() -> Non
     northwind = "Northwind Traders Pacific Coast Holdings"  # a long name: many words both its filings hold
     for name, form in ((northwind, "10-K"), (northwind, "10-Q"), ("Contoso Foods", "10-Q"), ("Fabrikam Mills", "10-K")):
         chunks = filing(name, form)
-        index = DocumentIndex.build(chunks, embedder.embed([c.text for c in chunks]), model_id=embedder.model_id)
-        index.key = (name + form).replace(" ", "")[:32].ljust(32, "x")
+        index = DocumentIndex.build(chunks, embedder.embed([c.text for c in chunks]), model_id=embedder.model_id,
+                                    key=(name + form).replace(" ", "")[:32].ljust(32, "x"))
         sources.append(PoolSource(index=index))
     # the company's name alone names both its filings; the form code the question writes tells them apart
     assert named_sources(sources, f"In {northwind}' 2022 Form 10-Q: what was the gross margin?") == {1}

@@ -40,8 +40,7 @@ def test_a_partial_index_keeps_todays_order() -> None:
     assert ranked(partial, embedder, english_only()) == ranked(partial, embedder, None)
 
 def test_the_pool_reranks_its_head_with_the_same_rule() -> None:
-    index, embedder = build(TEXTS, language="en")
-    index.key = "k" * 32
+    index, embedder = build(TEXTS, language="en", key="k" * 32)
 
     def embed(model_id: str, text: str) -> np.ndarray:
         return embedder.embed_query(text)
@@ -51,8 +50,7 @@ def test_the_pool_reranks_its_head_with_the_same_rule() -> None:
         return [h.hit.chunk.text for h in hits]
 
     assert pooled(english_only())[0] == TEXTS[1]
-    foreign, foreign_embedder = build(TEXTS, language="de")
-    foreign.key = "f" * 32
+    foreign, foreign_embedder = build(TEXTS, language="de", key="f" * 32)
     reranker = english_only()
     search_pool([PoolSource(index=foreign)], [QUERY], embed, top_k=5, reranker=reranker)
     assert reranker.calls == 0

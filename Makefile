@@ -12,7 +12,7 @@ HELM     := $(BIN)/helm
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: serve test setup system-deps helm lint typecheck unit fuzz bench train-ranker train-reranker train-instructions image-test k8s-test wheel-test clean
+.PHONY: serve test setup system-deps helm docs lint typecheck unit fuzz bench train-ranker train-reranker train-instructions image-test k8s-test wheel-test clean
 
 serve: setup
 	$(BIN)/python -m mcp_server --transport streamable-http --host $(HOST) --port $(PORT)
@@ -52,6 +52,11 @@ $(JS_STAMP): $(JS_DIR)/package.json $(JS_DIR)/package-lock.json
 # SHA-256 (scripts/helm-deps.sh); a no-op when that helm is there.
 helm: | $(BIN)/python
 	@bash scripts/helm-deps.sh $(HELM)
+
+# The generated tables: settings (docs/configuration.md), formats (docs/formats.md), tools (README.md,
+# docs/tools.md, from tools.TOOLS); tests/core/test_settings_docs.py fails when one is stale.
+docs: setup
+	$(BIN)/python scripts/config_docs.py docs
 
 lint: setup
 	$(BIN)/ruff check mcp_server tests bench client

@@ -1,23 +1,33 @@
 """Render the generated docs: the settings as .env.example and as the table of
-docs/configuration.md, and the supported-formats table of docs/formats.md (from the registered
-processors' declarations).
+docs/configuration.md, the supported-formats table of docs/formats.md (from the registered
+processors' declarations), and the tool tables of README.md and docs/tools.md (from ``tools.TOOLS``:
+each tool's ``@tool`` mark and signature).
 
     python scripts/config_docs.py env      > .env.example
-    python scripts/config_docs.py docs     (rewrites both tables between their markers in docs/)
+    python scripts/config_docs.py docs     (rewrites every table between its markers; also `make docs`)
     python scripts/config_docs.py formats  (prints the formats table)
 
-tests/core/test_settings_docs.py fails when a file misses a setting or a format.
+tests/core/test_settings_docs.py fails when a file misses a setting, a format or a tool.
 """
 
 from __future__ import annotations
 
+import inspect
+import re
 import sys
+import typing
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import annotated_types
 from pydantic import AliasChoices
+from pydantic.fields import FieldInfo
 
 from mcp_server.core.settings import Settings
 from mcp_server.processors import supported_formats
+from mcp_server.tools import TOOLS
+from mcp_server.tools.common import spec_of
 
 
 def env_names(name: str) -> list[str]:
@@ -69,8 +79,77 @@ def render_formats_table() -> str:
     return "\n".join(rows)
 
 
+def _bounds(name: str, hint: Any, setting: str | None) -> str:
+    """What a parameter's schema bounds, as the table shows it: ``(1..20)``, ``(main|full)``, ``(<= 5000 chars)``;
+    a clamp (no error) as its description states it: "clamped to 1..20"."""
+    fields = [meta for meta in typing.get_args(hint)[1:] if isinstance(meta, FieldInfo)]
+    metadata = [m for field in fields for m in field.metadata]
+    clamps = (re.search(r"clamped to (\d+\.\.\d+)", field.description or "") for field in fields)
+    clamp = next((found[1] for found in clamps if found), None)
+    low = next((m.ge for m in metadata if isinstance(m, annotated_types.Ge)), None)
+    high = next((m.le for m in metadata if isinstance(m, annotated_types.Le)), None)
+    longest = next((m.max_length for m in metadata if isinstance(m, annotated_types.MaxLen)), None)
+    shortest = next((m.min_length for m in metadata if isinstance(m, annotated_types.MinLen)), None)
+    base = typing.get_args(hint)[0] if typing.get_origin(hint) is typing.Annotated else hint
+    literals = [v for arg in (base, *typing.get_args(base)) if typing.get_origin(arg) is typing.Literal
+                for v in typing.get_args(arg)]
+    if setting is not None:
+        field = Settings.model_fields[setting]
+        return f" ({shortest or 0}..{field.get_default()}, the setting MCP_{setting.upper()})"
+    if literals:
+        return f" ({'|'.join(map(str, literals))})"
+    if low is not None and high is not None:
+        return f" ({low}..{high})"
+    if clamp is not None:
+        return f" ({clamp})"
+    if longest is not None:
+        return f" (<= {longest:,} chars)" if str in (base, *typing.get_args(base)) else f" (up to {longest})"
+    return ""
+
+
+def tool_arguments(fn: Callable[..., Any]) -> str:
+    """A tool's arguments as the table shows them: name, default, bounds; ``ctx`` is the server's."""
+    hints = typing.get_type_hints(fn, include_extras=True)
+    settings = dict(spec_of(fn).max_items)
+    shown = [name + ("" if param.default is inspect.Parameter.empty else f"={param.default!r}")
+             + _bounds(name, hints[name], settings.get(name))
+             for name, param in inspect.signature(fn).parameters.items() if name != "ctx"]
+    return f"`{_cell(', '.join(shown))}`" if shown else "—"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def render_tools_summary() -> str:
+    """README's table: a row per tool, one row for neighbours that say the same."""
+    groups: list[tuple[list[str], str]] = []
+    for fn in TOOLS:
+        summary = spec_of(fn).summary
+        if groups and groups[-1][1] == summary:
+            groups[-1][0].append(fn.__name__)
+        else:
+            groups.append(([fn.__name__], summary))
+    return "\n".join(["| Tool | What it does |", "|---|---|",
+                      *(f"| {', '.join(f'`{n}`' for n in names)} | {_cell(summary)} |" for names, summary in groups)])
+
+
+def render_tools_table() -> str:
+    """docs/tools.md's table: arguments, result shape and timeout of each tool, in ``TOOLS``' order."""
+    defaults, previous = Settings.model_construct(), ""
+    rows = ["| Tool | Arguments | Result | Timeout |", "|---|---|---|---|"]
+    for fn in TOOLS:
+        spec = spec_of(fn)
+        returns = "same" if spec.returns == previous else _cell(spec.returns)
+        rows.append(f"| `{fn.__name__}` | {tool_arguments(fn)} | {returns} | "
+                    f"{defaults.timeout_for(spec.kind):g} s |")
+        previous = spec.returns
+    return "\n".join(rows)
+
+
 START, END = "<!-- config-table:start -->", "<!-- config-table:end -->"
 FORMATS_START, FORMATS_END = "<!-- formats-table:start -->", "<!-- formats-table:end -->"
+TOOLS_START, TOOLS_END = "<!-- tools-table:start -->", "<!-- tools-table:end -->"
 
 
 def _replace_between(text: str, start: str, end: str, body: str) -> str:
@@ -82,6 +161,8 @@ def _replace_between(text: str, start: str, end: str, body: str) -> str:
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGURATION_DOC = ROOT / "docs" / "configuration.md"
 FORMATS_DOC = ROOT / "docs" / "formats.md"
+README = ROOT / "README.md"
+TOOLS_DOC = ROOT / "docs" / "tools.md"
 
 
 def render_configuration_doc(text: str) -> str:
@@ -92,8 +173,21 @@ def render_formats_doc(text: str) -> str:
     return _replace_between(text, FORMATS_START, FORMATS_END, render_formats_table())
 
 
+def render_readme(text: str) -> str:
+    return _replace_between(text, TOOLS_START, TOOLS_END, render_tools_summary())
+
+
+def render_tools_doc(text: str) -> str:
+    return _replace_between(text, TOOLS_START, TOOLS_END, render_tools_table())
+
+
+GENERATED: tuple[tuple[Path, Callable[[str], str]], ...] = (
+    (CONFIGURATION_DOC, render_configuration_doc), (FORMATS_DOC, render_formats_doc),
+    (README, render_readme), (TOOLS_DOC, render_tools_doc))
+
+
 def write_docs() -> None:
-    for path, render in ((CONFIGURATION_DOC, render_configuration_doc), (FORMATS_DOC, render_formats_doc)):
+    for path, render in GENERATED:
         path.write_text(render(path.read_text(encoding="utf-8")), encoding="utf-8")
 
 

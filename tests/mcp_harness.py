@@ -76,7 +76,7 @@ def make_settings(**overrides: Any) -> Settings:
     return ExplicitSettings(**base)
 
 
-@tool("utility", title="Wait forever")
+@tool("utility", title="Wait forever", summary="never finishes (timeout tests)", returns="—")
 async def wait_forever() -> dict[str, Any]:
     """A tool that never finishes, for timeout tests (``server.add_guarded_tool(wait_forever)``)."""
     await anyio.Event().wait()

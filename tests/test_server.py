@@ -192,7 +192,7 @@ async def test_a_tool_that_overruns_its_timeout_answers_timeout() -> None:
 async def test_an_unexpected_exception_is_internal_error_without_trace_or_path() -> None:
     server = create_server(make_settings())
 
-    @tool("utility", title="Broken")
+    @tool("utility", title="Broken", summary="raises (error tests)", returns="—")
     async def broken() -> dict[str, Any]:
         raise RuntimeError("secret detail in /work/main/mcp_server/x.py")
 

@@ -1,8 +1,8 @@
 """What every tool module shares: the metadata-only ``tool`` decorator, the argument types and helpers.
 
-A tool is a module-level async function marked with ``@tool(kind, title=...)``; the mark is data
-only, and ``create_server`` registers the marked functions (``tools.TOOLS``), so no tool module
-imports the server. Tools read the long-lived resources and the settings from ``ctx``.
+A tool is a module-level async function marked with ``@tool(kind, title=..., summary=..., returns=...)``;
+the mark is data only, and ``create_server`` registers the marked functions (``tools.TOOLS``), so no
+tool module imports the server. Tools read the long-lived resources and the settings from ``ctx``.
 
 Arguments are declared, not checked by hand: ``Annotated[..., Field(description=..., bounds)]`` and
 ``Literal`` enums, so ``tools/list`` shows every bound and the SDK's argument model enforces it
@@ -55,10 +55,14 @@ _SPEC = "__rag_tool__"
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ToolSpec:
-    """How the server registers a tool: its timeout class and its MCP annotations."""
+    """How the server registers a tool: its timeout class and its MCP annotations; and its rows in the
+    tool tables of README.md (``summary``) and docs/tools.md (``returns``, Markdown), which
+    ``scripts/config_docs.py docs`` writes from ``tools.TOOLS``."""
 
     kind: TimeoutClass
     title: str
+    summary: str
+    returns: str
     read_only: bool = True
     idempotent: bool = True
     open_world: bool = False
@@ -77,12 +81,12 @@ class ToolSpec:
 
 
 def tool(
-    kind: TimeoutClass, *, title: str, read_only: bool = True, idempotent: bool = True, open_world: bool = False,
-    destructive: bool = False, max_items: tuple[tuple[str, str], ...] = (),
+    kind: TimeoutClass, *, title: str, summary: str, returns: str, read_only: bool = True, idempotent: bool = True,
+    open_world: bool = False, destructive: bool = False, max_items: tuple[tuple[str, str], ...] = (),
 ) -> Callable[[F], F]:
-    """Mark a function as a tool with its timeout class and annotations; nothing is registered."""
-    spec = ToolSpec(kind=kind, title=title, read_only=read_only, idempotent=idempotent, open_world=open_world,
-                    destructive=destructive, max_items=max_items)
+    """Mark a function as a tool with its timeout class, annotations and documentation rows; nothing is registered."""
+    spec = ToolSpec(kind=kind, title=title, summary=summary, returns=returns, read_only=read_only,
+                    idempotent=idempotent, open_world=open_world, destructive=destructive, max_items=max_items)
 
     def mark(fn: F) -> F:
         setattr(fn, _SPEC, spec)

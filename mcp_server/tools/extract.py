@@ -43,38 +43,52 @@ async def _tables_of(ctx: Context, url: str, expect: tuple[str, ...], tool_name:
     return TablesResult(tables=tables, table_count=len(tables))
 
 
-@tool("extraction", title="Extract PDF text", open_world=True)
+@tool("extraction", title="Extract PDF text", open_world=True,
+      summary="the plain text of one format",
+      returns="`{text (<= 50k), char_count, truncated, metadata}`")
 async def extract_pdf_text(document_url: DocumentUrl, ctx: Context) -> TextResult:
     """Text of a PDF with `--- Page N ---` markers and Markdown tables; scanned pages are OCR'd."""
     return await _text_of(ctx, document_url, ("pdf",), "extract_pdf_text")
 
 
-@tool("extraction", title="Extract DOCX text", open_world=True)
+@tool("extraction", title="Extract DOCX text", open_world=True,
+      summary="the plain text of one format",
+      returns="`{text (<= 50k), char_count, truncated, metadata}`")
 async def extract_docx_text(document_url: DocumentUrl, ctx: Context) -> TextResult:
     """Text of a Word document as Markdown: headings, lists, tables, headers/footers, links."""
     return await _text_of(ctx, document_url, ("docx", "doc", "odt", "rtf", OLE), "extract_docx_text")
 
 
-@tool("extraction", title="Extract PPTX text", open_world=True)
+@tool("extraction", title="Extract PPTX text", open_world=True,
+      summary="the plain text of one format",
+      returns="`{text (<= 50k), char_count, truncated, metadata}`")
 async def extract_pptx_text(document_url: DocumentUrl, ctx: Context) -> TextResult:
     """Text of a PowerPoint deck per `--- Slide N ---`: titles, bullets, tables, speaker notes."""
     return await _text_of(ctx, document_url, ("pptx", "ppt", "odp", OLE), "extract_pptx_text")
 
 
-@tool("extraction", title="Extract XLSX tables", open_world=True)
+@tool("extraction", title="Extract XLSX tables", open_world=True,
+      summary="the tables of a workbook or CSV",
+      returns="`{tables[{content (<= 5k), content_length, truncated, table_type, location, metadata}], "
+              "table_count}`")
 async def extract_xlsx_tables(document_url: DocumentUrl, ctx: Context) -> TablesResult:
     """Every sheet of an Excel workbook as a Markdown table (first 20 rows, total stated), with
     detected header row, column types and density."""
     return await _tables_of(ctx, document_url, ("xlsx", "xls", "ods", OLE), "extract_xlsx_tables")
 
 
-@tool("extraction", title="Extract CSV tables", open_world=True)
+@tool("extraction", title="Extract CSV tables", open_world=True,
+      summary="the tables of a workbook or CSV",
+      returns="`{tables[{content (<= 5k), content_length, truncated, table_type, location, metadata}], "
+              "table_count}`")
 async def extract_csv_tables(document_url: DocumentUrl, ctx: Context) -> TablesResult:
     """A CSV file (any delimiter and encoding) as a Markdown table with column analysis."""
     return await _tables_of(ctx, document_url, ("csv",), "extract_csv_tables")
 
 
-@tool("extraction", title="Extract image text (OCR)", open_world=True)
+@tool("extraction", title="Extract image text (OCR)", open_world=True,
+      summary="OCR of an image, with confidences",
+      returns="`{ocr_results[{text, confidence, metadata}]}`")
 async def extract_image_text(
     image_url: Annotated[str, Field(min_length=1, description="http(s) URL of the image; the server downloads it "
                                                               "(private and local network addresses are refused "

@@ -38,7 +38,10 @@ from mcp_server.tools.schemas import (
 __all__ = ["chunk_document", "process_document", "query_spreadsheet", "retrieve_chunks"]
 
 
-@tool("document", title="Process document", open_world=True)
+@tool("document", title="Process document", open_world=True,
+      summary="a document's text (up to 50k characters), tables, images, links, metadata, language",
+      returns="`{content (<= 50k chars), content_length, truncated, document_type, metadata, tables[], "
+              "images[], urls[], detected_language, detected_language_name, cached}`")
 async def process_document(document_url: DocumentUrl, ctx: Context, view: PageView = None) -> DocumentResult:
     """Download a document (PDF, DOCX, PPTX, XLSX, CSV, HTML, TXT or image) and extract its text,
     tables, OCR text, URLs and language.
@@ -63,7 +66,10 @@ async def process_document(document_url: DocumentUrl, ctx: Context, view: PageVi
                            source=source_info(processed.source), flags=flags)
 
 
-@tool("document", title="Chunk document", open_world=True)
+@tool("document", title="Chunk document", open_world=True,
+      summary="the document's chunks with token counts, content types and locations",
+      returns="`{chunks[{text (<= 5k), text_length, truncated, chunk_index, total_chunks, token_count, "
+              "importance_score, content_type, location, language}], chunk_count, document_type}`")
 async def chunk_document(document_url: DocumentUrl, ctx: Context, view: PageView = None) -> ChunkResult:
     """Split a document into retrieval chunks that fit the embedding model, each with its
     importance score, content type and location (pages, slide, sheet/rows, heading path)."""
@@ -75,7 +81,12 @@ async def chunk_document(document_url: DocumentUrl, ctx: Context, view: PageView
                        document_type=processed.doc_type, source=source_info(processed.source))
 
 
-@tool("document", title="Retrieve chunks", open_world=True)
+@tool("document", title="Retrieve chunks", open_world=True,
+      summary="the best passages for a query in one document, with neighbours and a token budget",
+      returns="`{results[{text, truncated, passage_id, chunk_index, importance_score, content_type, "
+              "location, score, scores{dense, bm25, rerank}}], total_chunks_indexed, document_type, "
+              "cached, timings_ms, index{status: partial or complete, dense_coverage, model, languages},"
+              " tokens, omitted}`")
 async def retrieve_chunks(
     document_url: DocumentUrl, query: Query, ctx: Context,
     top_k: Annotated[int, Field(description="How many passages to return; clamped to 1..20.")] = 5,
@@ -111,7 +122,9 @@ async def retrieve_chunks(
                           source=source_info(indexed.source))
 
 
-@tool("document", title="Query spreadsheet", open_world=True)
+@tool("document", title="Query spreadsheet", open_world=True,
+      summary="the rows of an XLSX or CSV that hold a value",
+      returns="`{matches[{sheet, row_number, ...row}], match_count, sheets_searched, truncated}`")
 async def query_spreadsheet(
     document_url: DocumentUrl,
     search_value: Annotated[str, Field(min_length=1, description="Text to find in cells (case-insensitive "

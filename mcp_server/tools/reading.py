@@ -90,7 +90,9 @@ def _reading(ctx: Context) -> Reading:
     return app_of(ctx).reading
 
 
-@tool("document", title="Read document", open_world=True)
+@tool("document", title="Read document", open_world=True,
+      summary="the text in reading order, page by page or by cursor, within `max_tokens`",
+      returns="`{text, tokens, location, pages[], next_cursor, total_chars, document_type, cached}`")
 async def read_document(
     document_url: DocumentUrl, ctx: Context,
     pages: Annotated[str | None, Field(
@@ -123,7 +125,10 @@ async def read_document(
                       document_type=window.doc_type, cached=window.cached, flags=flag_items(window.flags))
 
 
-@tool("document", title="Verify quote", open_world=True)
+@tool("document", title="Verify quote", open_world=True,
+      summary="whether a quote is in the document: exact, close (with the differences) or none",
+      returns="`{found, match: exact|close|none, similarity, threshold, passage_id, location, "
+              "document_text, differences[{quote, document}], occurrences, reason, document_type}`")
 async def verify_quote(
     document_url: DocumentUrl,
     quote: Annotated[str, Field(min_length=1, max_length=MAX_QUOTE_CHARS,
@@ -150,7 +155,11 @@ async def verify_quote(
     )
 
 
-@tool("extraction", title="Get page image", open_world=True)
+@tool("extraction", title="Get page image", open_world=True,
+      summary="a page (PDF, Word, OpenDocument, RTF) or a slide as a PNG, optionally cropped to a "
+              "passage",
+      returns="a PNG image content block (<= 4 megapixels, <= 2 MB), plus `{mime_type, document_type, "
+              "page, page_count, width, height, dpi, bytes, cropped, clip, passage_id, cached}`")
 async def get_page_image(
     document_url: DocumentUrl,
     page: Annotated[int, Field(ge=1, description="1-based page number.")],

@@ -46,7 +46,13 @@ def _status(outcome: DocumentOutcome, results: int) -> DocumentStatus:
 
 
 @tool("document", title="Search documents", open_world=True,
-      max_items=(("document_urls", "search_max_documents"),))
+      max_items=(("document_urls", "search_max_documents"),),
+      summary="one question (and up to 5 more phrasings) over up to 50 documents "
+              "(`MCP_SEARCH_MAX_DOCUMENTS`), ranked together",
+      returns="`{results[{document_url, text, truncated, passage_id, chunk_index, location, score, "
+              "scores{dense, bm25, rerank}, ranks[]}], documents[{url, status: ok|error, error{code, "
+              "error}, document_type, chunks, cached, results, index: complete|partial}], tokens, "
+              "omitted, timings_ms}`")
 async def search_documents(
     document_urls: Annotated[list[str], Field(
         min_length=1, max_length=SEARCH_DOCUMENTS_CEILING,
@@ -103,7 +109,10 @@ async def search_documents(
                         tokens=tokens, omitted=omitted, timings_ms=found.timings_ms)
 
 
-@tool("utility", title="Get passage")
+@tool("utility", title="Get passage",
+      summary="a passage by the `passage_id` a search returned, with up to 5 neighbours each way",
+      returns="`{passage_id, text, truncated, location, document_type, total_chunks, "
+              "chunks[{...chunk_document's fields, passage_id, target}]}`")
 async def get_passage(
     passage_id: PassageId, ctx: Context,
     before: Annotated[int, Field(description=f"Chunks to add before the passage; clamped to "

@@ -31,7 +31,9 @@ class CacheResult(BaseModel):
     document_url: str | None = Field(None, description="With \"drop\": the URL dropped.")
 
 
-@tool("utility", title="Detect language")
+@tool("utility", title="Detect language",
+      summary="the language of a text",
+      returns="`{language_code, language_name}`")
 async def detect_language(
     text: Annotated[str, Field(min_length=1, description="The text (its first 5,000 characters are read).")],
     ctx: Context,
@@ -45,7 +47,10 @@ async def detect_language(
     return LanguageResult(language_code=code, language_name=language_name(code))
 
 
-@tool("utility", title="System health")
+@tool("utility", title="System health",
+      summary="status, models, formats, device, caches",
+      returns="status, version, features, model roles and the weights serving them, formats, device, "
+              "caches")
 async def get_system_health(ctx: Context) -> dict[str, Any]:
     """Status, version, feature flags (RERANK_AVAILABLE, OCR_AVAILABLE, LANG_DETECT_AVAILABLE,
     OFFICE_CONVERTER_AVAILABLE: LibreOffice for .doc/.xls/.ppt, OpenDocument, RTF),
@@ -53,7 +58,9 @@ async def get_system_health(ctx: Context) -> dict[str, Any]:
     return await reported(system_health, app_of(ctx))
 
 
-@tool("utility", title="Manage cache", read_only=False, destructive=True)
+@tool("utility", title="Manage cache", read_only=False, destructive=True,
+      summary="cache statistics, clear them, or drop one URL",
+      returns="per-layer statistics, or what was removed")
 async def manage_cache(
     action: Annotated[Literal["stats", "clear", "drop"], Field(
         description='"stats" reports the caches; "clear" empties them all; "drop" forgets one document_url.')],

@@ -52,7 +52,10 @@ class IndexLookup:
         return index
 
     async def keep(self, key: str, index: DocumentIndex) -> None:
-        """Into the memory layer; measuring and any evictions it causes run off the loop."""
+        """Into the memory layer; measuring and any evictions it causes run off the loop. An index is
+        kept under its own key only: the key passage ids name is the one it is found by."""
+        if index.key != key:
+            raise ValueError(f"an index made under {index.key!r} cannot be kept under {key!r}")
         with anyio.CancelScope(shield=True):
             await cache_put(self.memory, key, index)
 

@@ -76,10 +76,14 @@ class IndexView:
     reads it (``tools/schemas.py``'s ``index_status``), never copying its fields."""
 
     index: DocumentIndex
-    key: str  # what the index is stored under
     complete: bool
     cached: bool
     timings_ms: dict[str, float] = field(default_factory=dict)  # the partial path's stages
+
+    @property
+    def key(self) -> str:
+        """What the index is stored under: the index's own key (one key rule), which passage ids name."""
+        return self.index.key
 
     @property
     def dense_coverage(self) -> float:
@@ -219,31 +223,31 @@ class IndexManager:
             finally:
                 self._release(need)
             await self._remember(key, fresh)
-            return IndexView(key=key, index=fresh, complete=True, cached=not built)
+            return IndexView(index=fresh, complete=True, cached=not built)
         answer = await self.partial.start(key, chunker_version, chunk_list, embedder, query, progress=progress,
                                           location=opening.location, reserved=need, release=self._release)
-        return self._partial_view(key, *answer, cached=False)  # complete only by waiting for the build it started
+        return self._partial_view(*answer, cached=False)  # complete only by waiting for the build it started
 
     def _from_memory(self, key: str, *, coalesced: bool = False) -> IndexView | None:
         index = self.lookup.in_memory(key, coalesced=coalesced)
-        return None if index is None else IndexView(key=key, index=index, complete=True, cached=True)
+        return None if index is None else IndexView(index=index, complete=True, cached=True)
 
     async def _from_disk(self, key: str, chunker_version: str, *, miss: bool = False) -> IndexView | None:
         index = await self.lookup.on_disk(key, manifest_check(self.models, chunker_version), miss=miss)
         if index is None:
             return None
         await self._remember(key, index)
-        return IndexView(key=key, index=index, complete=True, cached=True)
+        return IndexView(index=index, complete=True, cached=True)
 
     async def _answer_partial(self, pending: PendingBuild, query: str, progress: Progress | None,
                               location: str) -> IndexView:
         answer = await self.partial.answer(pending, query, progress, location)
-        return self._partial_view(pending.key, *answer, cached=answer[1])  # complete: built by an earlier call
+        return self._partial_view(*answer, cached=answer[1])  # complete: built by an earlier call
 
-    def _partial_view(self, key: str, index: DocumentIndex, complete: bool, timings: dict[str, float], *,
+    def _partial_view(self, index: DocumentIndex, complete: bool, timings: dict[str, float], *,
                       cached: bool) -> IndexView:
         self.counters["partial_answers"] += not complete
-        return IndexView(key=key, index=index, complete=complete, cached=cached, timings_ms=timings)
+        return IndexView(index=index, complete=complete, cached=cached, timings_ms=timings)
 
     async def find(self, key: str) -> DocumentIndex | None:
         """The index stored under ``key``, from memory, else from disk or the shared store (then

@@ -205,6 +205,18 @@ async def test_large_documents_use_the_accurate_embedder(settings: Settings) -> 
     assert "tigers" in hits[0].chunk.text
 
 
+async def test_an_index_carries_the_key_it_is_found_by_and_is_kept_under_no_other(settings: Settings) -> None:
+    m = manager(settings)
+    built, _ = await m.get_or_build(SHA, "1", "params", make_chunks(TEXTS))
+    key = m.index_key(SHA, "1", "params")
+    assert built.key == key and await m.find(key) is built
+    restarted = manager(settings)  # read from the folder: the store gives it the key it was read under
+    loaded = await restarted.find(key)
+    assert loaded is not None and loaded is not built and loaded.key == key
+    with pytest.raises(ValueError, match="cannot be kept"):
+        await m.lookup.keep("0" * 32, built)
+
+
 def test_an_index_written_by_the_store_loads_back_identically(tmp_path: Path) -> None:
     from mcp_server.retrieval import DocumentIndex
 

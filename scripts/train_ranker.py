@@ -2,6 +2,7 @@
 
     .venv/bin/python scripts/train_ranker.py                 # writes mcp_server/retrieval/ranker.json
     .venv/bin/python scripts/train_ranker.py --dry-run       # fits and reports, writes nothing
+    .venv/bin/python scripts/train_ranker.py --reuse --sections kept,masked --out a.json   # tried, not kept
 
 Data: TAT-QA (Zhu et al. 2021, MIT; ``$RAG_CORPUS_DIR/train/tatqa``, default ../shared/corpus):
 555 contexts from real financial reports, each a table and its paragraphs, with 3,331 questions
@@ -21,6 +22,10 @@ orders the head by the model's place and the fusion's together (WITH_FUSION). Th
 HELD_OUT_SHARE of the pseudo-documents is held out and the fusion's order and the model's are
 compared there (hit@5, MRR); then the model is refitted on all of them. Deterministic.
 ``bench/ranker_heads.py`` screens a written model on FinanceBench's heads (validation only).
+Tried and not kept (docs/architecture.md "The learned ranker"): ``--sections`` adds the self-supervised
+heads of ``scripts/ranker_sections.py`` (a long manual's section headings or first sentences asked of
+it) to the training, never to the held-out figures; ``--strict-labels`` labels TAT-QA's heads with
+``train_reranker.gold_tests`` (the gold table's own values) instead of ``gold_tests`` here.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
 
 CONTEXTS_PER_DOCUMENT = 278  # two pseudo-documents of ~340 chunks: heads as crowded as a filing's
 HEAD = 20  # the head the model orders: the evidence is in the fusion's top 20 for most questions
@@ -120,7 +126,9 @@ def build(contexts: list[dict[str, Any]], work: Path, log: Any, per_document: in
                 head = fused_head(index, index.query_vector(query, embed), query, 5)[:HEAD]
                 labels = np.array([any(t(normed[c.pos]) for t in tests) for c in head])
                 if labels.any() and not labels.all():
-                    rows.append({"doc": d, "signals": signals(index, query, head), "y": labels})
+                    rows.append({"doc": d, "signals": signals(index, query, head), "y": labels,
+                                 "texts": [normed[c.pos] for c in head], "context": context["table"]["uid"],
+                                 "question": question["uid"]})
                     kept += 1
         log(f"document {d}: {len(group)} contexts, {stats['chunks']} chunks, {kept} questions with a relevant "
             "and an irrelevant candidate in the head")
@@ -213,6 +221,46 @@ def evaluate(rows: list[dict[str, Any]], model: dict[str, Any] | None,
     return {"hit@5": round(float(np.mean(hits)), 4), "mrr": round(float(np.mean(rr)), 4), "questions": len(rows)}
 
 
+def strict(rows: list[dict[str, Any]], contexts: list[dict[str, Any]], per_document: int) -> list[dict[str, Any]]:
+    """``rows`` labelled by ``train_reranker.gold_tests``: a gold table is held only by a chunk holding
+    three of its own values that no other table of the pseudo-document holds (``gold_tests`` here
+    also takes another report's table that shares half its row labels); heads left with no relevant
+    or no irrelevant candidate drop out."""
+    from collections import Counter
+
+    import train_reranker
+
+    by_uid = {c["table"]["uid"]: (i, c) for i, c in enumerate(contexts)}
+    common = {}
+    for start in range(0, len(contexts), per_document):
+        seen = Counter(v for c in contexts[start:start + per_document] for v in train_reranker.table_values(c))
+        common[start // per_document] = {v for v, n in seen.items() if n > 1}
+    out = []
+    for row in rows:
+        if "texts" not in row:
+            raise SystemExit("--strict-labels needs heads built by this version: run without --reuse")
+        number, context = by_uid[row["context"]]
+        question = next(q for q in context["questions"] if q["uid"] == row["question"])
+        tests = train_reranker.gold_tests(context, question, common[number // per_document])
+        y = np.array([any(t(text) for t in tests) for text in row["texts"]], dtype=bool)
+        if y.any() and not y.all():
+            out.append(dict(row, y=y))
+    return out
+
+
+def sections(modes: list[str], log: Any) -> list[dict[str, Any]]:
+    """The self-supervised heads of ``scripts/ranker_sections.py`` in ``modes`` (built when not cached)."""
+    import ranker_sections
+
+    out = []
+    for mode in modes:
+        saved = ranker_sections.WORK / mode / "heads.pkl"
+        rows = pickle.loads(saved.read_bytes()) if saved.exists() else ranker_sections.build(mode, log)  # noqa: S301
+        log(f"sections ({mode}): {len(rows)} questions")
+        out += rows
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dry-run", action="store_true", help="fit and report only")
@@ -223,6 +271,11 @@ def main() -> None:
     parser.add_argument("--drop", default="", help="comma-separated features the model may not use (held at 0)")
     parser.add_argument("--reuse", action="store_true",
                         help="reuse the heads of the last run (bench/results/cache/tatqa/<contexts>/heads.pkl)")
+    parser.add_argument("--sections", default="",
+                        help="comma-separated modes of scripts/ranker_sections.py (kept, masked, lead) whose "
+                             "self-supervised heads join the training (never the held-out figures)")
+    parser.add_argument("--strict-labels", action="store_true",
+                        help="label TAT-QA's heads with train_reranker.gold_tests (the gold table's own values)")
     parser.add_argument("--out", type=Path, default=ROOT / "mcp_server" / "retrieval" / "ranker.json")
     args = parser.parse_args()
     started = time.perf_counter()
@@ -241,8 +294,11 @@ def main() -> None:
     else:
         rows = build(contexts, work, log, args.contexts)
         saved.write_bytes(pickle.dumps(rows))
+    if args.strict_labels:
+        rows = strict(rows, contexts, args.contexts)
+    extra = sections(args.sections.split(",") if args.sections else [], log)
     dropped = [FEATURES.index(name) for name in args.drop.split(",") if name]
-    for row in rows:
+    for row in rows + extra:
         row["x"] = features(row["signals"])
         row["x"][:, dropped] = 0.0
     log(f"{len(rows)} questions; relevant candidates per head: mean {np.mean([r['y'].sum() for r in rows]):.2f}, "
@@ -253,9 +309,9 @@ def main() -> None:
     documents = sorted({r["doc"] for r in rows})
     cut = documents[int(len(documents) * (1 - HELD_OUT_SHARE))]
     train, held = [r for r in rows if r["doc"] < cut], [r for r in rows if r["doc"] >= cut]
-    held_out = {"fusion": evaluate(held, None), "learned": evaluate(held, fit(train))}
+    held_out = {"fusion": evaluate(held, None), "learned": evaluate(held, fit(train + extra))}
     log(f"held out (documents {cut}+): {json.dumps(held_out)}")
-    model = fit(rows)
+    model = fit(rows + extra)
     log(f"on all: fusion {evaluate(rows, None)}, learned (fitted on them) {evaluate(rows, model)}")
     if args.kind == "linear":
         for name, weight in sorted(zip(FEATURES, model["weights"], strict=True), key=lambda item: -abs(item[1])):
@@ -268,6 +324,8 @@ def main() -> None:
         "trained_on": {"data": "TAT-QA train/tatqa (dev + test gold), MIT", "questions": len(rows),
                        "contexts_per_document": args.contexts, "kind": args.kind, "held_out": held_out,
                        "unused": [FEATURES[i] for i in dropped],
+                       **({"sections": args.sections, "section_questions": len(extra)} if extra else {}),
+                       **({"labels": "strict"} if args.strict_labels else {}),
                        **({"trees": args.trees, "leaves": args.leaves} if args.kind == "trees" else {})},
     }
     if not args.dry_run:

@@ -249,3 +249,76 @@ def test_a_chunks_numbers_are_read_once_and_as_from_its_text() -> None:
     assert numbers[1] == {"12345", "2023", "987", "2022"}
     assert digits.tolist() == [digit_share(chunks[1].text), digit_share(chunks[0].text), 0.0]
     assert facts.of([0])[0][0] is numbers[1]  # the second time from what was read
+
+
+def _sections_script():  # type: ignore[no-untyped-def]
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "scripts" / "ranker_sections.py"
+    spec = importlib.util.spec_from_file_location("ranker_sections", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+MANUAL = """# The manual
+
+## `fs.readFile()` and [its options](#options)
+
+Reads the whole file into memory before it calls back. Use a stream for large files.
+
+```js
+## not a heading: inside a fence
+```
+
+| option | default |
+| --- | --- |
+| encoding | null |
+
+## Examples
+
+Short.
+
+## Examples
+
+Also short.
+"""
+
+
+def test_a_manuals_sections_are_its_headings_as_written_and_the_paragraphs_under_them() -> None:
+    script = _sections_script()
+    sections = script.markdown_sections(MANUAL)
+    assert [heading for heading, _ in sections] == ["The manual", "fs.readFile() and its options", "Examples",
+                                                    "Examples"]
+    _, paragraphs = sections[1]
+    assert paragraphs[0].startswith("Reads the whole file") and paragraphs[1].startswith("| option")
+    assert not any("inside a fence" in p for _, ps in sections for p in ps)
+    assert script.clean("C. REVIEW AND CONFIRMATION OF PLAN") == "REVIEW AND CONFIRMATION OF PLAN"
+    script.MIN_BODY = 20  # a heading the pool repeats ("Examples") or over too little text asks nothing
+    assert [h for h, _ in script.usable(sections)] == ["fs.readFile() and its options"]
+
+
+def test_a_sections_lead_sentence_becomes_its_question_and_leaves_the_section() -> None:
+    script = _sections_script()
+    asked = script.lead(script.markdown_sections(MANUAL))
+    question, paragraphs, heading = asked[1]
+    assert question == "Reads the whole file into memory before it calls back."
+    assert paragraphs[0] == "Use a stream for large files." and heading == "fs.readFile() and its options"
+    assert asked[2][0] == ""  # "Short." is no sentence to ask
+
+
+def test_strict_labels_take_the_gold_table_and_not_another_reports_with_the_same_rows() -> None:
+    script = _training_script()
+    question = {"uid": "q", "rel_paragraphs": [], "answer_from": "table", "answer": ["1,496.5"], "derivation": ""}
+    own = dict(CONTEXT, table=dict(CONTEXT["table"], uid="own"), questions=[question])
+    other = {"table": {"uid": "other", "table": [["", "2017", "2016"], ["Total net sales", "$930.2", "$877.6"],
+                                                 ["Cost of services", "512.3", "498.0"]]},
+             "paragraphs": [], "questions": []}
+    texts = [script.norm(script.markdown(other)), script.norm(script.markdown(own))]
+    loose = script.gold_tests(own, question)
+    assert [any(t(text) for t in loose) for text in texts] == [True, True]  # half the row labels suffice
+    row = {"doc": 0, "texts": texts, "context": "own", "question": "q", "y": np.array([True, True])}
+    (relabelled,) = script.strict([row], [own, other], 278)
+    assert relabelled["y"].tolist() == [False, True]

@@ -53,8 +53,9 @@ __all__ = ["DocumentService", "Indexed", "Processed", "Retrieval", "Source", "Vi
 # Bump when processor output changes in a way cached documents and indexes must not survive.
 # 2: invisible code points removed, hidden text flagged (processors/_visibility.py); 3: hidden text from
 # style sheets, Word styles, cell colours, speaker notes, covered shapes, OCR layers (a document cached
-# under 2 would lack those flags, and under drop still hold that text)
-PROCESSING_VERSION = "3"
+# under 2 would lack those flags, and under drop still hold that text); 4: PDF text under a shape drawn
+# after it
+PROCESSING_VERSION = "4"
 # Bump when a web page's main content changes (the whole-page view keeps PROCESSING_VERSION's keys).
 MAIN_CONTENT_VERSION = "2"  # 2: images' alt text
 
@@ -124,9 +125,15 @@ def _ms(since: float) -> float:
     return round((time.perf_counter() - since) * 1000, 2)
 
 
+_DEFAULT_COVER_CHECK = ProcessOptions().pdf_cover_check_pages
+
+
 def _policy_parts(options: ProcessOptions) -> list[str]:
     """What a reader cannot see, kept unmarked or dropped, is other content (``flag`` keeps the plain key)."""
-    return [] if options.hidden_text == "flag" else [f"hidden-{options.hidden_text}"]
+    parts = [] if options.hidden_text == "flag" else [f"hidden-{options.hidden_text}"]
+    if options.pdf_cover_check_pages != _DEFAULT_COVER_CHECK:  # the default keeps the key
+        parts.append(f"cover-{options.pdf_cover_check_pages}")
+    return parts
 
 
 def _wrong_type(url: str, doc_type: str, expect: Sequence[str], tool: str) -> ValidationError:

@@ -11,6 +11,16 @@ once in grey at 72 dpi and a layer line that stands over blank paper (no ink und
 or on a line of the layer already there (two lines of text in one place), is flagged. The layer's
 words are not read against the scan's words (OCR per page costs seconds: a limit, in SECURITY.md).
 Text outside the page or clipped out of view never reaches the words (MuPDF drops it).
+
+Text covered by an opaque filled shape drawn after it needs the drawing order, which the words'
+text page does not keep. A second text page that collects vectors (``TEXT_COLLECT_VECTORS``) lists
+text and filled shapes as blocks in the order they were drawn; a word with a filled shape numbered
+after its block over its centre is a candidate, and the candidates are confirmed by rendering the
+shape's area at 144 dpi: a word whose box shows one flat tone is covered (a strike-through bar, a
+highlight blended over the text or a half-transparent fill leaves the glyphs' ink visible, so it
+is not flagged). That second pass costs about a page's word extraction, so it runs only on PDFs of
+at most ``ProcessOptions.pdf_cover_check_pages`` pages (the vector blocks cannot be had from the
+words' own text page: they split blocks and change words on ~70 % of a 10-K's pages).
 """
 
 from __future__ import annotations
@@ -27,6 +37,8 @@ __all__ = ["mark_hidden_words"]
 TINY_PT = 1.0
 NEAR_WHITE = 0xF0  # every channel at least this: white to a reader
 COLOUR_TOLERANCE = 24
+COVER_ZOOM = 2.0  # 144 dpi: a covered word's box is checked for any ink at this resolution
+FLAT = 12  # grey levels: a box whose darkest and lightest pixels differ by at most this shows no text
 SCAN_COVER = 0.5  # an image over this share of the page: a scan, its unpainted text an OCR layer
 LAYER_ZOOM = 1.0  # 72 dpi: a stroke of a 6 pt line is still a pixel of ink
 INK = 176  # a grey level darker than this is ink
@@ -47,12 +59,17 @@ def _same(a: RGB, b: RGB) -> bool:
     return all(abs(x - y) <= COLOUR_TOLERANCE for x, y in zip(a, b, strict=True))
 
 
-def mark_hidden_words(page: pymupdf.Page, textpage: Any, words: list[Any]) -> list[Any]:
-    """``words`` (``extractWORDS`` tuples of ``textpage``) with the hidden ones' text marked."""
+def mark_hidden_words(page: pymupdf.Page, textpage: Any, words: list[Any], *, covered: bool = False) -> list[Any]:
+    """``words`` (``extractWORDS`` tuples of ``textpage``) with the hidden ones' text marked;
+    ``covered``: also look for words under an opaque shape drawn after them (a second pass)."""
+    if not words:
+        return words
+    spans: list[tuple[Box, str]] = []
     try:
-        if not words or not _SUSPECT.search(textpage.extractHTML()):
-            return words
-        spans = _hidden_spans(page, textpage)
+        if _SUSPECT.search(textpage.extractHTML()):
+            spans = _hidden_spans(page, textpage)
+        if covered:
+            spans += _covered_spans(page)
     except Exception:  # a broken page keeps its words as they are: hidden text is a flag, not a parse
         return words
     if not spans:
@@ -106,6 +123,57 @@ def _hidden_spans(page: pymupdf.Page, textpage: Any) -> list[tuple[Box, str]]:
     if layer:
         found += [(_box(rect), "OCR layer the scan does not show") for rect in _not_in_scan(page, layer)]
     return found
+
+
+_VECTOR = re.compile(r"<vector filled, color: #[0-9a-f]{6}, alpha: (\d+)")
+
+
+def _covered_spans(page: pymupdf.Page) -> list[tuple[Box, str]]:
+    """Boxes of words drawn before an opaque filled shape over them that show no ink where they are."""
+    textpage = page.get_textpage(flags=pymupdf.TEXTFLAGS_WORDS | pymupdf.TEXT_COLLECT_VECTORS)
+    fills = []
+    for x0, y0, x1, y1, text, number, kind in textpage.extractBLOCKS():
+        found = _VECTOR.match(text.strip()) if kind == 3 else None
+        if found and int(found.group(1)) > 0 and x1 - x0 > 1 and y1 - y0 > 1:
+            fills.append((number, pymupdf.Rect(x0, y0, x1, y1)))
+    if not fills:
+        return []
+    under: dict[int, list[pymupdf.Rect]] = {}
+    for word in textpage.extractWORDS():
+        x, y = (word[0] + word[2]) / 2, (word[1] + word[3]) / 2
+        for i, (number, rect) in enumerate(fills):
+            if number > word[5] and rect.x0 <= x <= rect.x1 and rect.y0 <= y <= rect.y1:
+                under.setdefault(i, []).append(pymupdf.Rect(word[:4]))
+                break
+    found_boxes: list[tuple[Box, str]] = []
+    for i, boxes in under.items():
+        found_boxes += [(_box(rect), "covered by a shape") for rect in _flat(page, fills[i][1], boxes)]
+    return found_boxes
+
+
+def _flat(page: pymupdf.Page, area: pymupdf.Rect, boxes: list[pymupdf.Rect]) -> list[pymupdf.Rect]:
+    """The ``boxes`` (inside ``area``) whose rendered pixels show one flat tone: no glyph visible."""
+    clip = area & page.rect
+    if clip.is_empty:
+        return []
+    pix = page.get_pixmap(matrix=pymupdf.Matrix(COVER_ZOOM, COVER_ZOOM), clip=clip, colorspace=pymupdf.csGRAY,
+                          alpha=False)
+    samples, width, height = pix.samples, pix.width, pix.height
+    out = []
+    for rect in boxes:
+        if pymupdf.Rect(rect.x0 + 1, rect.y0 + 1, rect.x1 - 1, rect.y1 - 1) not in clip:
+            continue  # partly outside the shape: partly visible
+        # pixel rows and columns of the word's box, one pixel in from its edges (anti-aliased borders)
+        x0 = max(int((rect.x0 - clip.x0) * COVER_ZOOM) + 1, 0)
+        x1 = min(int((rect.x1 - clip.x0) * COVER_ZOOM) - 1, width)
+        y0 = max(int((rect.y0 - clip.y0) * COVER_ZOOM) + 1, 0)
+        y1 = min(int((rect.y1 - clip.y0) * COVER_ZOOM) - 1, height)
+        if x1 <= x0 or y1 <= y0:
+            continue
+        rows = [samples[y * width + x0:y * width + x1] for y in range(y0, y1)]
+        if max(max(row) for row in rows) - min(min(row) for row in rows) <= FLAT:
+            out.append(rect)
+    return out
 
 
 def _not_in_scan(page: pymupdf.Page, layer: list[pymupdf.Rect]) -> list[pymupdf.Rect]:

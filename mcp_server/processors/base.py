@@ -60,6 +60,7 @@ class ProcessOptions:
     html_view: View = "main"  # a web page's main content, or the whole page
     max_html_bytes: int = 32 * 1024 * 1024
     hidden_text: HiddenPolicy = "flag"  # what becomes of text a reader cannot see (settle_document)
+    pdf_cover_check_pages: int = 20  # PDFs up to this many pages are checked for text under a later shape
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ProcessOptions:
@@ -80,6 +81,7 @@ class ProcessOptions:
             html_view=settings.html_view,
             max_html_bytes=settings.max_html_bytes,
             hidden_text=settings.hidden_text,
+            pdf_cover_check_pages=settings.pdf_cover_check_pages,
         )
 
 

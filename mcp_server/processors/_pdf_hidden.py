@@ -38,6 +38,7 @@ TINY_PT = 1.0
 NEAR_WHITE = 0xF0  # every channel at least this: white to a reader
 COLOUR_TOLERANCE = 24
 COVER_ZOOM = 2.0  # 144 dpi: a covered word's box is checked for any ink at this resolution
+_BAND = 20  # points: filled shapes are looked up by the band of height a word starts in
 FLAT = 12  # grey levels: a box whose darkest and lightest pixels differ by at most this shows no text
 SCAN_COVER = 0.5  # an image over this share of the page: a scan, its unpainted text an OCR layer
 LAYER_ZOOM = 1.0  # 72 dpi: a stroke of a 6 pt line is still a pixel of ink
@@ -129,31 +130,35 @@ _VECTOR = re.compile(r"<vector filled, color: #[0-9a-f]{6}, alpha: (\d+)")
 
 
 def _covered_spans(page: pymupdf.Page) -> list[tuple[Box, str]]:
-    """Boxes of words drawn before an opaque filled shape over them that show no ink where they are."""
+    """Boxes of words drawn before an opaque filled shape that holds them and that show no ink."""
     textpage = page.get_textpage(flags=pymupdf.TEXTFLAGS_WORDS | pymupdf.TEXT_COLLECT_VECTORS)
-    fills = []
+    rows: dict[int, list[tuple[int, float, float, float, float]]] = {}  # filled shapes by 20 pt band of height
+    texts = []  # the drawing-order number of each text block (a word's block number counts text blocks only)
     for x0, y0, x1, y1, text, number, kind in textpage.extractBLOCKS():
+        if kind == 0:
+            texts.append(number)
         found = _VECTOR.match(text.strip()) if kind == 3 else None
         if found and int(found.group(1)) > 0 and x1 - x0 > 1 and y1 - y0 > 1:
-            fills.append((number, pymupdf.Rect(x0, y0, x1, y1)))
-    if not fills:
+            for band in range(int(y0) // _BAND, int(y1) // _BAND + 1):
+                rows.setdefault(band, []).append((number, x0, y0, x1, y1))
+    if not rows:
         return []
-    under: dict[int, list[pymupdf.Rect]] = {}
-    for word in textpage.extractWORDS():
-        x, y = (word[0] + word[2]) / 2, (word[1] + word[3]) / 2
-        for i, (number, rect) in enumerate(fills):
-            if number > word[5] and rect.x0 <= x <= rect.x1 and rect.y0 <= y <= rect.y1:
-                under.setdefault(i, []).append(pymupdf.Rect(word[:4]))
-                break
-    found_boxes: list[tuple[Box, str]] = []
-    for i, boxes in under.items():
-        found_boxes += [(_box(rect), "covered by a shape") for rect in _flat(page, fills[i][1], boxes)]
-    return found_boxes
+    under = []
+    for x0, y0, x1, y1, _, block, *_ in textpage.extractWORDS():
+        x0, y0, x1, y1 = x0 + 1, y0 + 1, x1 - 1, y1 - 1  # anti-aliased edges aside
+        drawn = texts[block] if block < len(texts) else -1
+        if x0 < x1 and y0 < y1 and any(number > drawn and a <= x0 and b <= y0 and x1 <= c and y1 <= d
+                                       for number, a, b, c, d in rows.get(int(y0) // _BAND, ())):
+            under.append(pymupdf.Rect(x0, y0, x1, y1))
+    return [(_box(rect), "covered by a shape") for rect in _flat(page, under)] if under else []
 
 
-def _flat(page: pymupdf.Page, area: pymupdf.Rect, boxes: list[pymupdf.Rect]) -> list[pymupdf.Rect]:
-    """The ``boxes`` (inside ``area``) whose rendered pixels show one flat tone: no glyph visible."""
-    clip = area & page.rect
+def _flat(page: pymupdf.Page, boxes: list[pymupdf.Rect]) -> list[pymupdf.Rect]:
+    """The ``boxes`` whose rendered pixels show one flat tone: no glyph visible (one render of their union)."""
+    clip = pymupdf.Rect(boxes[0])
+    for rect in boxes[1:]:
+        clip |= rect
+    clip &= page.rect
     if clip.is_empty:
         return []
     pix = page.get_pixmap(matrix=pymupdf.Matrix(COVER_ZOOM, COVER_ZOOM), clip=clip, colorspace=pymupdf.csGRAY,
@@ -161,13 +166,8 @@ def _flat(page: pymupdf.Page, area: pymupdf.Rect, boxes: list[pymupdf.Rect]) -> 
     samples, width, height = pix.samples, pix.width, pix.height
     out = []
     for rect in boxes:
-        if pymupdf.Rect(rect.x0 + 1, rect.y0 + 1, rect.x1 - 1, rect.y1 - 1) not in clip:
-            continue  # partly outside the shape: partly visible
-        # pixel rows and columns of the word's box, one pixel in from its edges (anti-aliased borders)
-        x0 = max(int((rect.x0 - clip.x0) * COVER_ZOOM) + 1, 0)
-        x1 = min(int((rect.x1 - clip.x0) * COVER_ZOOM) - 1, width)
-        y0 = max(int((rect.y0 - clip.y0) * COVER_ZOOM) + 1, 0)
-        y1 = min(int((rect.y1 - clip.y0) * COVER_ZOOM) - 1, height)
+        x0, x1 = max(int((rect.x0 - clip.x0) * COVER_ZOOM), 0), min(int((rect.x1 - clip.x0) * COVER_ZOOM), width)
+        y0, y1 = max(int((rect.y0 - clip.y0) * COVER_ZOOM), 0), min(int((rect.y1 - clip.y0) * COVER_ZOOM), height)
         if x1 <= x0 or y1 <= y0:
             continue
         rows = [samples[y * width + x0:y * width + x1] for y in range(y0, y1)]

@@ -19,9 +19,10 @@ anew. Parsing and the memory of failed parses are ``parsing.py``'s.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +43,7 @@ from mcp_server.indexes.manager import IndexManager, IndexView
 from mcp_server.pipeline.downloads import Downloads, Known
 from mcp_server.pipeline.flags import Flagger, Scorer
 from mcp_server.pipeline.parsing import Parsing, Sniffing
+from mcp_server.pipeline.style_sheets import with_style_sheets
 from mcp_server.processors import DocumentInput, ProcessOptions, View
 from mcp_server.processors.sandbox import ParserPool
 from mcp_server.processors.sheet_search import search_spreadsheet
@@ -82,6 +84,7 @@ class _Located:
     timings_ms: dict[str, float]
     source: Source
     options: ProcessOptions  # the service's, with the view asked for
+    page_url: str = ""  # the address that answered (a web page's linked style sheets are resolved on it)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -248,6 +251,7 @@ class DocumentService:
         content_key = self.content_key(fetched, inp.doc_type, chosen)
         self._downloads.learn(url, chosen, fetched, content_key, inp.doc_type)
         return _Located(input=inp, content_key=content_key, timings_ms=timings, source=Source.of(fetched),
+                        page_url=fetched.final_url,
                         options=options)
 
     async def process(
@@ -258,11 +262,15 @@ class DocumentService:
         ``view``: a web page's main content or the whole page (default: the setting)."""
         located = await self._locate(url, expect=expect, tool=tool, progress=progress, view=view)
         document, cached = await self._parsing.parse(self.parsers, located.content_key, located.input,
-                                                     located.options)
+                                                     located.options, self._sheets(located))
         if progress is not None:
             await progress(2, None, f"processed {len(document.content)} characters")
         return Processed(doc_type=located.input.doc_type, document=document, cached=cached,
                          content_key=located.content_key, source=located.source)
+
+    def _sheets(self, located: _Located) -> Callable[[DocumentInput], Awaitable[DocumentInput]]:
+        """Before a web page's parse: its linked style sheets (pipeline/style_sheets.py)."""
+        return functools.partial(with_style_sheets, self.fetcher, page_url=located.page_url)
 
     def index_key(self, content_key: str) -> str:
         """The key of the index of that content: passage ids name it."""
@@ -300,7 +308,8 @@ class DocumentService:
 
         async def make_chunks() -> Sequence[Chunk]:
             started = time.perf_counter()
-            document, _ = await self._parsing.parse(self.parsers, located.content_key, located.input, located.options)
+            document, _ = await self._parsing.parse(self.parsers, located.content_key, located.input, located.options,
+                                                    self._sheets(located))
             timings["process"] = _ms(started)
             # the analyzers BM25 will need load while the document is chunked
             start_thread(warm_analyzers, document.content, name="analyzers-warm-up")

@@ -36,6 +36,8 @@ class DocumentInput:
     filename: str = ""
     content_type: str = ""
     charset: str | None = None  # declared charset (HTTP header), may lie
+    style_sheets: tuple[str, ...] = ()  # a web page's linked style sheets as fetched, in link order
+    style_sheets_complete: bool = False  # every sheet the page links is among them
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -50,13 +50,19 @@ async def with_style_sheets(fetcher: Fetcher, inp: DocumentInput, page_url: str)
         return inp
     origin = _origin(page_url)
     urls = [url for url in (urljoin(page_url, href) for href in hrefs) if _origin(url) == origin]
-    sheets: list[str] = []
-    with anyio.move_on_after(SHEETS_DEADLINE):
-        for url in urls[:MAX_SHEETS]:
-            try:
-                fetched = await fetcher.fetch(url, max_bytes=SHEET_BYTES)
-            except MCPServerError as exc:  # a sheet is a hint: the page is read without it
-                logger.info("style_sheet.skipped", extra={"url": url, "error": exc.message})
-                continue
-            sheets.append(decode_bytes(fetched.data, fetched.charset)[0])
-    return dataclasses.replace(inp, style_sheets=tuple(sheets), style_sheets_complete=len(sheets) == len(hrefs))
+    found: dict[int, str] = {}
+
+    async def one(i: int, url: str) -> None:
+        try:
+            fetched = await fetcher.fetch(url, max_bytes=SHEET_BYTES)
+        except MCPServerError as exc:  # a sheet is a hint: the page is read without it
+            logger.info("style_sheet.skipped", extra={"url": url, "error": exc.message})
+            return
+        found[i] = decode_bytes(fetched.data, fetched.charset)[0]
+
+    with anyio.move_on_after(SHEETS_DEADLINE):  # side by side: a page waits for its slowest sheet only
+        async with anyio.create_task_group() as group:
+            for i, url in enumerate(urls[:MAX_SHEETS]):
+                group.start_soon(one, i, url)
+    sheets = tuple(found[i] for i in sorted(found))  # link order: the cascade's order
+    return dataclasses.replace(inp, style_sheets=sheets, style_sheets_complete=len(sheets) == len(hrefs))

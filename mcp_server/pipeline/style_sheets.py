@@ -35,10 +35,15 @@ SHEET_BYTES = 256 * 1024
 SHEETS_DEADLINE = 3.0  # seconds for all of a page's sheets together
 
 
-def _origin(url: str) -> tuple[str, str, int | None]:
-    parts = urlsplit(url)
+def _origin(url: str) -> tuple[str, str, int | None] | None:
+    """Scheme, host and port of an http(s) URL; None for anything else or a malformed port."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return None
     default = {"http": 80, "https": 443}.get(parts.scheme)
-    return parts.scheme, (parts.hostname or "").lower(), parts.port or default
+    return (parts.scheme, (parts.hostname or "").lower(), port or default) if default and parts.hostname else None
 
 
 async def with_style_sheets(fetcher: Fetcher, inp: DocumentInput, page_url: str) -> DocumentInput:
@@ -49,7 +54,7 @@ async def with_style_sheets(fetcher: Fetcher, inp: DocumentInput, page_url: str)
     if not hrefs:
         return inp
     origin = _origin(page_url)
-    urls = [url for url in (urljoin(page_url, href) for href in hrefs) if _origin(url) == origin]
+    urls = [url for url in (urljoin(page_url, href) for href in hrefs) if origin and _origin(url) == origin]
     found: dict[int, str] = {}
 
     async def one(i: int, url: str) -> None:
@@ -57,6 +62,9 @@ async def with_style_sheets(fetcher: Fetcher, inp: DocumentInput, page_url: str)
             fetched = await fetcher.fetch(url, max_bytes=SHEET_BYTES)
         except MCPServerError as exc:  # a sheet is a hint: the page is read without it
             logger.info("style_sheet.skipped", extra={"url": url, "error": exc.message})
+            return
+        except Exception:  # never the page's parse undone by a sheet (cancellation is no Exception)
+            logger.warning("style_sheet.failed", extra={"url": url}, exc_info=True)
             return
         found[i] = decode_bytes(fetched.data, fetched.charset)[0]
 

@@ -287,6 +287,13 @@ class Settings(BaseSettings):
         "points (Unicode tag characters, zero-width characters inside words, bidi overrides) are removed and "
         "reported whatever this says.",
     )
+    pdf_cover_check_pages: int = Field(
+        20, ge=0,
+        description="PDFs of at most this many pages are checked for text covered by an opaque filled shape "
+        "drawn after it (flagged as hidden_text, or dropped, as MCP_HIDDEN_TEXT says). The check reads each page's "
+        "drawing order a second time (about the cost of the page's word extraction), so longer PDFs are not "
+        "checked; 0 turns it off, 2000 checks every PDF the page cap lets in.",
+    )
     max_content_chars: int = Field(50_000, ge=1000, description="Cap of returned document content.")
     max_table_chars: int = Field(5_000, ge=100, description="Cap of one returned table.")
     max_rows_per_sheet: int = Field(20, ge=1, description="Rows rendered per sheet.")

@@ -37,7 +37,8 @@ from mcp_server.text.lexical import without_page_markers
 from mcp_server.text.sentences import split_sentences
 
 __all__ = [
-    "CONTEXT_FEATURES", "CONTEXT_WINDOW", "LEXICAL", "RULES", "WEIGHTS", "EmbeddingInstructionDetector",
+    "CONTEXT_FEATURES", "CONTEXT_WINDOW", "LEXICAL", "RULES", "RULES_VERSION", "WEIGHTS",
+    "EmbeddingInstructionDetector",
     "FakeInstructionDetector", "InstructionDetector", "context_features", "context_vectors", "features",
     "input_size", "instruction_spans",
     "rule_match", "whole_sentence",
@@ -48,6 +49,9 @@ MAX_SENTENCE_CHARS = 1000  # a longer "sentence" is a run-on unit: scored on its
 
 # Phrases that only an injection uses: an order to drop the reader's own instructions, or a
 # statement to the reader that it is an AI. Case-insensitive, within one sentence.
+# Names only an AI reader has: a person may be called Claude or Gemini, an assistant or an agent.
+_AI_READER = (r"(?:AI|A\.I\.|artificial intelligence|(?:AI |large language |language )models?|LLMs?|"
+              r"(?:AI |virtual )(?:assistants?|agents?|systems?)|chatbots?|ChatGPT|GPT(?:-\d+)?|Copilot)\b")
 RULES = (
     re.compile(r"\b(?:ignore|disregard|forget|override|bypass)\b[^.!?\n]{0,40}?\b(?:previous|prior|above|"
                r"earlier|preceding|original|system|your)\b[^.!?\n]{0,20}?\b(?:instructions?|prompts?|"
@@ -57,7 +61,20 @@ RULES = (
                r"have to)\b", re.IGNORECASE),
     re.compile(r"\b(?:new|updated|real|actual) (?:system )?instructions? (?:for|to) (?:the |any )?"
                r"(?:AI|assistant|language model|LLM|chatbot|agent)\b", re.IGNORECASE),
+    # the reader greeted as an AI ("Dear AI,", "Hey ChatGPT,", "Attention language models:")
+    re.compile(r"\b(?:dear|hey|hello|hi|attention|note to|message to|instructions for)\s+(?:(?:any|all|every|each|the)"
+               rf"\s+)?{_AI_READER}\s*[,:]", re.IGNORECASE),
+    # the reader told it may be an AI ("If you are an AI model reading this", "If you're an AI,")
+    re.compile(rf"\bif you(?: are|'re|\u2019re) an? {_AI_READER}(?:\s*[,.:;]|\s+(?:reading|processing|that|who|and)\b)",
+               re.IGNORECASE),
+    # every AI that reads this document ("Any AI system citing this page must ...")
+    re.compile(rf"\b(?:any|every|each|all|an?)\s+{_AI_READER}\s+(?:that (?:is |are )?|who (?:is |are )?)?"
+               r"(?:reads?|reading|process(?:es|ing)?|summari[sz](?:es|ing)|cites?|citing|pars(?:es|ing)|"
+               r"index(?:es|ing)|answering questions about)\s+(?:this|these)\b", re.IGNORECASE),
 )
+# Bumped with RULES: the detector's model_id carries it, so scores stored beside an index under
+# other rules are not read as this detector's (indexes/instructions.py).
+RULES_VERSION = "2"
 
 
 # What the classifier reads beside the vector (MiniLM's mean-pooled vector of a long sentence keeps
@@ -202,7 +219,7 @@ class EmbeddingInstructionDetector(InstructionDetector):
             raise ModelLoadError("the instruction classifier's input size is not the embedder's dimension")
         self.embedder = embedder
         self.layers = [(np.asarray(w, dtype=np.float32), np.asarray(b, dtype=np.float32)) for w, b in layers]
-        self.model_id = f"instructions-{version}@{embedder_id}"
+        self.model_id = f"instructions-{version}+rules{RULES_VERSION}@{embedder_id}"
 
     @classmethod
     def load(cls, embedder: Embedder, path: Path | None = None) -> EmbeddingInstructionDetector:

@@ -141,10 +141,12 @@ class Fetcher:
         return await _off_loop(store_upload, self.uploads, body, filename, content_type)
 
     @metrics.timed("download")
-    async def fetch(self, url: str, *, cached: FetchedDocument | None = None) -> FetchedDocument:
+    async def fetch(self, url: str, *, cached: FetchedDocument | None = None, max_bytes: int | None = None,
+                    ) -> FetchedDocument:
         """The document at ``url`` (http/https, file:, an absolute path under DOCUMENT_ROOTS, or an
         upload). With ``cached`` (an earlier copy of an http(s) URL) the request is conditional:
-        a 304 answers that copy, marked as confirmed now.
+        a 304 answers that copy, marked as confirmed now. ``max_bytes``: a cap below
+        ``max_download_bytes`` for this download (a web page's style sheet).
 
         Raises ValidationError for a malformed URL and DownloadError for everything else.
         """
@@ -156,7 +158,7 @@ class Fetcher:
                     return await self._uploaded(url)
                 if is_local(url):
                     return await _off_loop(read_local, url, self._settings)
-                return await self._download(url, cached)
+                return await self._download(url, cached, max_bytes or self._settings.max_download_bytes)
         except TimeoutError:
             raise DownloadError(
                 f"download of {url} did not finish within the {deadline:g} s deadline (download_deadline)",
@@ -174,7 +176,7 @@ class Fetcher:
             )
         return document
 
-    async def _download(self, url: str, cached: FetchedDocument | None = None) -> FetchedDocument:
+    async def _download(self, url: str, cached: FetchedDocument | None, limit: int) -> FetchedDocument:
         try:
             current = httpx.URL(url).copy_with(fragment=None)
         except httpx.InvalidURL as exc:
@@ -191,7 +193,7 @@ class Fetcher:
             try:
                 result = await with_retries(
                     self._settings, target.display,
-                    functools.partial(self._exchange, target, headers, bool(conditional)),
+                    functools.partial(self._exchange, target, headers, bool(conditional), limit),
                 )
             except Retryable as exc:
                 attempts = self._settings.download_attempts
@@ -228,7 +230,7 @@ class Fetcher:
         seen.add(str(following))
         return following
 
-    async def _exchange(self, target: Target, headers: dict[str, str], conditional: bool,
+    async def _exchange(self, target: Target, headers: dict[str, str], conditional: bool, limit: int,
                         ) -> _Body | _Redirect | _NotModified:
         """One request to one pinned hop; ``headers`` may hold secrets: they go into the request only."""
         request = self._client.build_request(
@@ -241,13 +243,13 @@ class Fetcher:
         try:
             if conditional and response.status_code == 304:
                 return _NotModified(response.headers)
-            return await self._read(response, target)
+            return await self._read(response, target, limit)
         except _LIBRARY_ERRORS as exc:
             raise _translate(exc, target) from exc
         finally:
             await response.aclose()
 
-    async def _read(self, response: httpx.Response, target: Target) -> _Body | _Redirect:
+    async def _read(self, response: httpx.Response, target: Target, limit: int) -> _Body | _Redirect:
         status = f"HTTP {response.status_code} {response.reason_phrase}".rstrip()
         if response.is_redirect:
             if "location" not in response.headers:
@@ -258,7 +260,6 @@ class Fetcher:
             raise Retryable(f"{status} for {target.display}", retry_after=retry_after)
         if not response.is_success:
             raise DownloadError(f"{status} for {target.display}", status=response.status_code)
-        limit = self._settings.max_download_bytes
         declared = response.headers.get("content-length", "")
         # Fail fast on an honest oversize body; the streamed count below is the real check.
         if declared.isdigit() and int(declared) > limit and "content-encoding" not in response.headers:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Awaitable, Callable
 
 from cachetools import LRUCache
 
@@ -41,8 +42,10 @@ class Parsing:
 
     async def parse(
         self, parsers: ParserPool, key: str, inp: DocumentInput, options: ProcessOptions,
+        prepare: Callable[[DocumentInput], Awaitable[DocumentInput]] | None = None,
     ) -> tuple[ProcessedDocument, bool]:
-        """(the document, whether it came from the cache)."""
+        """(the document, whether it came from the cache); ``prepare`` completes the input before a
+        parse (a web page's linked style sheets), never on a cache hit."""
         document = await cache_get(self.documents, key)
         if document is not None:
             return document, True
@@ -52,6 +55,8 @@ class Parsing:
                 return document, True
             await self._raise_if_failed(key)
             self.runs += 1
+            if prepare is not None:
+                inp = await prepare(inp)
             try:
                 document = await parsers.run(process_document, inp, options)
                 metrics.document_parsed(inp.doc_type)

@@ -19,9 +19,10 @@ anew. Parsing and the memory of failed parses are ``parsing.py``'s.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +42,7 @@ from mcp_server.indexes.manager import IndexManager, IndexView
 from mcp_server.pipeline.downloads import Downloads, Known
 from mcp_server.pipeline.flags import Flagger, Scorer
 from mcp_server.pipeline.parsing import Parsing, Sniffing
+from mcp_server.pipeline.style_sheets import with_style_sheets
 from mcp_server.processors import DocumentInput, ProcessOptions, View
 from mcp_server.processors.sandbox import ParserPool
 from mcp_server.processors.sheet_search import search_spreadsheet
@@ -52,8 +54,9 @@ __all__ = ["DocumentService", "Indexed", "Processed", "Retrieval", "Source", "Vi
 # Bump when processor output changes in a way cached documents and indexes must not survive.
 # 2: invisible code points removed, hidden text flagged (processors/_visibility.py); 3: hidden text from
 # style sheets, Word styles, cell colours, speaker notes, covered shapes, OCR layers (a document cached
-# under 2 would lack those flags, and under drop still hold that text)
-PROCESSING_VERSION = "3"
+# under 2 would lack those flags, and under drop still hold that text); 4: PDF text under a shape drawn
+# after it
+PROCESSING_VERSION = "4"
 # Bump when a web page's main content changes (the whole-page view keeps PROCESSING_VERSION's keys).
 MAIN_CONTENT_VERSION = "2"  # 2: images' alt text
 
@@ -80,6 +83,7 @@ class _Located:
     timings_ms: dict[str, float]
     source: Source
     options: ProcessOptions  # the service's, with the view asked for
+    page_url: str = ""  # the address that answered (a web page's linked style sheets are resolved on it)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -123,9 +127,15 @@ def _ms(since: float) -> float:
     return round((time.perf_counter() - since) * 1000, 2)
 
 
+_DEFAULT_COVER_CHECK = ProcessOptions().pdf_cover_check_pages
+
+
 def _policy_parts(options: ProcessOptions) -> list[str]:
     """What a reader cannot see, kept unmarked or dropped, is other content (``flag`` keeps the plain key)."""
-    return [] if options.hidden_text == "flag" else [f"hidden-{options.hidden_text}"]
+    parts = [] if options.hidden_text == "flag" else [f"hidden-{options.hidden_text}"]
+    if options.pdf_cover_check_pages != _DEFAULT_COVER_CHECK:  # the default keeps the key
+        parts.append(f"cover-{options.pdf_cover_check_pages}")
+    return parts
 
 
 def _wrong_type(url: str, doc_type: str, expect: Sequence[str], tool: str) -> ValidationError:
@@ -240,6 +250,7 @@ class DocumentService:
         content_key = self.content_key(fetched, inp.doc_type, chosen)
         self._downloads.learn(url, chosen, fetched, content_key, inp.doc_type)
         return _Located(input=inp, content_key=content_key, timings_ms=timings, source=Source.of(fetched),
+                        page_url=fetched.final_url,
                         options=options)
 
     async def process(
@@ -250,11 +261,15 @@ class DocumentService:
         ``view``: a web page's main content or the whole page (default: the setting)."""
         located = await self._locate(url, expect=expect, tool=tool, progress=progress, view=view)
         document, cached = await self._parsing.parse(self.parsers, located.content_key, located.input,
-                                                     located.options)
+                                                     located.options, self._sheets(located))
         if progress is not None:
             await progress(2, None, f"processed {len(document.content)} characters")
         return Processed(doc_type=located.input.doc_type, document=document, cached=cached,
                          content_key=located.content_key, source=located.source)
+
+    def _sheets(self, located: _Located) -> Callable[[DocumentInput], Awaitable[DocumentInput]]:
+        """Before a web page's parse: its linked style sheets (pipeline/style_sheets.py)."""
+        return functools.partial(with_style_sheets, self.fetcher, page_url=located.page_url)
 
     def index_key(self, content_key: str) -> str:
         """The key of the index of that content: passage ids name it."""
@@ -290,7 +305,8 @@ class DocumentService:
 
         async def make_chunks() -> Sequence[Chunk]:
             started = time.perf_counter()
-            document, _ = await self._parsing.parse(self.parsers, located.content_key, located.input, located.options)
+            document, _ = await self._parsing.parse(self.parsers, located.content_key, located.input, located.options,
+                                                    self._sheets(located))
             timings["process"] = _ms(started)
             # the analyzers BM25 will need load while the document is chunked
             start_thread(warm_analyzers, document.content, name="analyzers-warm-up")

@@ -7,10 +7,12 @@ colour equal to the background it stands on, a box moved far off the screen. Eac
 such an element is wrapped with ``core.visibility.hidden``, so whatever the extractor keeps of it
 stays marked (trafilatura drops some hidden elements and keeps others). The background is the
 nearest background colour declared (inline, ``bgcolor`` or by a ``<style>`` rule) on the element or
-an ancestor, white when none is; on a page that links a style sheet (not fetched) or paints a
+an ancestor, white when none is; on a page that links a style sheet not read or paints a
 background with an image, a background not declared is unknown and colour decides nothing: white
 text on a dark background is visible and never marked.
-Not read: linked style sheets, rules behind a media condition or a pseudo-class, and scripts.
+Linked style sheets are read when the pipeline fetched them (``DocumentInput.style_sheets``: same
+origin, small, in link order, before the page's own ``<style>`` sheets); ``style_sheet_links``
+names them. Not read: rules behind a media condition or a pseudo-class, ``@import``, and scripts.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from bs4 import BeautifulSoup, NavigableString, Tag
 from mcp_server.core.visibility import hidden
 from mcp_server.processors._html_css import Declared, Sheet, sheet_of
 
-__all__ = ["mark_hidden_lxml", "mark_hidden_soup"]
+__all__ = ["mark_hidden_lxml", "mark_hidden_soup", "style_sheet_links"]
 
 RGB = tuple[int, int, int]
 WHITE: RGB = (255, 255, 255)
@@ -38,6 +40,9 @@ _DECLARATION = re.compile(r"([a-zA-Z-]+)\s*:\s*([^;]+)")
 _HEX = re.compile(r"#([0-9a-fA-F]{3}|[0-9a-fA-F]{6})\b")
 _RGB = re.compile(r"rgba?\(\s*(\d+)\s*,?\s*(\d+)\s*,?\s*(\d+)\s*(?:[,/]\s*([\d.]+%?))?\s*\)")
 _LENGTH = re.compile(r"^(-?[\d.]+)\s*(px|pt|em|rem|%|vw|vh)?")
+_LINK = re.compile(rb"<link\b[^>]*>", re.IGNORECASE)
+_REL = re.compile(rb"""\brel\s*=\s*["']?([^"'>]*)""", re.IGNORECASE)
+_HREF = re.compile(rb"""\bhref\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""", re.IGNORECASE)
 _SKIP = frozenset({"script", "style", "template", "noscript", "head", "title", "meta"})
 
 
@@ -162,8 +167,25 @@ def _mark(nodes: Iterable[tuple[Any, str, Mapping[str, Any], Any]], texts: Calla
     return marked
 
 
-def mark_hidden_lxml(tree: Any) -> int:
-    """Mark the hidden text of an lxml tree in place; returns how many elements were hidden."""
+def style_sheet_links(data: bytes) -> list[str]:
+    """The ``href`` of every ``<link rel=stylesheet>`` of a page, in order (read from the bytes: no parse)."""
+    out = []
+    for tag in _LINK.finditer(data):
+        rel = _REL.search(tag.group())
+        href = _HREF.search(tag.group())
+        if rel and b"stylesheet" in rel.group(1).lower().split() and href:
+            out.append(next(g for g in href.groups() if g is not None).decode("latin-1").strip())
+    return out
+
+
+def _linked(has_links: bool, sheets: tuple[str, ...], complete: bool) -> bool:
+    """Whether a linked sheet the marking did not read may set what it cannot see."""
+    return has_links and not complete
+
+
+def mark_hidden_lxml(tree: Any, sheets: tuple[str, ...] = (), complete: bool = False) -> int:
+    """Mark the hidden text of an lxml tree in place; returns how many elements were hidden.
+    ``sheets``: the page's linked style sheets as fetched; ``complete``: all of them."""
 
     def nodes() -> Iterable[tuple[Any, str, Mapping[str, Any], Any]]:
         for element in tree.iter():
@@ -179,8 +201,9 @@ def mark_hidden_lxml(tree: Any) -> int:
             if child.tail and (new := _wrap(child.tail, reason)) is not None:
                 child.tail = new
 
-    linked = bool(tree.xpath("//link[contains(translate(@rel, 'STYLESHEET', 'stylesheet'), 'stylesheet')]"))
-    sheet = sheet_of("\n".join(style.text or "" for style in tree.iter("style")))
+    links = bool(tree.xpath("//link[contains(translate(@rel, 'STYLESHEET', 'stylesheet'), 'stylesheet')]"))
+    linked = _linked(links, sheets, complete)
+    sheet = sheet_of("\n".join([*sheets, *(style.text or "" for style in tree.iter("style"))]))
 
     def view(element: Any) -> tuple[str, str | None, tuple[str, ...], Any]:
         tag = element.tag.lower() if isinstance(element.tag, str) else ""
@@ -192,7 +215,7 @@ def mark_hidden_lxml(tree: Any) -> int:
     return _mark(nodes(), texts, linked, sheet, sheet.matcher(view, attr))
 
 
-def mark_hidden_soup(soup: BeautifulSoup) -> int:
+def mark_hidden_soup(soup: BeautifulSoup, sheets: tuple[str, ...] = (), complete: bool = False) -> int:
     """Mark the hidden text of a BeautifulSoup tree in place; returns how many elements were hidden."""
 
     def nodes() -> Iterable[tuple[Any, str, Mapping[str, Any], Any]]:
@@ -206,8 +229,9 @@ def mark_hidden_soup(soup: BeautifulSoup) -> int:
             if type(child) is NavigableString and (new := _wrap(str(child), reason)) is not None:
                 child.replace_with(NavigableString(new))
 
-    linked = any("stylesheet" in " ".join(link.get("rel") or []).lower() for link in soup.find_all("link"))
-    sheet = sheet_of("\n".join(style.get_text() for style in soup.find_all("style")))
+    links = any("stylesheet" in " ".join(link.get("rel") or []).lower() for link in soup.find_all("link"))
+    linked = _linked(links, sheets, complete)
+    sheet = sheet_of("\n".join([*sheets, *(style.get_text() for style in soup.find_all("style"))]))
 
     def view(element: Any) -> tuple[str, str | None, tuple[str, ...], Any]:
         classes = element.get("class") or ()

@@ -74,7 +74,8 @@ def read_page(page: pymupdf.Page, options: ProcessOptions) -> PageRead | None:
     """The page's words; plain text when word extraction fails; OCR when it has no text layer."""
     try:
         textpage = page.get_textpage(flags=pymupdf.TEXTFLAGS_WORDS)
-        words = mark_hidden_words(page, textpage, textpage.extractWORDS())
+        covered = page.parent.page_count <= options.pdf_cover_check_pages
+        words = mark_hidden_words(page, textpage, textpage.extractWORDS(), covered=covered)
         result = PageRead(words=PageWords(words, page.rect.width, page.rect.height))
         empty = not result.words.words  # type: ignore[union-attr]
     except Exception:  # MuPDF raises plain RuntimeError/ValueError subclasses for broken content

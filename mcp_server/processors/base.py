@@ -36,6 +36,8 @@ class DocumentInput:
     filename: str = ""
     content_type: str = ""
     charset: str | None = None  # declared charset (HTTP header), may lie
+    style_sheets: tuple[str, ...] = ()  # a web page's linked style sheets as fetched, in link order
+    style_sheets_complete: bool = False  # every sheet the page links is among them
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -60,6 +62,7 @@ class ProcessOptions:
     html_view: View = "main"  # a web page's main content, or the whole page
     max_html_bytes: int = 32 * 1024 * 1024
     hidden_text: HiddenPolicy = "flag"  # what becomes of text a reader cannot see (settle_document)
+    pdf_cover_check_pages: int = 20  # PDFs up to this many pages are checked for text under a later shape
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ProcessOptions:
@@ -80,6 +83,7 @@ class ProcessOptions:
             html_view=settings.html_view,
             max_html_bytes=settings.max_html_bytes,
             hidden_text=settings.hidden_text,
+            pdf_cover_check_pages=settings.pdf_cover_check_pages,
         )
 
 

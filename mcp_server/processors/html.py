@@ -116,19 +116,19 @@ class HtmlProcessor:
         text, encoding = decode_bytes(doc.data, doc.charset or _declared_charset(doc.data))
         tree, cut_short = parse_page(text)  # a page nested deeper than MAX_DEPTH is refused here
         if tree is None:  # nothing to parse (an empty page)
-            return _whole_page(text, encoding, {}, {"extraction": "full"})
+            return _whole_page(text, encoding, {}, {"extraction": "full"}, doc)
         page = page_metadata(tree)
         facts = page_facts(tree, cut_short)
         if facts.javascript_shell:  # said in either view: there is nothing else to read
             page.update(javascript_required=True, hint=JS_SHELL_HINT.format(words=facts.words))
         if options.html_view == "full" or facts.javascript_shell:
-            return _whole_page(text, encoding, page, {"extraction": "full"})
-        mark_hidden_lxml(tree)  # what the extractor keeps of hidden text stays marked
+            return _whole_page(text, encoding, page, {"extraction": "full"}, doc)
+        mark_hidden_lxml(tree, doc.style_sheets, doc.style_sheets_complete)  # what the extractor keeps stays marked
         links = _tree_links(tree)  # before the extractor changes the tree
         main = None if cut_short else extract_main(tree, page.get("canonical_url", ""))
         reason = _not_an_article(facts, main)
         if reason or main is None:
-            return _whole_page(text, encoding, page, {"extraction": "full", "extraction_reason": reason})
+            return _whole_page(text, encoding, page, {"extraction": "full", "extraction_reason": reason}, doc)
         content, headings, tables = html_to_markdown(_soup(main.html))
         return _document(content, headings, tables, links, encoding, page, {"extraction": "main"})
 
@@ -156,10 +156,11 @@ def _soup(text: str) -> BeautifulSoup:
         return BeautifulSoup(text, "lxml")
 
 
-def _whole_page(text: str, encoding: str, page: dict[str, Any], how: dict[str, Any]) -> ProcessedDocument:
+def _whole_page(text: str, encoding: str, page: dict[str, Any], how: dict[str, Any],
+                doc: DocumentInput) -> ProcessedDocument:
     """The whole cleaned page (the reading before main-content extraction), title on top."""
     soup = _soup(text)
-    mark_hidden_soup(soup)
+    mark_hidden_soup(soup, doc.style_sheets, doc.style_sheets_complete)
     title = _title(soup)
     links = _links(soup)
     content, headings, tables = html_to_markdown(soup, title=title)

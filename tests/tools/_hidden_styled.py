@@ -231,9 +231,34 @@ def clipped_pdf() -> bytes:
     return bytes(pdf.tobytes())
 
 
-PDF_MORE_HIDDEN = {"ocr-layer-says-more.pdf": scanned_pdf_with_ocr_layer(PAYLOAD)}
+def covered_pdf(kind: str) -> bytes:
+    """The visible text and the payload, with a filled shape drawn after the payload (over it: ``white``,
+    ``navy``; a strike-through bar, ``struck``; a translucent highlight, ``translucent``) or before it
+    (``shaded``: a table cell's background)."""
+    pdf = pymupdf.open()
+    page = pdf.new_page()
+    for i, line in enumerate(VISIBLE):
+        page.insert_text((50, 80 + 20 * i), line, fontsize=10)
+    box = pymupdf.Rect(45, 188, 560, 204)
+    if kind == "shaded":
+        page.draw_rect(box, color=None, fill=(0.85, 0.85, 0.85))
+    page.insert_text((50, 200), PAYLOAD, fontsize=10)
+    if kind in ("white", "navy"):
+        page.draw_rect(box, color=None, fill=(1, 1, 1) if kind == "white" else (0.1, 0.1, 0.4))
+    elif kind == "struck":
+        page.draw_rect(pymupdf.Rect(45, 195, 560, 197), color=None, fill=(0, 0, 0))
+    elif kind == "translucent":
+        page.draw_rect(box, color=None, fill=(1, 1, 0), fill_opacity=0.35)
+    page.insert_text((50, 240), "A line drawn after the shape stays visible.", fontsize=10)
+    return bytes(pdf.tobytes())
+
+
+PDF_MORE_HIDDEN = {"ocr-layer-says-more.pdf": scanned_pdf_with_ocr_layer(PAYLOAD),
+                   "under-a-white-box.pdf": covered_pdf("white"), "under-a-navy-box.pdf": covered_pdf("navy")}
+PDF_MORE_CLEAN = {"on-a-shaded-cell.pdf": covered_pdf("shaded"), "struck-through.pdf": covered_pdf("struck"),
+                  "under-a-translucent-highlight.pdf": covered_pdf("translucent")}
 
 MORE_HIDDEN: dict[str, bytes] = {**SHEET_HIDDEN, **WRAPPED_HIDDEN, **DOCX_STYLED_HIDDEN, **CONVERTED_HIDDEN,
                                  **XLSX_COLOUR_HIDDEN, **PPTX_MORE_HIDDEN, **PDF_MORE_HIDDEN}
 MORE_CLEAN: dict[str, bytes] = {**SHEET_CLEAN, **WRAPPED_CLEAN, **DOCX_STYLED_CLEAN, **CONVERTED_CLEAN,
-                                **XLSX_COLOUR_CLEAN, **PPTX_MORE_CLEAN}
+                                **XLSX_COLOUR_CLEAN, **PPTX_MORE_CLEAN, **PDF_MORE_CLEAN}

@@ -176,6 +176,20 @@ async def test_pdf_text_clipped_out_of_view_reaches_no_result(mode: str, request
     assert found["results"] and PAYLOAD_WORD not in str(found) and PAYLOAD_WORD not in read["text"]
 
 
+async def test_pdf_text_under_a_shape_drawn_after_it_is_flagged_as_covered_and_the_check_has_a_page_cap(
+    flag: ThreadedServer, files: FileServer, tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    url = files.url("under-a-navy-box.pdf")
+    processed = await _ok(flag, "process_document", document_url=url)
+    covered = [f for f in _hidden(processed["flags"]) if f["reason"] == "covered by a shape"]
+    assert covered and PAYLOAD_WORD in processed["content"][covered[0]["start"]:covered[0]["end"]]
+    assert "stays visible" not in "".join(processed["content"][f["start"]:f["end"]] for f in covered)
+    # a PDF longer than the cap is not checked (the second pass costs about a page's word extraction)
+    for server in _server(tmp_path_factory, pdf_cover_check_pages=0):
+        unchecked = await _ok(server, "process_document", document_url=url)
+        assert PAYLOAD_WORD in unchecked["content"] and unchecked["flags"] == []
+
+
 async def test_the_policy_is_part_of_the_cache_key(drop: ThreadedServer, flag: ThreadedServer,
                                                    files: FileServer) -> None:
     url = files.url("vanish.docx")

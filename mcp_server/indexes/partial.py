@@ -11,9 +11,10 @@ complete index weighs its candidates, at a fraction of the cost of embedding who
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import anyio
+import numpy as np
 
 from mcp_server.core.concurrency import Progress, off_loop
 from mcp_server.core.models import Chunk
@@ -21,8 +22,9 @@ from mcp_server.core.settings import Settings
 from mcp_server.embedding.runner import ModelRunner
 from mcp_server.encoders.embedders import Embedder
 from mcp_server.indexes.builds import IndexBuilder, PendingBuild
-from mcp_server.retrieval.focus import SENTENCES_PER_CANDIDATE, best_sentences, topped_up
-from mcp_server.retrieval.index import DocumentIndex, extended, reads_foreign, with_known
+from mcp_server.retrieval.focus import SENTENCES_PER_CANDIDATE, best_sentences
+from mcp_server.retrieval.index import DocumentIndex, extended, reads_foreign
+from mcp_server.retrieval.vectors import UnitSelect
 
 __all__ = [
     "PARTIAL_SECONDS", "SENTENCES_PER_CANDIDATE", "FirstAnswers", "answer_partial", "best_sentences",
@@ -51,24 +53,80 @@ def partial_candidates(index: DocumentIndex, query: str, n: int) -> list[int]:
 def partial_view(
     base: DocumentIndex, query: str, embedder: Embedder, candidates: int, *,
     per_chunk: int = SENTENCES_PER_CANDIDATE, seconds: float = PARTIAL_SECONDS,
-    progress: Callable[[int, int, str], None] | None = None, foreign: bool = False,
+    progress: Callable[[int, int, str], None] | None = None, foreign: bool = False, known: bool = False,
 ) -> DocumentIndex:
     """``base`` plus vectors for this query's candidates (``per_chunk`` 0: all their sentences;
-    ``foreign``, a question in another language, whose words pick no sentence: the budget left
-    embeds its best candidates whole). Built afresh per query from the vector-less base (repeated sentences
+    ``foreign``, a question in another language, whose words pick no candidate: ``skimmed``, with
+    what the embedder holds when ``known``). Built afresh per query from the vector-less base (repeated sentences
     come from the embedder's cache), so every query's dense ranking holds its own candidates only."""
     # candidates by what the question asks: the words naming the document would fill them with
     # its cover page, certifications and exhibit index (retrieval/naming.py), and their
     # sentences by the question without a clause that only names the document
+    max_chars = seconds * embedder.prior_chars_per_second
+    if foreign and per_chunk > 0:
+        return skimmed(base, query, embedder, candidates, max_chars, progress, free=known)
     chosen = partial_candidates(base, base.dense_query(query), candidates)
-    ranks, max_chars = {pos: rank for rank, pos in enumerate(chosen)}, seconds * embedder.prior_chars_per_second
+    ranks = {pos: rank for rank, pos in enumerate(chosen)}
     select = None
     if per_chunk > 0:
         select = best_sentences(base.asked(query), per_chunk, languages=base.languages, ranks=ranks,
                                 max_chars=max_chars)
-        if foreign:
-            select = topped_up(select, ranks, max_chars)
     return extended(base, chosen, embedder, progress=progress, select=select)
+
+
+def skimmed(
+    base: DocumentIndex, query: str, embedder: Embedder, candidates: int, max_chars: float,
+    progress: Callable[[int, int, str], None] | None = None, *, free: bool = False,
+) -> DocumentIndex:
+    """The partial view for a question in another language than the document's, whose words
+    choose no candidates: units within the budget spread evenly over the whole document (every
+    chunk's first unit, then every chunk's second, ...; BM25's few ``candidates`` first), which the
+    multilingual model ranks; ``free``: with every unit the embedder already holds, from the
+    build under way, at no cost."""
+    order = spread_order(len(base), first=base.bm25_top(query, candidates))
+    select = evenly(order, max_chars, embedder.known if free else None)
+    return extended(base, order, embedder, progress=progress, select=select)
+
+
+def spread_order(n: int, *, first: Sequence[int] = ()) -> list[int]:
+    """Positions ``0..n-1``, ``first`` first, then the rest so that every prefix covers the range
+    evenly (0, n/2, n/4, 3n/4, ...)."""
+    order = list(dict.fromkeys(pos for pos in first if 0 <= pos < n))
+    seen = set(order)
+    step = 1 << max(n - 1, 0).bit_length()
+    while step:
+        for pos in range(0, n, step):
+            if pos not in seen:
+                order.append(pos)
+                seen.add(pos)
+        step //= 2
+    return order
+
+
+def evenly(
+    order: Sequence[int], max_chars: float,
+    known: Callable[[Sequence[str]], tuple[np.ndarray, np.ndarray]] | None = None,
+) -> UnitSelect:
+    """Units within ``max_chars`` spread over the chunks: every chunk's first unit (the chunks in
+    ``order``), then every chunk's second, and so on; a unit past what is left is passed over for
+    the shorter ones after it. The units ``known`` holds vectors of cost nothing."""
+    place = {pos: i for i, pos in enumerate(order)}
+
+    def select(texts: list[str], owners: np.ndarray) -> np.ndarray:
+        n = len(texts)
+        keep = known(texts)[0].copy() if known is not None and n else np.zeros(n, dtype=np.bool_)
+        if not n:
+            return keep
+        starts = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]])
+        nth = np.arange(n) - np.repeat(starts, np.diff(np.r_[starts, n]))  # a unit's place in its chunk
+        where = np.array([place.get(int(pos), len(place)) for pos in owners])
+        spent = 0
+        for i in np.lexsort((where, nth)).tolist():
+            if not keep[i] and spent + len(texts[i]) <= max_chars:
+                keep[i], spent = True, spent + len(texts[i])
+        return keep
+
+    return select
 
 
 async def answer_partial(
@@ -81,7 +139,8 @@ async def answer_partial(
     A question in another language than the document's (``foreign``; found here when None) shares
     no words with it, so BM25 cannot choose its candidates: it waits up to ``wait`` seconds for the
     complete index (``stored`` finds it by key) when the build should end by then; else, or past
-    the wait, its partial view also holds every sentence the build has embedded so far."""
+    the wait, its partial view (``skimmed``: units spread evenly over the document) also holds every
+    sentence the build has embedded so far."""
     base = pending.base.named(location)
     timings: dict[str, float] = {}
     if foreign is None:
@@ -97,9 +156,9 @@ async def answer_partial(
 
     def answer() -> DocumentIndex:
         with pending.embedder.urgent():  # not behind the document's own background build
-            view = partial_view(base, query, pending.embedder, candidates, progress=report, foreign=foreign)
-        # what the build has embedded of the chunks BM25 could not choose costs nothing
-        return with_known(view, pending.embedder) if foreign else view
+            # a foreign question's view holds what the build has embedded so far at no cost
+            return partial_view(base, query, pending.embedder, candidates, progress=report, foreign=foreign,
+                                known=foreign)
 
     view = await runner.run(answer)  # BM25 scoring and the embedding both stay off the loop
     timings["partial_embed"] = round((time.perf_counter() - started) * 1000, 2)

@@ -1,0 +1,62 @@
+"""A first answer to a question in another language than its document's (``partial.skimmed``): its
+words choose no candidates, so the units it embeds spread evenly over the whole document."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mcp_server.encoders import FakeEmbedder
+from mcp_server.indexes.partial import evenly, partial_view, spread_order
+from mcp_server.retrieval import DocumentIndex
+from tests.retrieval._chunks import make_chunks
+
+
+@given(n=st.integers(0, 300), first=st.lists(st.integers(-3, 310), max_size=8))
+@settings(max_examples=200, deadline=None)
+def test_the_skim_order_holds_every_position_once_the_given_ones_first(n: int, first: list[int]) -> None:
+    order = spread_order(n, first=first)
+    given_ones = list(dict.fromkeys(pos for pos in first if 0 <= pos < n))
+    assert sorted(order) == list(range(n)) and order[: len(given_ones)] == given_ones
+
+
+def test_any_prefix_of_the_skim_order_covers_the_document_evenly() -> None:
+    order = spread_order(100)
+    assert order[:4] == [0, 64, 32, 96]
+    # the first 13 positions leave no gap wider than 16 chunks anywhere in the document
+    assert max(np.diff(sorted([*order[:13], 100]))) <= 16
+
+
+def test_the_budget_embeds_every_chunks_first_unit_before_any_second_one() -> None:
+    texts = ["a1", "a2", "a3", "b1", "c1", "c2"]
+    owners = np.array([0, 0, 0, 1, 2, 2])
+    assert evenly([0, 1, 2], 6)(texts, owners).tolist() == [True, False, False, True, True, False]
+    assert evenly([0, 1, 2], 10)(texts, owners).tolist() == [True, True, False, True, True, True]
+    # a unit past what is left is passed over for the shorter ones after it
+    assert evenly([0, 1, 2], 5)(["a1", "a2", "bbbb", "c1"], np.array([0, 0, 1, 2])).tolist() == [
+        True, False, False, True]
+
+
+def test_units_the_embedder_already_holds_cost_nothing_and_are_kept() -> None:
+    texts = ["a1", "a2", "b1", "b2"]
+    owners = np.array([0, 0, 1, 1])
+
+    def known(units: object) -> tuple[np.ndarray, np.ndarray]:
+        return np.array([False, True, False, True]), np.zeros((2, 4), dtype=np.float32)
+
+    assert evenly([0, 1], 4, known)(texts, owners).tolist() == [True, True, True, True]
+
+
+def test_a_foreign_question_over_a_long_document_gets_vectors_in_every_chunk_within_the_budget() -> None:
+    texts = [f"Der Fluss Nummer {i} fließt ruhig. Er fließt durch das Tal. Und durch das Dorf {i}." for i in range(40)]
+    chunks = make_chunks(texts, language="de")
+    embedder = FakeEmbedder()
+    embedder.prior_chars_per_second = 1_000.0  # 2,500 characters: the first sentence of every chunk
+    base = DocumentIndex.embed(chunks, embedder, only=())
+    question = "When did the volcano erupt?"
+    view = partial_view(base, question, embedder, 5, foreign=True)
+    assert set(view.owners.tolist()) == set(range(40)) and view.faiss.ntotal < 3 * 40
+    # a question in the document's language embeds its best candidates, not the whole document
+    own = partial_view(base, "Wann fließt der Fluss Nummer 7?", embedder, 5)
+    assert len(set(own.owners.tolist())) <= 5

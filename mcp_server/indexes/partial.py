@@ -27,8 +27,8 @@ from mcp_server.retrieval.index import DocumentIndex, extended, reads_foreign
 from mcp_server.retrieval.vectors import UnitSelect
 
 __all__ = [
-    "PARTIAL_SECONDS", "SENTENCES_PER_CANDIDATE", "FirstAnswers", "answer_partial", "best_sentences",
-    "partial_candidates", "partial_view",
+    "PARTIAL_SECONDS", "SENTENCES_PER_CANDIDATE", "FirstAnswers", "answer_partial", "behind", "best_sentences",
+    "complete_within", "evenly", "partial_candidates", "partial_view", "skimmed", "spread_order",
 ]
 
 # (index, complete, timings in ms): what one query on a document whose complete index builds is answered from
@@ -39,6 +39,11 @@ Answer = tuple[DocumentIndex, bool, dict[str, float]]
 # units of the lowest-ranked candidates are left out past it. MiniLM's selected units fit well
 # within it; the multilingual model, five times slower, keeps its first answers in seconds this way.
 PARTIAL_SECONDS = 2.5
+
+# A foreign question's wait for the complete build checks the build's pace this often (seconds),
+# from this long on, and gives up when even this many times that pace would not end it in time.
+WAIT_POLL, WAIT_OBSERVE, WAIT_SLACK = 0.5, 3.0, 1.5
+
 
 def partial_candidates(index: DocumentIndex, query: str, n: int) -> list[int]:
     """The chunks a partial answer embeds for ``query``: its ``n`` best BM25 matches; when fewer
@@ -147,7 +152,7 @@ async def answer_partial(
         foreign = await off_loop(reads_foreign, base, query)
     if foreign:
         started = time.perf_counter()
-        complete = await _complete_within(pending, wait, stored)
+        complete = await complete_within(pending, wait, stored)
         timings["foreign_wait"] = round((time.perf_counter() - started) * 1000, 2)
         if complete is not None:
             return complete, True, timings
@@ -165,19 +170,39 @@ async def answer_partial(
     return view, False, timings
 
 
-async def _complete_within(
-    pending: PendingBuild, wait: float, stored: Callable[[str], DocumentIndex | None],
+async def complete_within(
+    pending: PendingBuild, wait: float, stored: Callable[[str], DocumentIndex | None], *,
+    poll: float = WAIT_POLL, observe: float = WAIT_OBSERVE,
 ) -> DocumentIndex | None:
     """The complete index of ``pending`` when its build is estimated to end within ``wait``
-    seconds and does (None otherwise, or when the build failed)."""
+    seconds and does (None otherwise, or when the build failed). Every ``poll`` seconds, once it
+    has watched the build move for ``observe`` seconds (its first batch, which may load the
+    model, not counted), the wait ends early when the build's own pace says it cannot end in time
+    (``behind``): the partial answer it would get past the wait comes now."""
     done, total = pending.embedded
     left = 1.0 - done / total if total else 1.0
     chars = left * sum(len(chunk.text) for chunk in pending.base.chunks)
     if wait <= 0 or pending.embedder.estimate_seconds(int(chars)) > wait:
         return None
-    with anyio.move_on_after(wait):
-        await pending.done.wait()
+    deadline = anyio.current_time() + wait
+    moved: tuple[float, int] | None = None  # when the build was first seen to move, and how far it was
+    while not pending.done.is_set() and anyio.current_time() < deadline:
+        with anyio.move_on_after(min(poll, deadline - anyio.current_time())):
+            await pending.done.wait()
+        now, (embedded, total) = anyio.current_time(), pending.embedded
+        if moved is None:
+            moved = (now, embedded) if embedded != done else None  # its pace counts from its first batch
+        elif not pending.done.is_set() and now - moved[0] >= observe and behind(
+                now - moved[0], embedded - moved[1], total - embedded, deadline - now):
+            break
     return stored(pending.key) if pending.done.is_set() else None
+
+
+def behind(elapsed: float, progressed: int, left: int, remaining: float) -> bool:
+    """Whether a build that embedded ``progressed`` units in ``elapsed`` seconds cannot embed its
+    ``left`` ones within ``remaining`` seconds, even ``WAIT_SLACK`` times faster (a build that has
+    not moved yet, a model still loading, is not judged)."""
+    return progressed > 0 and left * elapsed / progressed > remaining * WAIT_SLACK
 
 
 class FirstAnswers:

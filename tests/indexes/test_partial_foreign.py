@@ -3,12 +3,15 @@ words choose no candidates, so the units it embeds spread evenly over the whole 
 
 from __future__ import annotations
 
+import anyio
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mcp_server.encoders import FakeEmbedder
-from mcp_server.indexes.partial import evenly, partial_view, spread_order
+from mcp_server.indexes.builds import PendingBuild
+from mcp_server.indexes.partial import behind, complete_within, evenly, partial_view, spread_order
 from mcp_server.retrieval import DocumentIndex
 from tests.retrieval._chunks import make_chunks
 
@@ -60,3 +63,45 @@ def test_a_foreign_question_over_a_long_document_gets_vectors_in_every_chunk_wit
     # a question in the document's language embeds its best candidates, not the whole document
     own = partial_view(base, "Wann fließt der Fluss Nummer 7?", embedder, 5)
     assert len(set(own.owners.tolist())) <= 5
+
+
+def test_a_build_is_behind_when_even_half_again_its_pace_would_not_end_it_in_time() -> None:
+    assert behind(elapsed=3.0, progressed=100, left=2_000, remaining=27.0)  # 60 s to go at its pace
+    assert not behind(elapsed=3.0, progressed=100, left=1_000, remaining=27.0)  # 30 s: 1.5x pace ends it
+    assert not behind(elapsed=3.0, progressed=0, left=2_000, remaining=27.0)  # not moving yet: not judged
+
+
+async def _build(pending: PendingBuild, step: int, total: int) -> None:
+    """A background build embedding ``step`` units every 10 ms of ``total``, then done."""
+    while pending.embedded[0] < total:
+        await anyio.sleep(0.01)
+        pending.embedded = (min(pending.embedded[0] + step, total), total)
+    pending.done.set()
+
+
+def _pending() -> PendingBuild:
+    embedder = FakeEmbedder()  # estimated as instant: every wait starts
+    chunks = make_chunks(["Der Fluss fließt ruhig durch das Tal."] * 3, language="de")
+    return PendingBuild(key="k", base=DocumentIndex.embed(chunks, embedder, only=()), embedder=embedder)
+
+
+@pytest.mark.anyio
+async def test_a_foreign_question_stops_waiting_as_soon_as_the_builds_pace_shows_it_ends_past_the_wait() -> None:
+    pending, found = _pending(), []
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(_build, pending, 10, 1_000_000)  # ~17 minutes at its pace
+        started = anyio.current_time()
+        found.append(await complete_within(pending, 30.0, lambda key: None, poll=0.01, observe=0.1))
+        waited = anyio.current_time() - started
+        tasks.cancel_scope.cancel()
+    assert found == [None] and waited < 5.0  # not the whole 30 s
+
+
+@pytest.mark.anyio
+async def test_a_foreign_question_waits_for_a_build_whose_pace_ends_it_within_the_wait() -> None:
+    pending = _pending()
+    complete = pending.base
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(_build, pending, 10, 300)  # ~0.3 s
+        found = await complete_within(pending, 30.0, lambda key: complete, poll=0.01, observe=0.05)
+    assert found is complete

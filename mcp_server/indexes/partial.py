@@ -22,7 +22,7 @@ from mcp_server.core.settings import Settings
 from mcp_server.embedding.runner import ModelRunner
 from mcp_server.encoders.embedders import Embedder
 from mcp_server.indexes.builds import IndexBuilder, PendingBuild
-from mcp_server.retrieval.focus import SENTENCES_PER_CANDIDATE, best_sentences
+from mcp_server.retrieval.focus import SENTENCES_PER_CANDIDATE, best_sentences, topped_up
 from mcp_server.retrieval.index import DocumentIndex, extended, reads_foreign
 from mcp_server.retrieval.vectors import UnitSelect
 
@@ -84,12 +84,28 @@ def skimmed(
     progress: Callable[[int, int, str], None] | None = None, *, free: bool = False,
 ) -> DocumentIndex:
     """The partial view for a question in another language than the document's, whose words
-    choose no candidates: units within the budget spread evenly over the whole document (every
-    chunk's first unit, then every chunk's second, ...; BM25's few ``candidates`` first), which the
-    multilingual model ranks; ``free``: with every unit the embedder already holds, from the
-    build under way, at no cost."""
+    choose few candidates: of the budget, the share of its words the document holds goes to its
+    BM25 candidates (a name or a number they share: their best units, then whole in rank order),
+    the rest to units spread evenly over the whole document (``evenly``), which the multilingual
+    model ranks; ``free``: with every unit the embedder already holds, from the build under way."""
+    asked = base.asked(query)
+    chosen = partial_candidates(base, base.dense_query(query), candidates)
+    ranks = {pos: rank for rank, pos in enumerate(chosen)}
+    lexical = base.lexical.coverage(asked) * max_chars
+    matched = topped_up(best_sentences(asked, SENTENCES_PER_CANDIDATE, languages=base.languages, ranks=ranks,
+                                       max_chars=lexical), ranks, lexical)
     order = spread_order(len(base), first=base.bm25_top(query, candidates))
-    select = evenly(order, max_chars, embedder.known if free else None)
+
+    def select(texts: list[str], owners: np.ndarray) -> np.ndarray:
+        keep = np.zeros(len(texts), dtype=np.bool_)
+        mine = np.flatnonzero(np.isin(owners, chosen))
+        if len(mine):
+            keep[mine] = matched([texts[i] for i in mine], owners[mine])
+        spent = sum(len(texts[i]) for i in np.flatnonzero(keep))
+        if free:
+            keep |= embedder.known(texts)[0]
+        return evenly(order, max(max_chars - spent, 0.0), lambda _texts, _owners: keep)(texts, owners)
+
     return extended(base, order, embedder, progress=progress, select=select)
 
 
@@ -108,18 +124,15 @@ def spread_order(n: int, *, first: Sequence[int] = ()) -> list[int]:
     return order
 
 
-def evenly(
-    order: Sequence[int], max_chars: float,
-    known: Callable[[Sequence[str]], tuple[np.ndarray, np.ndarray]] | None = None,
-) -> UnitSelect:
+def evenly(order: Sequence[int], max_chars: float, kept: UnitSelect | None = None) -> UnitSelect:
     """Units within ``max_chars`` spread over the chunks: every chunk's first unit (the chunks in
     ``order``), then every chunk's second, and so on; a unit past what is left is passed over for
-    the shorter ones after it. The units ``known`` holds vectors of cost nothing."""
+    the shorter ones after it. The units ``kept`` selects come first, at no cost."""
     place = {pos: i for i, pos in enumerate(order)}
 
     def select(texts: list[str], owners: np.ndarray) -> np.ndarray:
         n = len(texts)
-        keep = known(texts)[0].copy() if known is not None and n else np.zeros(n, dtype=np.bool_)
+        keep = kept(texts, owners).copy() if kept is not None and n else np.zeros(n, dtype=np.bool_)
         if not n:
             return keep
         starts = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]])

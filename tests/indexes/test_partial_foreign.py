@@ -41,12 +41,12 @@ def test_the_budget_embeds_every_chunks_first_unit_before_any_second_one() -> No
         True, False, False, True]
 
 
-def test_units_the_embedder_already_holds_cost_nothing_and_are_kept() -> None:
+def test_units_already_kept_cost_nothing() -> None:
     texts = ["a1", "a2", "b1", "b2"]
     owners = np.array([0, 0, 1, 1])
 
-    def known(units: object) -> tuple[np.ndarray, np.ndarray]:
-        return np.array([False, True, False, True]), np.zeros((2, 4), dtype=np.float32)
+    def known(units: list[str], owners: np.ndarray) -> np.ndarray:
+        return np.array([False, True, False, True])
 
     assert evenly([0, 1], 4, known)(texts, owners).tolist() == [True, True, True, True]
 
@@ -105,3 +105,14 @@ async def test_a_foreign_question_waits_for_a_build_whose_pace_ends_it_within_th
         tasks.start_soon(_build, pending, 10, 300)  # ~0.3 s
         found = await complete_within(pending, 30.0, lambda key: complete, poll=0.01, observe=0.05)
     assert found is complete
+
+
+def test_a_foreign_question_sharing_a_name_with_the_document_embeds_that_chunk_whole_and_skims_the_rest() -> None:
+    texts = [f"Der Fluss Nummer {i} fließt ruhig. Er fließt durch das Tal. Und durch das Dorf {i}." for i in range(40)]
+    texts[33] = "Der Vesuv brach im Jahr 79 aus. Die Asche begrub Pompeji. Die Stadt blieb verborgen."
+    embedder = FakeEmbedder()
+    embedder.prior_chars_per_second = 700.0  # 1,750 characters: every first unit, a few second ones
+    base = DocumentIndex.embed(make_chunks(texts, language="de"), embedder, only=())
+    view = partial_view(base, "When did the Vesuv bury Pompeji?", embedder, 5, foreign=True)
+    owners = view.owners.tolist()
+    assert owners.count(33) == 3 and set(owners) == set(range(40))

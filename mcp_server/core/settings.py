@@ -456,8 +456,9 @@ class Settings(BaseSettings):
         30.0, ge=0,
         description="A retrieve_chunks question that reads as another language than its document's, asked "
         "while the complete index builds, waits up to this long (seconds) for it when the build is estimated "
-        "to end by then; otherwise, or past the wait, it answers from a partial index that also holds every "
-        "sentence the build has embedded so far. 0 = never wait.",
+        "to end by then, and stops waiting as soon as the build's pace shows it cannot; otherwise it answers "
+        "from a partial index of sentences spread over the whole document that also holds every sentence the "
+        "build has embedded so far. 0 = never wait.",
     )
     index_store: Literal["local", "redis"] = Field(
         "local",

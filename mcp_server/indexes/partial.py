@@ -11,9 +11,10 @@ complete index weighs its candidates, at a fraction of the cost of embedding who
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import anyio
+import numpy as np
 
 from mcp_server.core.concurrency import Progress, off_loop
 from mcp_server.core.models import Chunk
@@ -22,11 +23,12 @@ from mcp_server.embedding.runner import ModelRunner
 from mcp_server.encoders.embedders import Embedder
 from mcp_server.indexes.builds import IndexBuilder, PendingBuild
 from mcp_server.retrieval.focus import SENTENCES_PER_CANDIDATE, best_sentences, topped_up
-from mcp_server.retrieval.index import DocumentIndex, extended, reads_foreign, with_known
+from mcp_server.retrieval.index import DocumentIndex, extended, reads_foreign
+from mcp_server.retrieval.vectors import UnitSelect
 
 __all__ = [
-    "PARTIAL_SECONDS", "SENTENCES_PER_CANDIDATE", "FirstAnswers", "answer_partial", "best_sentences",
-    "partial_candidates", "partial_view",
+    "PARTIAL_SECONDS", "SENTENCES_PER_CANDIDATE", "FirstAnswers", "answer_partial", "behind", "best_sentences",
+    "complete_within", "evenly", "partial_candidates", "partial_view", "skimmed", "spread_order",
 ]
 
 # (index, complete, timings in ms): what one query on a document whose complete index builds is answered from
@@ -37,6 +39,11 @@ Answer = tuple[DocumentIndex, bool, dict[str, float]]
 # units of the lowest-ranked candidates are left out past it. MiniLM's selected units fit well
 # within it; the multilingual model, five times slower, keeps its first answers in seconds this way.
 PARTIAL_SECONDS = 2.5
+
+# A foreign question's wait for the complete build checks the build's pace this often (seconds),
+# from this long on, and gives up when even this many times that pace would not end it in time.
+WAIT_POLL, WAIT_OBSERVE, WAIT_SLACK = 0.5, 3.0, 1.5
+
 
 def partial_candidates(index: DocumentIndex, query: str, n: int) -> list[int]:
     """The chunks a partial answer embeds for ``query``: its ``n`` best BM25 matches; when fewer
@@ -51,24 +58,93 @@ def partial_candidates(index: DocumentIndex, query: str, n: int) -> list[int]:
 def partial_view(
     base: DocumentIndex, query: str, embedder: Embedder, candidates: int, *,
     per_chunk: int = SENTENCES_PER_CANDIDATE, seconds: float = PARTIAL_SECONDS,
-    progress: Callable[[int, int, str], None] | None = None, foreign: bool = False,
+    progress: Callable[[int, int, str], None] | None = None, foreign: bool = False, known: bool = False,
 ) -> DocumentIndex:
     """``base`` plus vectors for this query's candidates (``per_chunk`` 0: all their sentences;
-    ``foreign``, a question in another language, whose words pick no sentence: the budget left
-    embeds its best candidates whole). Built afresh per query from the vector-less base (repeated sentences
+    ``foreign``, a question in another language, whose words pick no candidate: ``skimmed``, with
+    what the embedder holds when ``known``). Built afresh per query from the vector-less base (repeated sentences
     come from the embedder's cache), so every query's dense ranking holds its own candidates only."""
     # candidates by what the question asks: the words naming the document would fill them with
     # its cover page, certifications and exhibit index (retrieval/naming.py), and their
     # sentences by the question without a clause that only names the document
+    max_chars = seconds * embedder.prior_chars_per_second
+    if foreign and per_chunk > 0:
+        return skimmed(base, query, embedder, candidates, max_chars, progress, free=known)
     chosen = partial_candidates(base, base.dense_query(query), candidates)
-    ranks, max_chars = {pos: rank for rank, pos in enumerate(chosen)}, seconds * embedder.prior_chars_per_second
+    ranks = {pos: rank for rank, pos in enumerate(chosen)}
     select = None
     if per_chunk > 0:
         select = best_sentences(base.asked(query), per_chunk, languages=base.languages, ranks=ranks,
                                 max_chars=max_chars)
-        if foreign:
-            select = topped_up(select, ranks, max_chars)
     return extended(base, chosen, embedder, progress=progress, select=select)
+
+
+def skimmed(
+    base: DocumentIndex, query: str, embedder: Embedder, candidates: int, max_chars: float,
+    progress: Callable[[int, int, str], None] | None = None, *, free: bool = False,
+) -> DocumentIndex:
+    """The partial view for a question in another language than the document's, whose words
+    choose few candidates: of the budget, the share of its words the document holds goes to its
+    BM25 candidates (a name or a number they share: their best units, then whole in rank order),
+    the rest to units spread evenly over the whole document (``evenly``), which the multilingual
+    model ranks; ``free``: with every unit the embedder already holds, from the build under way."""
+    asked = base.asked(query)
+    chosen = partial_candidates(base, base.dense_query(query), candidates)
+    ranks = {pos: rank for rank, pos in enumerate(chosen)}
+    lexical = base.lexical.coverage(asked) * max_chars
+    matched = topped_up(best_sentences(asked, SENTENCES_PER_CANDIDATE, languages=base.languages, ranks=ranks,
+                                       max_chars=lexical), ranks, lexical)
+    order = spread_order(len(base), first=base.bm25_top(query, candidates))
+
+    def select(texts: list[str], owners: np.ndarray) -> np.ndarray:
+        keep = np.zeros(len(texts), dtype=np.bool_)
+        mine = np.flatnonzero(np.isin(owners, chosen))
+        if len(mine):
+            keep[mine] = matched([texts[i] for i in mine], owners[mine])
+        spent = sum(len(texts[i]) for i in np.flatnonzero(keep))
+        if free:
+            keep |= embedder.known(texts)[0]
+        return evenly(order, max(max_chars - spent, 0.0), lambda _texts, _owners: keep)(texts, owners)
+
+    return extended(base, order, embedder, progress=progress, select=select)
+
+
+def spread_order(n: int, *, first: Sequence[int] = ()) -> list[int]:
+    """Positions ``0..n-1``, ``first`` first, then the rest so that every prefix covers the range
+    evenly (0, n/2, n/4, 3n/4, ...)."""
+    order = list(dict.fromkeys(pos for pos in first if 0 <= pos < n))
+    seen = set(order)
+    step = 1 << max(n - 1, 0).bit_length()
+    while step:
+        for pos in range(0, n, step):
+            if pos not in seen:
+                order.append(pos)
+                seen.add(pos)
+        step //= 2
+    return order
+
+
+def evenly(order: Sequence[int], max_chars: float, kept: UnitSelect | None = None) -> UnitSelect:
+    """Units within ``max_chars`` spread over the chunks: every chunk's first unit (the chunks in
+    ``order``), then every chunk's second, and so on; a unit past what is left is passed over for
+    the shorter ones after it. The units ``kept`` selects come first, at no cost."""
+    place = {pos: i for i, pos in enumerate(order)}
+
+    def select(texts: list[str], owners: np.ndarray) -> np.ndarray:
+        n = len(texts)
+        keep = kept(texts, owners).copy() if kept is not None and n else np.zeros(n, dtype=np.bool_)
+        if not n:
+            return keep
+        starts = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]])
+        nth = np.arange(n) - np.repeat(starts, np.diff(np.r_[starts, n]))  # a unit's place in its chunk
+        where = np.array([place.get(int(pos), len(place)) for pos in owners])
+        spent = 0
+        for i in np.lexsort((where, nth)).tolist():
+            if not keep[i] and spent + len(texts[i]) <= max_chars:
+                keep[i], spent = True, spent + len(texts[i])
+        return keep
+
+    return select
 
 
 async def answer_partial(
@@ -81,14 +157,15 @@ async def answer_partial(
     A question in another language than the document's (``foreign``; found here when None) shares
     no words with it, so BM25 cannot choose its candidates: it waits up to ``wait`` seconds for the
     complete index (``stored`` finds it by key) when the build should end by then; else, or past
-    the wait, its partial view also holds every sentence the build has embedded so far."""
+    the wait, its partial view (``skimmed``: units spread evenly over the document) also holds every
+    sentence the build has embedded so far."""
     base = pending.base.named(location)
     timings: dict[str, float] = {}
     if foreign is None:
         foreign = await off_loop(reads_foreign, base, query)
     if foreign:
         started = time.perf_counter()
-        complete = await _complete_within(pending, wait, stored)
+        complete = await complete_within(pending, wait, stored)
         timings["foreign_wait"] = round((time.perf_counter() - started) * 1000, 2)
         if complete is not None:
             return complete, True, timings
@@ -97,28 +174,48 @@ async def answer_partial(
 
     def answer() -> DocumentIndex:
         with pending.embedder.urgent():  # not behind the document's own background build
-            view = partial_view(base, query, pending.embedder, candidates, progress=report, foreign=foreign)
-        # what the build has embedded of the chunks BM25 could not choose costs nothing
-        return with_known(view, pending.embedder) if foreign else view
+            # a foreign question's view holds what the build has embedded so far at no cost
+            return partial_view(base, query, pending.embedder, candidates, progress=report, foreign=foreign,
+                                known=foreign)
 
     view = await runner.run(answer)  # BM25 scoring and the embedding both stay off the loop
     timings["partial_embed"] = round((time.perf_counter() - started) * 1000, 2)
     return view, False, timings
 
 
-async def _complete_within(
-    pending: PendingBuild, wait: float, stored: Callable[[str], DocumentIndex | None],
+async def complete_within(
+    pending: PendingBuild, wait: float, stored: Callable[[str], DocumentIndex | None], *,
+    poll: float = WAIT_POLL, observe: float = WAIT_OBSERVE,
 ) -> DocumentIndex | None:
     """The complete index of ``pending`` when its build is estimated to end within ``wait``
-    seconds and does (None otherwise, or when the build failed)."""
+    seconds and does (None otherwise, or when the build failed). Every ``poll`` seconds, once it
+    has watched the build move for ``observe`` seconds (its first batch, which may load the
+    model, not counted), the wait ends early when the build's own pace says it cannot end in time
+    (``behind``): the partial answer it would get past the wait comes now."""
     done, total = pending.embedded
     left = 1.0 - done / total if total else 1.0
     chars = left * sum(len(chunk.text) for chunk in pending.base.chunks)
     if wait <= 0 or pending.embedder.estimate_seconds(int(chars)) > wait:
         return None
-    with anyio.move_on_after(wait):
-        await pending.done.wait()
+    deadline = anyio.current_time() + wait
+    moved: tuple[float, int] | None = None  # when the build was first seen to move, and how far it was
+    while not pending.done.is_set() and anyio.current_time() < deadline:
+        with anyio.move_on_after(min(poll, deadline - anyio.current_time())):
+            await pending.done.wait()
+        now, (embedded, total) = anyio.current_time(), pending.embedded
+        if moved is None:
+            moved = (now, embedded) if embedded != done else None  # its pace counts from its first batch
+        elif not pending.done.is_set() and now - moved[0] >= observe and behind(
+                now - moved[0], embedded - moved[1], total - embedded, deadline - now):
+            break
     return stored(pending.key) if pending.done.is_set() else None
+
+
+def behind(elapsed: float, progressed: int, left: int, remaining: float) -> bool:
+    """Whether a build that embedded ``progressed`` units in ``elapsed`` seconds cannot embed its
+    ``left`` ones within ``remaining`` seconds, even ``WAIT_SLACK`` times faster (a build that has
+    not moved yet, a model still loading, is not judged)."""
+    return progressed > 0 and left * elapsed / progressed > remaining * WAIT_SLACK
 
 
 class FirstAnswers:

@@ -56,7 +56,7 @@ from mcp_server.text.templates import template_mask
 
 __all__ = [
     "MAX_NEIGHBORS", "MAX_TOP_K", "RRF_K", "DocumentIndex", "SearchMode", "extended", "lexical_weight",
-    "reads_foreign", "with_known",
+    "reads_foreign",
 ]
 
 # hybrid fuses both rankings; dense / bm25 use one (for benchmarks and ablations)
@@ -100,7 +100,7 @@ class DocumentIndex:
         # found at the first search (or warm()), or read with the index; shared by the copies as well
         self._templates = Once(_template_finder(self.chunks, stored))
         self.instructions: InstructionScores | None = None  # set by the complete build or a load (stored_scores)
-        # every chunk's units, split once when a partial answer first reads them (``with_known``)
+        # every chunk's units, split once when a partial answer first reads them
         self._units = Once(lambda: sentence_units(self.chunks))
         self._scripts = Once(lambda: {dominant_script(chunk.text, SCRIPT_SAMPLE) for chunk in self.chunks})
 
@@ -280,18 +280,6 @@ def _template_finder(chunks: Sequence[Chunk], stored: StoredAnalysis | None) -> 
         return lambda: stored.templates
     texts = [c.text for c in chunks]
     return lambda: template_mask(texts)
-
-
-def with_known(index: DocumentIndex, embedder: Embedder) -> DocumentIndex:
-    """A copy of ``index`` whose chunks without vectors get those of their units that ``embedder``
-    already holds, without a model call (the complete build under way has embedded them): a partial
-    answer's dense side then reaches past its own candidates. ``index`` itself when there are none."""
-    texts, owners = index._units.get()
-    uncovered = np.flatnonzero(~index._vectors.covered[owners])
-    if not len(uncovered):
-        return index
-    mask, vectors = embedder.known([texts[i] for i in uncovered])
-    return _with_vectors(index, vectors, owners[uncovered[mask]]) if mask.any() else index
 
 
 def reads_foreign(index: DocumentIndex, query: str) -> bool:

@@ -13,7 +13,7 @@ from mcp_server.citations.neighbours import merge_texts
 from mcp_server.encoders import FakeEmbedder
 from mcp_server.rerankers import FakeReranker
 from mcp_server.retrieval import DocumentIndex
-from mcp_server.retrieval.index import extended, reads_foreign, with_known
+from mcp_server.retrieval.index import extended, reads_foreign
 from tests.retrieval._chunks import make_chunks, overlapping_chunks
 
 TEXTS = [
@@ -268,21 +268,6 @@ def test_the_partial_indexes_of_a_document_find_its_template_passages_once(monke
     assert first.search(vec, "topic 1", 2) and second.search(vec, "topic 4", 2)
     assert calls == [6]
     assert base.templates is first.templates is second.templates
-
-
-def test_a_partial_index_takes_the_vectors_its_embedder_already_holds_without_a_model_call() -> None:
-    chunks = make_chunks(TEXTS)
-    embedder = FakeEmbedder()
-    base = DocumentIndex.embed(chunks, embedder, only=())
-    embedder.embed([TEXTS[2]])  # as the complete build under way would have
-    calls = embedder.batches
-    view = with_known(extended(base, [4], embedder), embedder)
-    assert embedder.batches == calls + 1  # chunk 4's own vectors; chunk 2's came from the cache
-    query = "Where is the Eiffel Tower?"
-    hits = view.search(embedder.embed_query(query), query, 2, mode="dense")
-    assert hits[0].chunk.text == TEXTS[2]
-    assert view.coverage == pytest.approx(2 / 5) and base.coverage == 0.0
-    assert with_known(base, FakeEmbedder()) is base  # nothing held: nothing to add
 
 
 def test_a_question_in_another_script_reads_as_foreign_to_a_document_and_one_in_its_language_does_not() -> None:

@@ -51,7 +51,6 @@ from mcp_server.retrieval.ranking import (
 from mcp_server.retrieval.vectors import SentenceVectors, UnitSelect, embed_into
 from mcp_server.text.analysed import StoredAnalysis
 from mcp_server.text.language import dominant_script
-from mcp_server.text.sentences import sentence_units
 from mcp_server.text.templates import template_mask
 
 __all__ = [
@@ -100,8 +99,6 @@ class DocumentIndex:
         # found at the first search (or warm()), or read with the index; shared by the copies as well
         self._templates = Once(_template_finder(self.chunks, stored))
         self.instructions: InstructionScores | None = None  # set by the complete build or a load (stored_scores)
-        # every chunk's units, split once when a partial answer first reads them
-        self._units = Once(lambda: sentence_units(self.chunks))
         self._scripts = Once(lambda: {dominant_script(chunk.text, SCRIPT_SAMPLE) for chunk in self.chunks})
 
     @classmethod

@@ -293,6 +293,8 @@ def _shelf_folder(folder: Path, args: argparse.Namespace) -> tuple[list[str], li
     others = []
     if args.pool > len(filings):
         for link, path in other_documents():
+            if args.others_max_mb is not None and path.stat().st_size > args.others_max_mb * 2**20:
+                continue
             os.symlink(path, folder / link)
             others.append(link)
     return sorted(filings), others
@@ -371,6 +373,19 @@ def _report(measured: list[Shelved], names: list[str], filings: list[str]) -> No
     print()
 
 
+async def _every_index(client: Any, files: FileServer, names: list[str]) -> float:
+    """Seconds until every document of a cold shelf has its complete index: the documents a first answer left
+    loading in the background (its cold wait) and the background builds; each searched again once loaded."""
+    started = time.perf_counter()
+    while True:
+        await wait_for_builds(client, poll=1.0)
+        body = await call_tool(client, "search_documents", {"document_urls": [files.url(n) for n in names],
+                                                            "query": "total revenue", "top_k": 1})
+        if all(d["status"] == "ok" and d.get("index", "complete") == "complete" for d in body["documents"]):
+            return time.perf_counter() - started
+        await asyncio.sleep(1.0)
+
+
 async def cold_shelf(args: argparse.Namespace) -> None:
     """A shelf of filings never seen (a fresh index folder): one search_documents call over all of them, the
     time to its answer (big filings from partial indexes) and until every index is complete, the progress
@@ -403,11 +418,16 @@ async def cold_shelf(args: argparse.Namespace) -> None:
                     progress_callback=on_progress)
                 first = time.perf_counter() - started
                 body = payload(result)
-                if result.is_error or any(d["status"] != "ok" for d in body["documents"]):
+                if result.is_error or any(d["status"] != "ok" and d["error"]["code"] != "TIMEOUT"
+                                          for d in body["documents"]):
                     raise RuntimeError(f"the cold shelf failed: {body}")
                 partial = sum(d.get("index") == "partial" for d in body["documents"])
-                print(f"  first answer after {first:.1f} s ({partial} partial), load {load_average()}", flush=True)
-                complete = first + await wait_for_builds(client, poll=1.0)
+                ready = sum(d["status"] == "ok" for d in body["documents"])
+                print(f"  first answer after {first:.1f} s ({ready} of {len(names)} ready, {partial} partial), "
+                      f"load {load_average()}", flush=True)
+                if args.first_only:
+                    return
+                complete = first + await _every_index(client, files, names)
             print(f"  every index complete after {complete:.1f} s, load {load_average()}", flush=True)
     embeddings()  # loaded and warmed once before the clock, as a server loads its model
     reference = 0.0
@@ -416,7 +436,8 @@ async def cold_shelf(args: argparse.Namespace) -> None:
     print(f"  reference serial build {reference:.1f} s, load {load_average()}", flush=True)
     print(f"\n| cold shelf of {len(names)} filings, one call (load {load_average()} at the end; {os.cpu_count()} "
           "cores) | seconds |\n|---|---:|")
-    print(f"| first answer (goal <= 60 s; {partial} of {len(names)} from a partial index) | **{first:.1f}** |")
+    print(f"| first answer (goal <= 60 s; {ready} of {len(names)} ready, {partial} of them from a partial index) "
+          f"| **{first:.1f}** |")
     print(f"| every index complete | {complete:.1f} |")
     print(f"| LangChain reference, serial build of the same files | {reference:.1f} |")
     print(f"| ratio complete / reference (goal <= 0.5) | **{complete / reference:.2f}** |")
@@ -438,6 +459,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1, help="runs of --cold (medians)")
     parser.add_argument("--cold-shelf", type=int, default=0, help="a cold shelf of N filings (drawn with --seed) in "
                         "one call on a fresh index folder, against the reference's serial build")
+    parser.add_argument("--first-only", action="store_true", help="--cold-shelf: stop at the first answer")
+    parser.add_argument("--others-max-mb", type=float, help="--pool: leave out other documents larger than this")
     parser.add_argument("--shelves", action="store_true", help="warm shelves of 20 and of every filing")
     parser.add_argument("--baseline", type=Path, help="--shelves: also a server on this checkout's code")
     parser.add_argument("--seed", type=int, default=47, help="--shelves: the questions' and shelves' draws")

@@ -53,7 +53,7 @@ class Parsing:
             await self._raise_if_failed(key)
             self.runs += 1
             try:
-                document = await parsers.run(process_document, inp, options)
+                document = await parsers.run(process_document, inp, options, size=len(inp.data))
                 metrics.document_parsed(inp.doc_type)
                 for kind in {flag.kind for flag in document.flags}:
                     metrics.flags_found(kind, sum(flag.kind == kind for flag in document.flags))

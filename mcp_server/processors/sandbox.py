@@ -25,11 +25,13 @@ errors raised in the worker come back unchanged; any other exception -> ``Proces
 from __future__ import annotations
 
 import contextlib
+import heapq
+import itertools
 import logging
 import multiprocessing
 import pickle
 import threading
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from multiprocessing.connection import Client, Connection
 from pathlib import Path
 from typing import Any, TypeVar
@@ -49,6 +51,43 @@ log = logging.getLogger(__name__)
 _CLIENT_THREADS = 64  # a server worker's calls to the shared pool under way at once; more wait their turn
 
 
+class _SmallestFirst:
+    """At most ``slots`` jobs in the workers at once; the waiting ones start smallest first, so a cold shelf's
+    short filings are parsed, and answer, before its long ones (pebble's own queue is first come, first served)."""
+
+    def __init__(self, slots: int) -> None:
+        self.free = slots
+        self.waiting: list[tuple[int, int, anyio.Event]] = []  # a heap: (size, arrival, the waiter's event)
+        self.arrivals = itertools.count()
+
+    @contextlib.asynccontextmanager
+    async def slot(self, size: int) -> AsyncIterator[None]:
+        if self.free > 0 and not self.waiting:
+            self.free -= 1
+        else:
+            entry = (size, next(self.arrivals), anyio.Event())
+            heapq.heappush(self.waiting, entry)
+            try:
+                await entry[2].wait()
+            except BaseException:  # cancelled: a slot handed over meanwhile goes on to the next
+                if entry[2].is_set():
+                    self._release()
+                else:
+                    self.waiting.remove(entry)
+                    heapq.heapify(self.waiting)
+                raise
+        try:
+            yield
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        if self.waiting:
+            heapq.heappop(self.waiting)[2].set()  # the slot goes straight to the smallest waiting job
+        else:
+            self.free += 1
+
+
 class ParserPool:
     """``await pool.run(process_document, inp, options)``; ``close()`` at shutdown.
 
@@ -61,6 +100,7 @@ class ParserPool:
         self._own = None if socket else PebblePool(settings, preload)
         self._shared = _SharedPool(socket) if socket else None
         self._closed = False
+        self._gate = _SmallestFirst(max(1, settings.parse_workers // (settings.workers if socket else 1)))
         # summed over the workers, the gauge counts the shared pool's processes once
         metrics.parser_pool_size(settings.parse_workers / settings.workers if socket else settings.parse_workers)
 
@@ -82,11 +122,15 @@ class ParserPool:
                 log.warning("parser.start_failed", extra={"error": repr(exc)})
 
     @metrics.parser_task
-    async def run(self, fn: Callable[..., T], *args: Any, timeout: float | None = None) -> T:
-        """``fn(*args)`` in a worker; ``fn`` and the arguments must pickle (module-level)."""
+    async def run(self, fn: Callable[..., T], *args: Any, timeout: float | None = None, size: int = 0) -> T:
+        """``fn(*args)`` in a worker; ``fn`` and the arguments must pickle (module-level). When every worker
+        is busy, the jobs waiting start by ``size`` (the input's bytes), smallest first."""
         if self._closed:
             raise ProcessingError("the parser pool is closed", reason="unavailable")
-        limit = self._timeout if timeout is None else timeout
+        async with self._gate.slot(size):
+            return await self._run(fn, args, self._timeout if timeout is None else timeout)
+
+    async def _run(self, fn: Callable[..., T], args: tuple[Any, ...], limit: float) -> T:
         if self._shared is not None:
             return await self._shared.run(fn, args, limit)
         assert self._own is not None

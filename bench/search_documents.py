@@ -1,8 +1,10 @@
-"""search_documents on financebench-dev: one search over all 12 filings, and its cold time.
+"""search_documents on financebench-dev: one search over all 12 filings, its cold time, shelves warm and cold.
 
     .venv/bin/python bench/search_documents.py [--index-dir DIR] [--questions N]
     .venv/bin/python bench/search_documents.py --cold [--runs 2] [--set skewed|even]
     .venv/bin/python bench/search_documents.py --shelves --index-dir DIR [--questions 15] [--baseline /work/main]
+                                               [--pool 70] [--build-only]
+    .venv/bin/python bench/search_documents.py --cold-shelf 20 [--index-dir EMPTY_DIR] [--first-only]
 
 Quality (default): a real server process, ``../shared/corpus/qa/financebench-dev/docs`` served on
 127.0.0.1. Every question goes to ``search_documents`` over all 12 PDFs at once (the question
@@ -21,17 +23,22 @@ time to the first answer: a big filing answers from a partial index, ``documents
 Prints the medians and the ratio of the 5-document call to the slowest single document (goal
 <= 1.3), with the sum of the single times (what one after another would cost).
 
-Shelves (``--shelves``): the filings of financebench-dev and -dev2 (~35 PDFs) on a running server whose
-index folder (``--index-dir``, kept between runs: the first run builds every index, minutes per 10-K)
-holds them all. Each server first searches every filing once (its download and index become known),
-then each question goes to ``search_documents`` over a shelf drawn for it: its own filing and 19 others
-(shelf-of-20, ``--shelf``, drawn anew per question, the same draws for every server), then over every filing at
-once (shelf-of-all, up to 50; a server that allows fewer documents per call is skipped there). With
-``--baseline CHECKOUT`` a second server runs that checkout's code on the same index folder and the
-calls alternate between the two, so the machine's load falls on both alike. Prints warm p50/p95 per
-server and shelf, the GETs the file server answered after the warm-up (in brackets those answered 304
-Not Modified: a conditional request once a URL is older than MCP_REVALIDATE_AFTER_S), the servers'
-peak RSS, hit@5 (the right filing on a gold page) and how often the right filing comes first.
+Shelves (``--shelves``): the filings of financebench-dev and -dev2 (~35 PDFs), with ``--pool N`` filled up to N
+documents with the corpus's other documents (docs/, wild-dev/, largest first; those that fail are left out), on a
+running server whose index folder (``--index-dir``, kept between runs: the first run, or ``--build-only``, builds
+every index, minutes per 10-K) holds them all. Each server first searches every document once (its download and
+index become known), then each question goes to ``search_documents`` over four shelves: its own filing and 19 others
+drawn from the pool (anew per question, the same draws for every server), a fixed 20, the 12 dev filings and its
+filing with 49 others drawn (``--big``; within the server's maxItems). With ``--baseline CHECKOUT`` a second server
+runs that checkout's code on the same index folder and the calls alternate between the two, so the machine's load
+falls on both alike. Prints warm p50/p95 per server and shelf, the GETs the file server answered after the warm-up
+(in brackets those answered 304 Not Modified: a conditional request once a URL is older than
+MCP_REVALIDATE_AFTER_S), the servers' peak RSS (the server process, and with its parser workers), hit@5 (the right
+filing on a gold page) and how often the right filing comes first, on the questions whose filing the shelf holds.
+
+Cold shelf (``--cold-shelf N``): N filings drawn with ``--seed``, never seen (a fresh index folder), one call: the
+time to its first answer (the documents not ready by then are reported TIMEOUT and go on loading), to every index
+complete, the progress notifications, and the LangChain reference's serial cold build of the same files.
 
 The questions are CC BY-NC and stay in ../shared: nothing here copies them.
 """

@@ -266,8 +266,12 @@ async def _warm_up(servers: list[Shelved], names: list[str], pool: int) -> list[
             break
         statuses = []
         for server in servers:
-            body = await call(server.mcp, "search_documents", {"document_urls": [server.files.url(name)],
-                                                               "query": "total revenue", "top_k": 1})
+            try:
+                body = await call(server.mcp, "search_documents", {"document_urls": [server.files.url(name)],
+                                                                   "query": "total revenue", "top_k": 1})
+            except RuntimeError as exc:  # the tool's error: its only document failed
+                statuses.append({"status": "error", "error": str(exc)[:200]})
+                continue
             statuses.append(body["documents"][0])
         failed = [status for status in statuses if status["status"] != "ok"]
         if failed and "__" not in name:

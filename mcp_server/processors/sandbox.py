@@ -25,13 +25,11 @@ errors raised in the worker come back unchanged; any other exception -> ``Proces
 from __future__ import annotations
 
 import contextlib
-import heapq
-import itertools
 import logging
 import multiprocessing
 import pickle
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from multiprocessing.connection import Client, Connection
 from pathlib import Path
 from typing import Any, TypeVar
@@ -39,7 +37,7 @@ from typing import Any, TypeVar
 import anyio
 
 from mcp_server import metrics
-from mcp_server.core.concurrency import thread_pool, wait_future
+from mcp_server.core.concurrency import SmallestFirst, thread_pool, wait_future
 from mcp_server.core.errors import ProcessingError
 from mcp_server.core.settings import Settings
 from mcp_server.subprocesses.process_pool import PebblePool, call, failed, own_memory, replaced_count, typed_error
@@ -49,43 +47,6 @@ __all__ = ["ParserPool", "own_memory"]
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 _CLIENT_THREADS = 64  # a server worker's calls to the shared pool under way at once; more wait their turn
-
-
-class _SmallestFirst:
-    """At most ``slots`` jobs in the workers at once; the waiting ones start smallest first, so a cold shelf's
-    short filings are parsed, and answer, before its long ones (pebble's own queue is first come, first served)."""
-
-    def __init__(self, slots: int) -> None:
-        self.free = slots
-        self.waiting: list[tuple[int, int, anyio.Event]] = []  # a heap: (size, arrival, the waiter's event)
-        self.arrivals = itertools.count()
-
-    @contextlib.asynccontextmanager
-    async def slot(self, size: int) -> AsyncIterator[None]:
-        if self.free > 0 and not self.waiting:
-            self.free -= 1
-        else:
-            entry = (size, next(self.arrivals), anyio.Event())
-            heapq.heappush(self.waiting, entry)
-            try:
-                await entry[2].wait()
-            except BaseException:  # cancelled: a slot handed over meanwhile goes on to the next
-                if entry[2].is_set():
-                    self._release()
-                else:
-                    self.waiting.remove(entry)
-                    heapq.heapify(self.waiting)
-                raise
-        try:
-            yield
-        finally:
-            self._release()
-
-    def _release(self) -> None:
-        if self.waiting:
-            heapq.heappop(self.waiting)[2].set()  # the slot goes straight to the smallest waiting job
-        else:
-            self.free += 1
 
 
 class ParserPool:
@@ -100,7 +61,7 @@ class ParserPool:
         self._own = None if socket else PebblePool(settings, preload)
         self._shared = _SharedPool(socket) if socket else None
         self._closed = False
-        self._gate = _SmallestFirst(max(1, settings.parse_workers // (settings.workers if socket else 1)))
+        self._gate = SmallestFirst(max(1, settings.parse_workers // (settings.workers if socket else 1)))
         # summed over the workers, the gauge counts the shared pool's processes once
         metrics.parser_pool_size(settings.parse_workers / settings.workers if socket else settings.parse_workers)
 

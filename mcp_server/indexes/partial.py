@@ -10,13 +10,12 @@ complete index weighs its candidates, at a fraction of the cost of embedding who
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable
 
 import anyio
 
-from mcp_server.core.concurrency import Progress, off_loop, start_thread
+from mcp_server.core.concurrency import Progress, off_loop
 from mcp_server.core.models import Chunk
 from mcp_server.core.settings import Settings
 from mcp_server.embedding.runner import ModelRunner
@@ -38,7 +37,6 @@ Answer = tuple[DocumentIndex, bool, dict[str, float]]
 # units of the lowest-ranked candidates are left out past it. MiniLM's selected units fit well
 # within it; the multilingual model, five times slower, keeps its first answers in seconds this way.
 PARTIAL_SECONDS = 2.5
-log = logging.getLogger(__name__)
 
 def partial_candidates(index: DocumentIndex, query: str, n: int) -> list[int]:
     """The chunks a partial answer embeds for ``query``: its ``n`` best BM25 matches; when fewer
@@ -180,16 +178,8 @@ class FirstAnswers:
 
 
 def _partial_base(chunks: list[Chunk], embedder: Embedder) -> DocumentIndex:
-    """BM25 over every chunk, no vectors yet; its template passages, which every partial answer's fusion
-    reads, are found on a thread of their own, beside the first answer's choice and embedding of its
-    sentences (ONNX Runtime releases the GIL): the fusion waits for them (``Once``), the answer is the same."""
+    """BM25 over every chunk, no vectors yet, and its template passages: every partial answer's
+    fusion reads them, so they are found here, once, before the complete build takes the cores."""
     base = DocumentIndex.embed(chunks, embedder, only=())
-    start_thread(_find_templates, base, name="templates")
+    base.templates  # noqa: B018 - found now, shared by every partial index of the document
     return base
-
-
-def _find_templates(base: DocumentIndex) -> None:
-    try:
-        base.templates  # noqa: B018 - found now, shared by every partial index of the document
-    except Exception:  # the fusion, which asks again, raises it where it is handled
-        log.exception("index.templates_failed")

@@ -147,11 +147,11 @@ class Settings(BaseSettings):
     )
     search_cold_wait: float = Field(
         30, ge=0,
-        description="Seconds a search_documents call waits for documents still downloading or indexing once one "
-        "of its documents is ready: past it the call answers from the ready ones and reports the others as not "
-        "ready (TIMEOUT), which go on loading in the background for the next call. A cold shelf of 20 filings "
-        "answers within about this (every one of them: minutes of parsing); a larger value waits for more of it, "
-        "up to the tool's deadline (90 % of MCP_TIMEOUT_DOCUMENT).",
+        description="Seconds a search_documents call waits for all its documents: past it, as soon as one is "
+        "ready, the call answers from the ready ones and reports the others as not ready (TIMEOUT), which go on "
+        "loading in the background for the next call. A cold shelf of 20 filings answers within about this, or "
+        "when its first document is ready (every one of them: minutes of parsing); a larger value waits for more "
+        "of it, up to the tool's deadline (90 % of MCP_TIMEOUT_DOCUMENT).",
     )
     search_route_documents: int = Field(
         10, ge=0, le=SEARCH_DOCUMENTS_CEILING,

@@ -262,15 +262,18 @@ class RssSampler:
         self.interval = interval
         self.peak = 0
         self.peak_children = 0
+        self.peak_tree = 0  # the process and its children together, at the same sample
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
             with contextlib.suppress(psutil.Error):
-                self.peak = max(self.peak, self.process.memory_info().rss)
+                own = self.process.memory_info().rss
+                self.peak = max(self.peak, own)
                 children = sum(c.memory_info().rss for c in self.process.children(recursive=True))
                 self.peak_children = max(self.peak_children, children)
+                self.peak_tree = max(self.peak_tree, own + children)
 
     def __enter__(self) -> RssSampler:
         self._thread.start()

@@ -15,6 +15,8 @@ spelling outside this module against a short allowlist).
 from __future__ import annotations
 
 import concurrent.futures
+import heapq
+import itertools
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -25,7 +27,7 @@ from typing import Any, Generic, TypeVar
 import anyio
 import anyio.to_thread
 
-__all__ = ["KeyedLock", "Once", "Progress", "off_loop", "start_thread", "thread_pool", "wait_future"]
+__all__ = ["KeyedLock", "Once", "Progress", "SmallestFirst", "off_loop", "start_thread", "thread_pool", "wait_future"]
 
 T = TypeVar("T")
 
@@ -114,3 +116,41 @@ class Once(Generic[T]):
             if self._compute is not None:
                 self._value, self._compute = self._compute(), None
             return self._value  # type: ignore[return-value]
+
+
+class SmallestFirst:
+    """At most ``slots`` jobs at once; the waiting ones start smallest first, so a cold shelf's short documents
+    are parsed (the parser pool: pebble's own queue is first come, first served) and chunked, and answer, before
+    its long ones. One event loop's tasks only."""
+
+    def __init__(self, slots: int) -> None:
+        self.free = slots
+        self.waiting: list[tuple[int, int, anyio.Event]] = []  # a heap: (size, arrival, the waiter's event)
+        self.arrivals = itertools.count()
+
+    @asynccontextmanager
+    async def slot(self, size: int) -> AsyncIterator[None]:
+        if self.free > 0 and not self.waiting:
+            self.free -= 1
+        else:
+            entry = (size, next(self.arrivals), anyio.Event())
+            heapq.heappush(self.waiting, entry)
+            try:
+                await entry[2].wait()
+            except BaseException:  # cancelled: a slot handed over meanwhile goes on to the next
+                if entry[2].is_set():
+                    self._release()
+                else:
+                    self.waiting.remove(entry)
+                    heapq.heapify(self.waiting)
+                raise
+        try:
+            yield
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        if self.waiting:
+            heapq.heappop(self.waiting)[2].set()  # the slot goes straight to the smallest waiting job
+        else:
+            self.free += 1

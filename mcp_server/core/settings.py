@@ -145,6 +145,14 @@ class Settings(BaseSettings):
         "call, and a big one answers from a partial index for the question (`documents[].index` partial) while its "
         "complete index builds in the background (a 10-K: a minute or more of CPU).",
     )
+    search_cold_wait: float = Field(
+        30, ge=0,
+        description="Seconds a search_documents call waits for all its documents: past it, as soon as one is "
+        "ready, the call answers from the ready ones and reports the others as not ready (TIMEOUT), which go on "
+        "loading in the background for the next call. A cold shelf of 20 filings answers within about this, or "
+        "when its first document is ready (every one of them: minutes of parsing); a larger value waits for more "
+        "of it, up to the tool's deadline (90 % of MCP_TIMEOUT_DOCUMENT).",
+    )
     search_route_documents: int = Field(
         10, ge=0, le=SEARCH_DOCUMENTS_CEILING,
         description="search_documents searches fully only the documents a first look ranks among this many best "

@@ -58,7 +58,7 @@ class Parsing:
             if prepare is not None:
                 inp = await prepare(inp)
             try:
-                document = await parsers.run(process_document, inp, options)
+                document = await parsers.run(process_document, inp, options, size=len(inp.data))
                 metrics.document_parsed(inp.doc_type)
                 for kind in {flag.kind for flag in document.flags}:
                     metrics.flags_found(kind, sum(flag.kind == kind for flag in document.flags))

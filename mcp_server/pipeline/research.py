@@ -12,6 +12,7 @@ id leads back to its index in memory or on disk (``passages.py``), never to a do
 from __future__ import annotations
 
 import bisect
+import contextlib
 import logging
 import math
 import re
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 
 import anyio
 import numpy as np
+from anyio.streams.memory import MemoryObjectReceiveStream
 
 from mcp_server.chunking import TokenCounter
 from mcp_server.citations.neighbours import merge_texts
@@ -140,6 +142,7 @@ class _DocumentProgress:
 
     def __init__(self, progress: Progress | None, total: int) -> None:
         self.progress = progress
+        self.closed = False  # the call answered: documents still loading report to nobody (MCP: the request ended)
         self.total = total
         self.shares = [0.0] * total
         self.sent = 0.0
@@ -157,7 +160,7 @@ class _DocumentProgress:
         return report
 
     async def advance(self, i: int, share: float, message: str) -> None:
-        if self.progress is None:
+        if self.progress is None or self.closed:
             return
         async with self.lock:  # concurrent documents: values must reach the client increasing
             self.shares[i] = max(self.shares[i], min(share, 1.0))
@@ -178,15 +181,28 @@ class Research:
         view: View | None = None,
     ) -> MultiSearch:
         """Index every document concurrently, then rank all their candidates together. Documents
-        not ready within ``deadline`` seconds are reported as TIMEOUT and the others answer."""
+        not ready within ``deadline`` seconds, or within MCP_SEARCH_COLD_WAIT once another is ready, are
+        reported as TIMEOUT and the others answer; with a lifespan, those go on loading in the background."""
         started = time.perf_counter()
         tracker = _DocumentProgress(progress, len(urls))
-        late = ToolTimeoutError(f"not ready within {deadline or 0:g} s of this call (still downloading or "
-                                "indexing); search it again later, alone or with the others", timeout=deadline)
+        builder = self.service.indexes.builder
+        late = ToolTimeoutError(
+            f"not ready within {min(deadline or math.inf, self.service.settings.search_cold_wait):g} s of this "
+            "call (still downloading or indexing, which goes on); search it again later, alone or with the others"
+            if builder.background else f"not ready within {deadline or 0:g} s of this call (still downloading "
+            "or indexing); search it again later, alone or with the others", timeout=deadline)
         outcomes: list[DocumentOutcome] = [DocumentOutcome(url=u, error=late) for u in urls]
         indexes: list[DocumentIndex | None] = [None] * len(urls)
+        send, receive = anyio.create_memory_object_stream[int](len(urls))
 
         async def one(i: int, url: str) -> None:
+            try:
+                await load(i, url)
+            finally:
+                with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    send.send_nowait(i)  # the call may have answered already
+
+        async def load(i: int, url: str) -> None:
             try:
                 checked = validate_url(url, self.service.settings)
                 # with the question, a big cold document answers from a partial index as retrieve_chunks does
@@ -208,10 +224,18 @@ class Research:
                                           complete=indexed.view.complete)
             await tracker.advance(i, 1.0, f"[{i + 1}/{len(urls)}] {url}: ready ({len(index.chunks)} chunks)")
 
-        with anyio.move_on_after(deadline if deadline is not None else math.inf):
-            async with anyio.create_task_group() as group:
+        with send, receive:
+            if builder.background:  # the documents load in the process's background: a call may answer first
                 for i, url in enumerate(urls):
-                    group.start_soon(one, i, url)
+                    builder.spawn(one, i, url)
+                await _until_answerable(receive, len(urls), indexes, deadline, self.service.settings.search_cold_wait)
+            else:
+                with anyio.move_on_after(deadline if deadline is not None else math.inf):
+                    async with anyio.create_task_group() as group:
+                        for i, url in enumerate(urls):
+                            group.start_soon(one, i, url)
+        tracker.closed = True
+        outcomes, indexes = list(outcomes), list(indexes)  # what this answer reports: documents ending later do not
         timings = {"index": round((time.perf_counter() - started) * 1000, 2)}
 
         ready = [i for i, index in enumerate(indexes) if index is not None]
@@ -251,6 +275,22 @@ class Research:
             text=merge_texts(window), location=span, total_chunks=len(index.chunks),
             doc_type=window[0].doc_type, scored=[stored_scores(index, c) for c in window],
         )
+
+
+async def _until_answerable(
+    done: MemoryObjectReceiveStream[int], total: int, indexes: list[DocumentIndex | None], deadline: float | None,
+    cold_wait: float,
+) -> None:
+    """Until every document has loaded (``done`` names each as it ends), or ``cold_wait`` seconds have passed
+    with one of them ready (a cold shelf's first answer), or ``deadline`` seconds."""
+    started = time.perf_counter()
+    with anyio.move_on_after(deadline if deadline is not None else math.inf):
+        for _ in range(total):
+            ready = any(index is not None for index in indexes)
+            with anyio.move_on_after(cold_wait - (time.perf_counter() - started) if ready else math.inf) as wait:
+                await done.receive()
+            if wait.cancelled_caught:
+                return
 
 
 def _none_searched(outcomes: list[DocumentOutcome]) -> MCPServerError:

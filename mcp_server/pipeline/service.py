@@ -30,7 +30,7 @@ from mcp_server import metrics
 from mcp_server.caches.layers import CacheLayer, cache_delete, cache_get
 from mcp_server.caches.registry import CacheRegistry
 from mcp_server.chunking import CHUNKER_VERSION, ChunkParams, chunk_document, chunk_params_for
-from mcp_server.core.concurrency import Progress, off_loop, start_thread
+from mcp_server.core.concurrency import Progress, SmallestFirst, off_loop, start_thread
 from mcp_server.core.errors import ValidationError
 from mcp_server.core.failures import FailedParse
 from mcp_server.core.models import Chunk, FetchedDocument, ProcessedDocument, SearchHit
@@ -155,6 +155,9 @@ class Chunking:
 
     def __init__(self, models: ModelRegistry) -> None:
         self.models = models
+        # one document at a time, smallest first: side by side on threads, a cold shelf's documents share
+        # the GIL and all finish late together
+        self._turns = SmallestFirst(1)
 
     def params(self, document: ProcessedDocument) -> ChunkParams:
         window = self.models.max_tokens_for(document.detected_language)
@@ -174,7 +177,8 @@ class Chunking:
         return chunk_document(document, self.params(document), counter)
 
     async def chunked(self, document: ProcessedDocument) -> list[Chunk]:
-        return await off_loop(metrics.timed("chunk")(self.chunk), document)
+        async with self._turns.slot(len(document.content)):
+            return await off_loop(metrics.timed("chunk")(self.chunk), document)
 
 
 class DocumentService:

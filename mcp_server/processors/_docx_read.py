@@ -32,6 +32,10 @@ __all__ = ["read"]
 _P, _TBL, _SDT, _SDT_CONTENT = qn("w:p"), qn("w:tbl"), qn("w:sdt"), qn("w:sdtContent")
 _R, _HYPERLINK, _TR, _TC = qn("w:r"), qn("w:hyperlink"), qn("w:tr"), qn("w:tc")
 _R_ID = qn("r:id")
+_SHD, _HIGHLIGHT, _BACKGROUND = qn("w:shd"), qn("w:highlight"), qn("w:background")
+# A run's text children, as python-docx's ``CT_R.text`` selects them; read here by tag, since that property
+# evaluates an XPath per run (a quarter of an 872-page document's parse) for the same children in the same order
+_RUN_TEXT = frozenset(qn(f"w:{name}") for name in ("br", "cr", "noBreakHyphen", "ptab", "t", "tab"))
 # Run containers whose text belongs to the paragraph (tracked insertions, smart tags, fields).
 _RUN_WRAPPERS = {qn(t) for t in ("w:ins", "w:smartTag", "w:customXml", "w:fldSimple", "w:moveTo")}
 _HEADING_NAME = re.compile(r"^heading\s*([1-9])$", re.IGNORECASE)
@@ -75,7 +79,8 @@ class _Converter:
         self.document = document
         self.heading_levels, self.list_styles = _style_tables(document)
         root = document.element
-        shaded = bool(root.xpath("boolean(.//w:shd | .//w:highlight | ./w:background)"))
+        # any shading, highlight or page colour: the first found ends the walk (an XPath over the whole tree did not)
+        shaded = root.find(_BACKGROUND) is not None or next(root.iter(_SHD, _HIGHLIGHT), None) is not None
         self.run_styles = RunStyles(document.styles.element, shaded=shaded)  # hidden, white or tiny by a style
         self.blocks: list[str] = []
         self.length = 0  # len("\n\n".join(self.blocks)) kept incrementally (no O(n^2) joins)
@@ -135,14 +140,15 @@ class _Converter:
         text = _paragraph_text(p, rels, self.hyperlinks, self.run_styles).strip()
         if not text:
             return
-        style_id = _style_id(p)
+        pPr = p.pPr  # read once: each python-docx child property is a lookup of its own
+        style_id = pPr.style if pPr is not None else None
         level = self.heading_levels.get(style_id) if style_id else None
         if level is None:
-            level = _outline_level(p)
+            level = _outline_level(pPr)
         if level is not None:
             self._heading(level, text)
             return
-        ilvl = _list_level(p, style_id in self.list_styles if style_id else False)
+        ilvl = _list_level(pPr, style_id in self.list_styles if style_id else False)
         if ilvl is not None:
             self._add("  " * ilvl + "- " + text.replace("\n", " "), list_item=True)
             return
@@ -226,7 +232,7 @@ def _inline_text(parent: Any, rels: dict[str, str], links: list[dict[str, str]],
     for child in parent.iterchildren():
         tag = child.tag
         if tag == _R and isinstance(child, CT_R):
-            yield mark_run(child, child.text, styles)
+            yield mark_run(child, "".join(str(part) for part in child if part.tag in _RUN_TEXT), styles)
         elif tag == _HYPERLINK:
             text = "".join(_inline_text(child, rels, links, styles))
             url = rels.get(child.get(_R_ID) or "", "")
@@ -248,14 +254,8 @@ def _rels(part: Any) -> dict[str, str]:
     return {rid: rel.target_ref for rid, rel in part.rels.items() if rel.is_external}
 
 
-def _style_id(p: Any) -> str | None:
-    pPr = p.pPr
-    return pPr.style if pPr is not None else None
-
-
-def _outline_level(p: Any) -> int | None:
-    """A direct ``w:outlineLvl`` on a paragraph makes it a heading too (0-based in the XML)."""
-    pPr = p.pPr
+def _outline_level(pPr: Any) -> int | None:
+    """A direct ``w:outlineLvl`` on a paragraph (its ``w:pPr``) makes it a heading too (0-based in the XML)."""
     node = pPr.find(qn("w:outlineLvl")) if pPr is not None else None
     if node is None:
         return None
@@ -266,8 +266,7 @@ def _outline_level(p: Any) -> int | None:
     return value + 1 if 0 <= value < 6 else None
 
 
-def _list_level(p: Any, list_style: bool) -> int | None:
-    pPr = p.pPr
+def _list_level(pPr: Any, list_style: bool) -> int | None:
     numPr = pPr.numPr if pPr is not None else None
     if numPr is not None:
         numId = numPr.numId

@@ -37,7 +37,7 @@ from typing import Any, TypeVar
 import anyio
 
 from mcp_server import metrics
-from mcp_server.core.concurrency import thread_pool, wait_future
+from mcp_server.core.concurrency import SmallestFirst, thread_pool, wait_future
 from mcp_server.core.errors import ProcessingError
 from mcp_server.core.settings import Settings
 from mcp_server.subprocesses.process_pool import PebblePool, call, failed, own_memory, replaced_count, typed_error
@@ -61,6 +61,7 @@ class ParserPool:
         self._own = None if socket else PebblePool(settings, preload)
         self._shared = _SharedPool(socket) if socket else None
         self._closed = False
+        self._gate = SmallestFirst(max(1, settings.parse_workers // (settings.workers if socket else 1)))
         # summed over the workers, the gauge counts the shared pool's processes once
         metrics.parser_pool_size(settings.parse_workers / settings.workers if socket else settings.parse_workers)
 
@@ -82,11 +83,15 @@ class ParserPool:
                 log.warning("parser.start_failed", extra={"error": repr(exc)})
 
     @metrics.parser_task
-    async def run(self, fn: Callable[..., T], *args: Any, timeout: float | None = None) -> T:
-        """``fn(*args)`` in a worker; ``fn`` and the arguments must pickle (module-level)."""
+    async def run(self, fn: Callable[..., T], *args: Any, timeout: float | None = None, size: int = 0) -> T:
+        """``fn(*args)`` in a worker; ``fn`` and the arguments must pickle (module-level). When every worker
+        is busy, the jobs waiting start by ``size`` (the input's bytes), smallest first."""
         if self._closed:
             raise ProcessingError("the parser pool is closed", reason="unavailable")
-        limit = self._timeout if timeout is None else timeout
+        async with self._gate.slot(size):
+            return await self._run(fn, args, self._timeout if timeout is None else timeout)
+
+    async def _run(self, fn: Callable[..., T], args: tuple[Any, ...], limit: float) -> T:
         if self._shared is not None:
             return await self._shared.run(fn, args, limit)
         assert self._own is not None

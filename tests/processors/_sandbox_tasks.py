@@ -81,3 +81,9 @@ def hang_marked(fifo: str) -> None:
     with open(fifo, "w", encoding="ascii") as mark:
         mark.write(str(os.getpid()))
     time.sleep(3600)
+
+
+def wait_for_word(fifo: str) -> str:
+    """Hold the worker until the test writes into the named pipe ``fifo`` (opening it blocks until then)."""
+    with open(fifo, encoding="ascii") as words:
+        return words.read()

@@ -230,3 +230,23 @@ def test_a_word_file_of_scanned_pictures_is_read_through_ocr(corpus_dir: Path) -
     document.save(scanned)
     doc = DocxProcessor().process(DocumentInput(data=scanned.getvalue(), doc_type="docx"), OPTIONS)
     assert "This file contains some words." in doc.content and "empty_reason" not in doc.metadata
+
+
+def test_a_runs_tabs_breaks_and_hyphens_read_as_python_docx_reads_them() -> None:
+    document = docx.Document()
+    run = document.add_paragraph().add_run("before tab")
+    run.add_tab()
+    run.add_text("after tab")
+    run.add_break()  # a line break: a new line
+    run.add_text("next line")
+    run.add_break(docx.enum.text.WD_BREAK.PAGE)  # a page break: no text
+    run.add_text("after the page break")
+    for tag in ("w:cr", "w:noBreakHyphen", "w:ptab"):
+        run._r.append(docx.oxml.OxmlElement(tag))
+    run._r.append(docx.oxml.OxmlElement("w:instrText"))  # not text a reader sees
+    run.add_text("end")
+    buffer = io.BytesIO()
+    document.save(buffer)
+    expected = "before tab\tafter tab\nnext lineafter the page break\n-\tend"
+    assert run.text == expected
+    assert _process(buffer.getvalue()).content == expected

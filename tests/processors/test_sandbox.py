@@ -35,6 +35,7 @@ from tests.processors._sandbox_tasks import (
     raise_rate_limit,
     raise_typed,
     raise_untyped,
+    wait_for_word,
 )
 
 
@@ -164,6 +165,33 @@ def test_a_worker_left_holding_a_big_documents_memory_is_replaced_and_a_lean_one
             assert run(parser_pool.run(pid)) != first  # ... and the next document meets a fresh worker
         finally:
             parser_pool.close()
+
+
+def test_jobs_waiting_for_a_busy_worker_start_smallest_first(tmp_path: Path) -> None:
+    fifo = tmp_path / "hold"
+    os.mkfifo(fifo)
+    parser_pool = ParserPool(Settings(parse_workers=1, parse_timeout=30, _env_file=None))
+    finished: list[str] = []
+
+    async def job(name: str, size: int) -> None:
+        finished.append(await parser_pool.run(echo, name, size=size))
+
+    async def scenario() -> str:
+        holder = asyncio.ensure_future(parser_pool.run(wait_for_word, str(fifo), size=1))
+        waiting = [asyncio.ensure_future(job(name, size)) for name, size in (("large", 30), ("small", 10),
+                                                                              ("medium", 20))]
+        await asyncio.sleep(0)  # every job has asked for the worker (a yield to the loop, not a wait)
+        with open(fifo, "w", encoding="ascii") as word:  # the worker is free once the holder reads this
+            word.write("go")
+        said = await holder
+        await asyncio.gather(*waiting)
+        return said
+
+    try:
+        assert run(scenario()) == "go"
+    finally:
+        parser_pool.close()
+    assert finished == ["small", "medium", "large"]
 
 
 PARSER_ONLY = ("pandas", "pytesseract", "extract_msg", "docx", "pptx")

@@ -7,13 +7,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from mcp_server.core.settings import Settings
 from mcp_server.retrieval.index import RRF_K
 from tests.conftest import FileServer, serve_copies
 from tests.fetch.servers import LoopbackServer, respond
-from tests.mcp_harness import ThreadedServer, http_client, make_settings, payload
+from tests.mcp_harness import ThreadedServer, call, http_client, make_settings, payload
 
 pytestmark = pytest.mark.anyio
 
@@ -215,6 +216,42 @@ async def test_a_document_still_loading_near_the_timeout_is_reported_while_the_o
     late = body["documents"][1]
     assert late["status"] == "error" and late["error"]["code"] == "TIMEOUT" and "not ready" in late["error"]["error"]
     assert body["documents"][0]["status"] == "ok" and body["results"]
+
+
+async def test_a_cold_shelf_answers_from_its_ready_documents_and_the_others_go_on_loading_for_the_next_call(
+    files: FileServer, tmp_path: Path,
+) -> None:
+    release, served = threading.Event(), threading.Event()
+
+    def stall(handler: Any) -> None:
+        release.wait(60)  # the download is held until the first answer is in (bounded)
+        respond(handler, 200, b"The delta memo is about delta things.\n" * 5, {"Content-Type": "text/plain"})
+        served.set()
+
+    slow = LoopbackServer.start("127.0.0.1")
+    try:
+        stalled = slow.route("/delta.txt", stall)
+        urls = [files.url("alpha.txt"), stalled]
+        with ThreadedServer(make_settings(index_dir=tmp_path, search_cold_wait=0.5, timeout_document=120)) as server:
+            with anyio.fail_after(60):  # far under the tool's deadline (108 s): the cold wait answered
+                failed, first = await search(server, document_urls=urls, query="memo")
+            answered_while_held = not served.is_set()
+            release.set()
+            assert served.wait(30)
+            with anyio.fail_after(60):  # its loading went on after the call: its index reaches the disk
+                while (await call(server, "manage_cache", action="stats"))[1]["layers"]["index"]["disk"]["count"] < 2:
+                    await anyio.sleep(0.1)
+            again_failed, again = await search(server, document_urls=urls, query="delta memo")
+    finally:
+        release.set()
+        slow.close()
+    assert answered_while_held and not failed and not again_failed, (first, again)
+    late = first["documents"][1]
+    assert late["status"] == "error" and late["error"]["code"] == "TIMEOUT" and "goes on" in late["error"]["error"]
+    assert first["documents"][0]["status"] == "ok" and {r["document_url"] for r in first["results"]} == {urls[0]}
+    assert [d["status"] for d in again["documents"]] == ["ok", "ok"] and again["documents"][1]["cached"] is True
+    assert again["results"][0]["document_url"] == stalled
+    assert slow.hits == 1  # downloaded once: the second call found its index
 
 
 async def test_a_name_the_first_page_and_one_file_name_both_write_routes_to_that_document(

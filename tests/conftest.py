@@ -138,3 +138,11 @@ def minilm_registry() -> ModelRegistry:
 def index_settings(tmp_path: Path) -> Settings:
     """Settings with a temporary index folder."""
     return Settings(index_dir=tmp_path / "faiss_indexes", _env_file=None)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The index folders the test servers wrote in the system's temporary folder go with the session."""
+    from tests.mcp_harness import SCRATCH_DIRS
+
+    for folder in SCRATCH_DIRS:
+        shutil.rmtree(folder, ignore_errors=True)

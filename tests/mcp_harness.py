@@ -57,6 +57,17 @@ class ExplicitSettings(Settings):
         return (init_settings,)
 
 
+SCRATCH_DIRS: list[Path] = []  # folders of scratch_dir, removed when the test session ends (conftest.py)
+
+
+def scratch_dir(prefix: str = "rag-test-index-") -> Path:
+    """A new folder in the system's temporary folder (an index folder a test server writes), removed
+    when the test session ends: the suite leaves nothing behind in /tmp."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    SCRATCH_DIRS.append(folder)
+    return folder
+
+
 def make_settings(**overrides: Any) -> Settings:
     """Settings for tests: no log files, loopback fixtures fetchable, fast retries, and models that
     do not depend on what the machine's model cache holds (MiniLM, bundled with the package, serves
@@ -70,7 +81,7 @@ def make_settings(**overrides: Any) -> Settings:
         "embedding_accurate": "",
         "reranker": "",
         "parse_prestart": False,  # workers start with a test's first document, as most never parse
-        "index_dir": overrides.pop("index_dir", None) or Path(tempfile.mkdtemp(prefix="rag-test-index-")),
+        "index_dir": overrides.pop("index_dir", None) or scratch_dir(),
     }
     base.update(overrides)
     return ExplicitSettings(**base)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import tempfile
 from pathlib import Path
 
 import anyio
@@ -13,7 +12,7 @@ import pytest
 
 from mcp_server.processors import DocumentInput, ProcessOptions, process_document
 from tests.conftest import FileServer
-from tests.mcp_harness import http_client, payload, server_process
+from tests.mcp_harness import http_client, payload, scratch_dir, server_process
 
 pytestmark = pytest.mark.anyio
 
@@ -67,7 +66,7 @@ async def test_two_workers_parse_with_one_shared_parser_pool_and_get_what_a_pool
     corpus_server: FileServer, corpus_dir: Path,
 ) -> None:
     env = {"MCP_RATE_LIMIT_RPM": "100000", "MCP_LOAD_MODELS": "false", "MCP_FETCH_ALLOWLIST": "127.0.0.1",
-           "MCP_INDEX_DIR": tempfile.mkdtemp(prefix="rag-workers-index-"), "MCP_PARSE_WORKERS": "2"}
+           "MCP_INDEX_DIR": str(scratch_dir("rag-workers-index-")), "MCP_PARSE_WORKERS": "2"}
     names = ["pdf/multi_page.pdf", "docx/word_tables.docx", "html/what_is_haystack.html", "txt/fake-text.txt",
              "xlsx/stanley-cups.xlsx", "pptx/powerpoint_sample.pptx"]
     with server_process(["--workers", "2"], env=env) as (proc, base):

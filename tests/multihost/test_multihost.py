@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import tempfile
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,7 +14,7 @@ import anyio
 import pytest
 
 from tests.conftest import FileServer
-from tests.mcp_harness import server_process
+from tests.mcp_harness import scratch_dir, server_process
 from tests.multiworker.conftest import RedisServer
 from tests.multiworker.test_multiworker import call
 
@@ -33,7 +32,7 @@ def two_hosts(redis_url: str, **extra: str) -> Iterator[list[tuple[Any, str]]]:
         hosts = []
         for _ in range(2):
             env = {"MCP_LOAD_MODELS": "false", "MCP_REDIS_URL": redis_url, "MCP_INDEX_STORE": "redis",
-                   "MCP_INDEX_DIR": tempfile.mkdtemp(prefix="rag-multihost-index-"),
+                   "MCP_INDEX_DIR": str(scratch_dir("rag-multihost-index-")),
                    "MCP_FETCH_ALLOWLIST": "127.0.0.1", "MCP_RATE_LIMIT_RPM": "100000", **extra}
             hosts.append(stack.enter_context(server_process([], env=env)))
         yield hosts

@@ -11,7 +11,6 @@ import contextlib
 import os
 import platform
 import signal
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,6 +28,7 @@ from tests.mcp_harness import (
     http_client,
     make_settings,
     payload,
+    scratch_dir,
     server_process,
     stop_process,
 )
@@ -50,7 +50,7 @@ async def call(base: str, tool: str, args: dict[str, Any], key: str | None = Non
 @pytest.fixture(scope="module")
 def two_workers(module_redis: RedisServer) -> Iterator[tuple[str, str, Path]]:
     """Two fake-model servers on one Redis and one index folder: (base A, base B, index folder)."""
-    index_dir = Path(tempfile.mkdtemp(prefix="rag-multiworker-index-"))
+    index_dir = scratch_dir("rag-multiworker-index-")
     env = {"MCP_LOAD_MODELS": "false", "MCP_REDIS_URL": module_redis.url, "MCP_INDEX_DIR": str(index_dir),
            "MCP_FETCH_ALLOWLIST": "127.0.0.1", "MCP_API_KEYS": ",".join(KEYS), "MCP_RATE_LIMIT_RPM": "6",
            "MCP_GLOBAL_RATE_MULTIPLIER": "100"}
@@ -215,7 +215,7 @@ async def test_redis_killed_mid_run_leaves_requests_succeeding_and_health_says_s
 ) -> None:
     env = {"MCP_LOAD_MODELS": "false", "MCP_REDIS_URL": redis_server.url, "MCP_FETCH_ALLOWLIST": "127.0.0.1",
            "MCP_REDIS_RETRY_INTERVAL": "0.5", "MCP_RATE_LIMIT_RPM": "100000",
-           "MCP_INDEX_DIR": tempfile.mkdtemp(prefix="rag-multiworker-index-")}
+           "MCP_INDEX_DIR": str(scratch_dir("rag-multiworker-index-"))}
     with server_process(["--workers", "2"], env=env) as (_, base):
         good, body = await call(base, "process_document", {"document_url": corpus_server.url("docs/txt/fake-text.txt")})
         assert good and body["cached"] is False

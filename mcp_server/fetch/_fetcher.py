@@ -145,8 +145,8 @@ class Fetcher:
                     ) -> FetchedDocument:
         """The document at ``url`` (http/https, file:, an absolute path under DOCUMENT_ROOTS, or an
         upload). With ``cached`` (an earlier copy of an http(s) URL) the request is conditional:
-        a 304 answers that copy, marked as confirmed now. ``max_bytes``: a cap below
-        ``max_download_bytes`` for this download (a web page's style sheet).
+        a 304 answers that copy, marked as confirmed now. ``max_bytes``: a tighter cap
+        than ``max_download_bytes`` for this download (a web page's style sheet); never a looser one.
 
         Raises ValidationError for a malformed URL and DownloadError for everything else.
         """
@@ -158,7 +158,8 @@ class Fetcher:
                     return await self._uploaded(url)
                 if is_local(url):
                     return await _off_loop(read_local, url, self._settings)
-                return await self._download(url, cached, max_bytes or self._settings.max_download_bytes)
+                limit = self._settings.max_download_bytes
+                return await self._download(url, cached, min(max_bytes, limit) if max_bytes else limit)
         except TimeoutError:
             raise DownloadError(
                 f"download of {url} did not finish within the {deadline:g} s deadline (download_deadline)",

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from mcp_server.core.errors import DownloadError
-from mcp_server.fetch import StaticResolver
+from mcp_server.fetch import Fetcher, StaticResolver
 
 from .servers import Handler, LoopbackServer, fetch_once, make_settings, respond
 
@@ -240,6 +240,19 @@ async def test_an_honest_content_length_above_the_cap_fails_before_the_body_is_r
 
     with pytest.raises(DownloadError, match="limit of 1000 bytes"):
         await fetch_once("https://docs.test/huge", make_settings(max_download_bytes=1000), **mock(handler))
+
+
+async def test_a_downloads_own_cap_can_tighten_the_download_limit_but_never_loosen_it() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=b"z" * 3000)
+
+    async with Fetcher(make_settings(max_download_bytes=2000), **mock(handler)) as fetcher:
+        with pytest.raises(DownloadError, match="limit of 2000 bytes"):
+            await fetcher.fetch("https://docs.test/sheet.css", max_bytes=1_000_000)
+        with pytest.raises(DownloadError, match="limit of 1000 bytes"):
+            await fetcher.fetch("https://docs.test/sheet.css", max_bytes=1000)
+    async with Fetcher(make_settings(max_download_bytes=4000), **mock(handler)) as fetcher:
+        assert len((await fetcher.fetch("https://docs.test/sheet.css", max_bytes=3500)).data) == 3000
 
 
 TRANSPORT_ERRORS = [

@@ -180,22 +180,26 @@ HANDED_DOWN = frozenset({"progress"})
 def callbacks_into_indexes(root: Path) -> list[str]:
     """``path:line: method`` for every call on an ``indexes`` object that is handed a function the
     calling module defines (a def or a lambda) other than as ``progress``."""
-    found: list[str] = []
+    found: list[tuple[str, int, str]] = []
     for path in sorted(root.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         methods = {id(node) for cls in ast.walk(tree) if isinstance(cls, ast.ClassDef) for node in cls.body}
         local = {node.name for node in ast.walk(tree)  # the module's functions and nested ones, not methods
                  if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and id(node) not in methods}
+        # a name bound to something of the indexes (``builder = self.indexes.builder``) is the indexes too
+        aliases = {target.id for node in ast.walk(tree) if isinstance(node, ast.Assign)
+                   and "indexes" in ast.unparse(node.value).split(".")
+                   for target in node.targets if isinstance(target, ast.Name)}
         for node in ast.walk(tree):
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                    and "indexes" in ast.unparse(node.func.value).split(".")):
+                    and {"indexes", *aliases} & set(ast.unparse(node.func.value).split("."))):
                 continue
             handed = [(None, arg) for arg in node.args] + [(kw.arg, kw.value) for kw in node.keywords]
             if any(name not in HANDED_DOWN and (isinstance(value, ast.Lambda)
                                                 or isinstance(value, ast.Name) and value.id in local)
                    for name, value in handed):
-                found.append(f"{path.relative_to(root)}:{node.lineno}: {node.func.attr}")
-    return found
+                found.append((str(path.relative_to(root)), node.lineno, node.func.attr))
+    return [f"{path}:{line}: {method}" for path, line, method in sorted(found)]
 
 
 def test_the_pipeline_hands_the_index_manager_chunks_never_a_function_to_call_back() -> None:
@@ -211,9 +215,11 @@ def test_the_callback_check_finds_a_function_handed_to_the_indexes_but_not_a_pro
         "    async def report(done, total, message):\n        pass\n"
         "    await self.indexes.open(key, make_chunks, progress=report)\n"
         "    await self.indexes.open(key, chunks=lambda: [], progress=report)\n"
-        "    await self.indexes.build(found, await make_chunks(), progress=report)\n", encoding="utf-8")
+        "    await self.indexes.build(found, await make_chunks(), progress=report)\n"
+        "    builder = self.service.indexes.builder\n"
+        "    builder.spawn(make_chunks)\n", encoding="utf-8")
 
-    assert callbacks_into_indexes(tmp_path) == ["a.py:10: open", "a.py:11: open"]
+    assert callbacks_into_indexes(tmp_path) == ["a.py:10: open", "a.py:11: open", "a.py:14: spawn"]
 
 
 def test_the_index_managers_cold_path_takes_no_function_but_a_progress_report() -> None:

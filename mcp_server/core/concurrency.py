@@ -18,16 +18,20 @@ import concurrent.futures
 import heapq
 import itertools
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager
 from functools import partial
 from threading import Lock
 from typing import Any, Generic, TypeVar
 
 import anyio
+import anyio.abc
 import anyio.to_thread
 
-__all__ = ["KeyedLock", "Once", "Progress", "SmallestFirst", "off_loop", "start_thread", "thread_pool", "wait_future"]
+__all__ = [
+    "Background", "KeyedLock", "Once", "Progress", "SmallestFirst", "off_loop", "start_thread", "thread_pool",
+    "wait_future",
+]
 
 T = TypeVar("T")
 
@@ -154,3 +158,31 @@ class SmallestFirst:
             heapq.heappop(self.waiting)[2].set()  # the slot goes straight to the smallest waiting job
         else:
             self.free += 1
+
+
+class Background:
+    """Tasks that outlive the call that started them (a shelf's documents still loading when it has
+    answered), owned by the app's lifespan: they run inside ``running()`` and are cancelled when it
+    ends. Outside it (a service without a lifespan) ``active`` is False and callers wait themselves."""
+
+    def __init__(self) -> None:
+        self._tasks: anyio.abc.TaskGroup | None = None
+
+    @property
+    def active(self) -> bool:
+        return self._tasks is not None
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[Background]:
+        async with anyio.create_task_group() as tasks:
+            self._tasks = tasks
+            try:
+                yield self
+            finally:
+                self._tasks = None
+                tasks.cancel_scope.cancel()
+
+    def spawn(self, fn: Callable[..., Coroutine[Any, Any, None]], *args: object) -> None:
+        """``fn(*args)`` in the background (inside ``running()``)."""
+        assert self._tasks is not None, "Background.spawn outside running()"
+        self._tasks.start_soon(fn, *args)

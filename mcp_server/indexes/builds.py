@@ -13,10 +13,9 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup
@@ -95,11 +94,6 @@ class IndexBuilder:
     ) -> tuple[DocumentIndex, bool]:
         return await self.claim_and_build(key, chunker_version, chunks, self.runner.progress(progress),
                                           background=False)
-
-    def spawn(self, fn: Callable[..., Coroutine[Any, Any, None]], *args: object) -> None:
-        """``fn(*args)`` in the background (inside ``running()``): it outlives the call that started it."""
-        assert self._tasks is not None
-        self._tasks.start_soon(fn, *args)
 
     def start(self, key: str, chunker_version: str, chunks: list[Chunk], pending: PendingBuild) -> bool:
         """The complete build of a partially answered document, in the background (True: started)."""

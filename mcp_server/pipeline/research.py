@@ -185,11 +185,11 @@ class Research:
         reported as TIMEOUT and the others answer; with a lifespan, those go on loading in the background."""
         started = time.perf_counter()
         tracker = _DocumentProgress(progress, len(urls))
-        builder = self.service.indexes.builder
+        background = self.service.background
         late = ToolTimeoutError(
             f"not ready within {min(deadline or math.inf, self.service.settings.search_cold_wait):g} s of this "
             "call (still downloading or indexing, which goes on); search it again later, alone or with the others"
-            if builder.background else f"not ready within {deadline or 0:g} s of this call (still downloading "
+            if background.active else f"not ready within {deadline or 0:g} s of this call (still downloading "
             "or indexing); search it again later, alone or with the others", timeout=deadline)
         outcomes: list[DocumentOutcome] = [DocumentOutcome(url=u, error=late) for u in urls]
         indexes: list[DocumentIndex | None] = [None] * len(urls)
@@ -225,9 +225,9 @@ class Research:
             await tracker.advance(i, 1.0, f"[{i + 1}/{len(urls)}] {url}: ready ({len(index.chunks)} chunks)")
 
         with send, receive:
-            if builder.background:  # the documents load in the process's background: a call may answer first
+            if background.active:  # the documents load in the process's background: a call may answer first
                 for i, url in enumerate(urls):
-                    builder.spawn(one, i, url)
+                    background.spawn(one, i, url)
                 await _until_answerable(receive, len(urls), indexes, deadline, self.service.settings.search_cold_wait)
             else:
                 with anyio.move_on_after(deadline if deadline is not None else math.inf):

@@ -30,7 +30,7 @@ from mcp_server import metrics
 from mcp_server.caches.layers import CacheLayer, cache_delete, cache_get
 from mcp_server.caches.registry import CacheRegistry
 from mcp_server.chunking import CHUNKER_VERSION, ChunkParams, chunk_document, chunk_params_for
-from mcp_server.core.concurrency import Progress, SmallestFirst, off_loop, start_thread
+from mcp_server.core.concurrency import Background, Progress, SmallestFirst, off_loop, start_thread
 from mcp_server.core.errors import ValidationError
 from mcp_server.core.failures import FailedParse
 from mcp_server.core.models import Chunk, FetchedDocument, ProcessedDocument, SearchHit
@@ -190,9 +190,10 @@ class DocumentService:
         parsers: ParserPool,
         models: ModelRegistry,
         indexes: IndexManager,
-        caches: CacheRegistry | None = None, scorer: Scorer | None = None,
+        caches: CacheRegistry | None = None, scorer: Scorer | None = None, background: Background | None = None,
     ) -> None:
         self.settings, self.fetcher, self.parsers = settings, fetcher, parsers
+        self.background = background or Background()  # the lifespan's (running); inactive without one
         self.models, self.indexes = models, indexes
         self.chunking = Chunking(models)
         self.flagger = Flagger(scorer, threshold=settings.instruction_threshold, runner=indexes.runner)

@@ -17,7 +17,7 @@ import anyio
 from mcp_server import metrics
 from mcp_server.caches.budget import IdleTrim, MemoryBudget, limit_arenas, release_memory
 from mcp_server.caches.registry import CacheRegistry
-from mcp_server.core.concurrency import off_loop
+from mcp_server.core.concurrency import Background, off_loop
 from mcp_server.core.settings import Settings
 from mcp_server.embedding.registry import ModelRegistry
 from mcp_server.fetch import DiskUploads, Fetcher, UploadStore
@@ -123,8 +123,11 @@ async def open_app_context(settings: Settings) -> AsyncIterator[AppContext]:
         # they stop (at their next batch) before the parsers and models go away
         indexes = await stack.enter_async_context(IndexManager(
             settings, models, shared=shared_indexes, budget=budget, memory=caches.memory("index")).running())
+        # what a call leaves loading when it has answered (a shelf's late documents): it stops first
+        background = await stack.enter_async_context(Background().running())
         service = DocumentService(
             settings, fetcher=fetcher, parsers=parsers, models=models, indexes=indexes, caches=caches,
+            background=background,
             scorer=models.instructions,  # None: no instructions_to_agent flags (pipeline/flags.py)
         )
         context = AppContext(settings=settings, limiter=limiter, guard=ToolGuard(settings, limiter, budget.activity),

@@ -35,7 +35,7 @@ class HangingParser:
     def __init__(self) -> None:
         self.runs = 0
 
-    async def run(self, fn: Any, *args: Any, timeout: float | None = None) -> Any:
+    async def run(self, fn: Any, *args: Any, timeout: float | None = None, size: int = 0) -> Any:
         self.runs += 1
         raise ProcessingError("parsing took longer than 120 s", limit=120.0)
 

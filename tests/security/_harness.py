@@ -70,11 +70,11 @@ class HostileParsers:
     def __init__(self, pool: ParserPool) -> None:
         self._pool = pool
 
-    async def run(self, fn: Callable[..., Any], *args: Any, timeout: float | None = None) -> Any:
+    async def run(self, fn: Callable[..., Any], *args: Any, timeout: float | None = None, size: int = 0) -> Any:
         task = HOSTILE_TASKS.get(getattr(args[0], "filename", "") if args else "")
         if task is not None:
-            return await self._pool.run(task, timeout=timeout)
-        return await self._pool.run(fn, *args, timeout=timeout)
+            return await self._pool.run(task, timeout=timeout, size=size)
+        return await self._pool.run(fn, *args, timeout=timeout, size=size)
 
 
 def fake_dns_context(settings: Settings, hostile: bool = False) -> Callable[[Settings], Any]:

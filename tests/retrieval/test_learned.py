@@ -159,12 +159,13 @@ def test_the_signals_describe_the_candidates() -> None:
     assert found.query_numbers[at] == 1.0 and found.numbers[at] == 6
 
 
-def _training_script():  # type: ignore[no-untyped-def]
+def _script(name: str):  # type: ignore[no-untyped-def]
+    """The module of ``scripts/<name>.py`` (the scripts are not a package)."""
     import importlib.util
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[2] / "scripts" / "train_ranker.py"
-    spec = importlib.util.spec_from_file_location("train_ranker", path)
+    path = Path(__file__).resolve().parents[2] / "scripts" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -180,7 +181,7 @@ CONTEXT = {
 
 
 def test_training_labels_the_chunk_that_holds_the_gold_paragraph_or_table() -> None:
-    script = _training_script()
+    script = _script("train_ranker")
     text = script.markdown(CONTEXT)
     table, *paragraphs = text.split("\n\n")
     assert table.startswith("| ") and "Total net sales" in table and len(paragraphs) == 2
@@ -193,7 +194,7 @@ def test_training_labels_the_chunk_that_holds_the_gold_paragraph_or_table() -> N
 
 
 def test_the_pairwise_fit_puts_what_is_relevant_first() -> None:
-    script = _training_script()
+    script = _script("train_ranker")
     rng = np.random.default_rng(0)
     rows = []
     for _ in range(40):
@@ -208,7 +209,7 @@ def test_the_pairwise_fit_puts_what_is_relevant_first() -> None:
 
 
 def test_lambdamart_puts_what_is_relevant_first_and_loads_as_the_server_reads_it() -> None:
-    script = _training_script()
+    script = _script("train_ranker")
     rng = np.random.default_rng(0)
     rows = []
     for _ in range(200):
@@ -251,18 +252,6 @@ def test_a_chunks_numbers_are_read_once_and_as_from_its_text() -> None:
     assert facts.of([0])[0][0] is numbers[1]  # the second time from what was read
 
 
-def _sections_script():  # type: ignore[no-untyped-def]
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[2] / "scripts" / "ranker_sections.py"
-    spec = importlib.util.spec_from_file_location("ranker_sections", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 MANUAL = """# The manual
 
 ## `fs.readFile()` and [its options](#options)
@@ -288,7 +277,7 @@ Also short.
 
 
 def test_a_manuals_sections_are_its_headings_as_written_and_the_paragraphs_under_them() -> None:
-    script = _sections_script()
+    script = _script("ranker_sections")
     sections = script.markdown_sections(MANUAL)
     assert [heading for heading, _ in sections] == ["The manual", "fs.readFile() and its options", "Examples",
                                                     "Examples"]
@@ -301,7 +290,7 @@ def test_a_manuals_sections_are_its_headings_as_written_and_the_paragraphs_under
 
 
 def test_a_sections_lead_sentence_becomes_its_question_and_leaves_the_section() -> None:
-    script = _sections_script()
+    script = _script("ranker_sections")
     asked = script.lead(script.markdown_sections(MANUAL))
     question, paragraphs, heading = asked[1]
     assert question == "Reads the whole file into memory before it calls back."
@@ -310,7 +299,7 @@ def test_a_sections_lead_sentence_becomes_its_question_and_leaves_the_section() 
 
 
 def test_strict_labels_take_the_gold_table_and_not_another_reports_with_the_same_rows() -> None:
-    script = _training_script()
+    script = _script("train_ranker")
     question = {"uid": "q", "rel_paragraphs": [], "answer_from": "table", "answer": ["1,496.5"], "derivation": ""}
     own = dict(CONTEXT, table=dict(CONTEXT["table"], uid="own"), questions=[question])
     other = {"table": {"uid": "other", "table": [["", "2017", "2016"], ["Total net sales", "$930.2", "$877.6"],

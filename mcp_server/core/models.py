@@ -206,5 +206,4 @@ class SearchHit:
     bm25: float | None = None
     rerank: float | None = None
     text: str | None = None  # expanded text when neighbours were merged in; else chunk.text
-    key: str = ""  # the key of the index it was found in (given when the hit is made, as is passage_id)
-    passage_id: str = ""  # stable id of the chunk (citations/passages.py); get_passage finds it again
+    passage_id: str = ""  # stable id of the chunk, naming its index's key (citations/passages.py); get_passage reads it

@@ -191,7 +191,7 @@ class DocumentIndex:
                                  reranker.weight)
         chosen = drop_duplicates(ranked, lambda c: self.chunks[c.pos], identity=lambda c: c.pos, top_k=top_k)
         hits = [SearchHit(chunk=(chunk := self.chunks[c.pos]), score=c.rerank if c.rerank is not None else c.rrf,
-                          dense=c.dense, bm25=c.bm25, rerank=c.rerank, key=self.key,
+                          dense=c.dense, bm25=c.bm25, rerank=c.rerank,
                           passage_id=passage_id(self.key, chunk.chunk_index, chunk.text) if self.key else "")
                 for c in chosen]
         return expand_hits(self.chunks, hits, [c.pos for c in chosen], neighbors) if neighbors else hits

@@ -326,5 +326,5 @@ def _hit(sources: Sequence[PoolSource], entry: _Entry, ranks: tuple[int | None, 
     chunk = index.chunks[entry.pos]
     score = entry.rerank if entry.rerank is not None and len(ranks) == 1 else entry.fused
     hit = SearchHit(chunk=chunk, score=score, dense=entry.dense, bm25=entry.bm25, rerank=entry.rerank,
-                    key=index.key, passage_id=passage_id(index.key, entry.pos, chunk.text))
+                    passage_id=passage_id(index.key, entry.pos, chunk.text))
     return PoolHit(source=entry.source, hit=hit, ranks=ranks)

@@ -178,7 +178,7 @@ def style_sheet_links(data: bytes) -> list[str]:
     return out
 
 
-def _linked(has_links: bool, sheets: tuple[str, ...], complete: bool) -> bool:
+def _linked(has_links: bool, complete: bool) -> bool:
     """Whether a linked sheet the marking did not read may set what it cannot see."""
     return has_links and not complete
 
@@ -202,7 +202,7 @@ def mark_hidden_lxml(tree: Any, sheets: tuple[str, ...] = (), complete: bool = F
                 child.tail = new
 
     links = bool(tree.xpath("//link[contains(translate(@rel, 'STYLESHEET', 'stylesheet'), 'stylesheet')]"))
-    linked = _linked(links, sheets, complete)
+    linked = _linked(links, complete)
     sheet = sheet_of("\n".join([*sheets, *(style.text or "" for style in tree.iter("style"))]))
 
     def view(element: Any) -> tuple[str, str | None, tuple[str, ...], Any]:
@@ -230,7 +230,7 @@ def mark_hidden_soup(soup: BeautifulSoup, sheets: tuple[str, ...] = (), complete
                 child.replace_with(NavigableString(new))
 
     links = any("stylesheet" in " ".join(link.get("rel") or []).lower() for link in soup.find_all("link"))
-    linked = _linked(links, sheets, complete)
+    linked = _linked(links, complete)
     sheet = sheet_of("\n".join([*sheets, *(style.get_text() for style in soup.find_all("style"))]))
 
     def view(element: Any) -> tuple[str, str | None, tuple[str, ...], Any]:

@@ -43,34 +43,36 @@ async def _tables_of(ctx: Context, url: str, expect: tuple[str, ...], tool_name:
     return TablesResult(tables=tables, table_count=len(tables))
 
 
+# the text tools' and the table tools' rows in the tool tables (scripts/config_docs.py docs)
+_TEXT_SUMMARY, _TEXT_RETURNS = "the plain text of one format", "`{text (<= 50k), char_count, truncated, metadata}`"
+_TABLES_SUMMARY = "the tables of a workbook or CSV"
+_TABLES_RETURNS = ("`{tables[{content (<= 5k), content_length, truncated, table_type, location, metadata}], "
+                   "table_count}`")
+
+
 @tool("extraction", title="Extract PDF text", open_world=True,
-      summary="the plain text of one format",
-      returns="`{text (<= 50k), char_count, truncated, metadata}`")
+      summary=_TEXT_SUMMARY, returns=_TEXT_RETURNS)
 async def extract_pdf_text(document_url: DocumentUrl, ctx: Context) -> TextResult:
     """Text of a PDF with `--- Page N ---` markers and Markdown tables; scanned pages are OCR'd."""
     return await _text_of(ctx, document_url, ("pdf",), "extract_pdf_text")
 
 
 @tool("extraction", title="Extract DOCX text", open_world=True,
-      summary="the plain text of one format",
-      returns="`{text (<= 50k), char_count, truncated, metadata}`")
+      summary=_TEXT_SUMMARY, returns=_TEXT_RETURNS)
 async def extract_docx_text(document_url: DocumentUrl, ctx: Context) -> TextResult:
     """Text of a Word document as Markdown: headings, lists, tables, headers/footers, links."""
     return await _text_of(ctx, document_url, ("docx", "doc", "odt", "rtf", OLE), "extract_docx_text")
 
 
 @tool("extraction", title="Extract PPTX text", open_world=True,
-      summary="the plain text of one format",
-      returns="`{text (<= 50k), char_count, truncated, metadata}`")
+      summary=_TEXT_SUMMARY, returns=_TEXT_RETURNS)
 async def extract_pptx_text(document_url: DocumentUrl, ctx: Context) -> TextResult:
     """Text of a PowerPoint deck per `--- Slide N ---`: titles, bullets, tables, speaker notes."""
     return await _text_of(ctx, document_url, ("pptx", "ppt", "odp", OLE), "extract_pptx_text")
 
 
 @tool("extraction", title="Extract XLSX tables", open_world=True,
-      summary="the tables of a workbook or CSV",
-      returns="`{tables[{content (<= 5k), content_length, truncated, table_type, location, metadata}], "
-              "table_count}`")
+      summary=_TABLES_SUMMARY, returns=_TABLES_RETURNS)
 async def extract_xlsx_tables(document_url: DocumentUrl, ctx: Context) -> TablesResult:
     """Every sheet of an Excel workbook as a Markdown table (first 20 rows, total stated), with
     detected header row, column types and density."""
@@ -78,9 +80,7 @@ async def extract_xlsx_tables(document_url: DocumentUrl, ctx: Context) -> Tables
 
 
 @tool("extraction", title="Extract CSV tables", open_world=True,
-      summary="the tables of a workbook or CSV",
-      returns="`{tables[{content (<= 5k), content_length, truncated, table_type, location, metadata}], "
-              "table_count}`")
+      summary=_TABLES_SUMMARY, returns=_TABLES_RETURNS)
 async def extract_csv_tables(document_url: DocumentUrl, ctx: Context) -> TablesResult:
     """A CSV file (any delimiter and encoding) as a Markdown table with column analysis."""
     return await _tables_of(ctx, document_url, ("csv",), "extract_csv_tables")

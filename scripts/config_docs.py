@@ -79,7 +79,7 @@ def render_formats_table() -> str:
     return "\n".join(rows)
 
 
-def _bounds(name: str, hint: Any, setting: str | None) -> str:
+def _bounds(hint: Any, setting: str | None) -> str:
     """What a parameter's schema bounds, as the table shows it: ``(1..20)``, ``(main|full)``, ``(<= 5000 chars)``;
     a clamp (no error) as its description states it: "clamped to 1..20"."""
     fields = [meta for meta in typing.get_args(hint)[1:] if isinstance(meta, FieldInfo)]
@@ -112,7 +112,7 @@ def tool_arguments(fn: Callable[..., Any]) -> str:
     hints = typing.get_type_hints(fn, include_extras=True)
     settings = dict(spec_of(fn).max_items)
     shown = [name + ("" if param.default is inspect.Parameter.empty else f"={param.default!r}")
-             + _bounds(name, hints[name], settings.get(name))
+             + _bounds(hints[name], settings.get(name))
              for name, param in inspect.signature(fn).parameters.items() if name != "ctx"]
     return f"`{_cell(', '.join(shown))}`" if shown else "—"
 

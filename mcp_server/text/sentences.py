@@ -1,6 +1,8 @@
 """Embedding units of chunks: what the dense index embeds (a chunk scores as its best unit).
 
-Prose is cut into sentences. A Markdown table is cut into groups of rows, each group under the
+Prose is cut into sentences; a sentence of a script without spaces between words and without a
+full stop (Thai, Lao, Khmer, Myanmar) is cut further at its spaces, which end its phrases and
+sentences, into units of about a sentence's length. A Markdown table is cut into groups of rows, each group under the
 table's caption (its title lines and column header), because a lone row ("| Total assets |
 46,455 | 47,072 |") says nothing a sentence encoder can match to a question, and one unit per
 row made tables most of a filing's embedding work. Page marker lines are no content and are
@@ -24,8 +26,8 @@ from mcp_server.core.models import Chunk
 from mcp_server.text.lexical import without_page_markers
 
 __all__ = [
-    "MAX_UNIT_CHARS", "MIN_SENTENCE_CHARS", "ROW_GROUP_CHARS", "chunk_units", "sentence_spans", "sentence_units",
-    "split_sentences",
+    "MAX_UNIT_CHARS", "MIN_SENTENCE_CHARS", "PHRASE_UNIT_CHARS", "ROW_GROUP_CHARS", "chunk_units", "sentence_spans",
+    "sentence_units", "split_sentences",
 ]
 
 # A sentence ends at . ! ? (optionally followed by closing quotes/brackets) before whitespace and
@@ -46,6 +48,13 @@ MIN_SENTENCE_CHARS = 20
 ROW_GROUP_CHARS = 400
 # About one MiniLM window of English prose (4 characters a token); longer units are cut.
 MAX_UNIT_CHARS = 1000
+# Scripts written without spaces between words (Unicode line-break class SA: Thai, Lao, Khmer,
+# Myanmar, the Tai scripts) and without a full stop end a phrase or a sentence with a space, so
+# the boundary pattern finds none: a paragraph would be one unit, cut only at the window. Such a
+# "sentence" is cut at those spaces into units of about PHRASE_UNIT_CHARS (the other scripts'
+# sentences are about as long), which the embedder reads as sharply as it reads sentences.
+_PHRASE_BREAK = regex.compile(r"(?<=\p{Line_Break=SA})\s+(?=\p{Line_Break=SA})")
+PHRASE_UNIT_CHARS = 250
 # The caption: at most this many title lines right above the header row (``title_line``).
 CAPTION_LINES = 6
 _DELIMITER = re.compile(r"^[ \t]*\|?(?:[ \t]*:?-+:?[ \t]*\|)+[ \t]*(?::?-+:?[ \t]*)?\r?$")
@@ -137,7 +146,7 @@ def chunk_units(text: str) -> list[str]:
     def flush() -> None:
         body = "\n".join(prose).strip()
         if body:
-            units.extend(split_sentences(body))
+            units.extend(piece for sentence in split_sentences(body) for piece in _phrases(sentence))
         prose.clear()
 
     lines = without_page_markers(text).split("\n")
@@ -156,6 +165,25 @@ def chunk_units(text: str) -> list[str]:
         i = j
     flush()
     return [piece for unit in units if unit for piece in _fit(unit)] or [text]
+
+
+def _phrases(sentence: str) -> list[str]:
+    """``sentence`` cut at the spaces between words of a script without spaces between words
+    (``_PHRASE_BREAK``) into pieces of at most ``PHRASE_UNIT_CHARS`` where the spaces allow (a
+    longer phrase stays whole); a sentence of any other script is returned as it is."""
+    if len(sentence) <= PHRASE_UNIT_CHARS:
+        return [sentence]
+    pieces: list[str] = []
+    start, last = 0, None  # where the current piece starts; the last break seen after it
+    for match in _PHRASE_BREAK.finditer(sentence):
+        if last is not None and match.start() - start > PHRASE_UNIT_CHARS:
+            pieces.append(sentence[start:last[0]])
+            start = last[1]
+        last = (match.start(), match.end())
+    if last is not None and last[1] > start and len(sentence) - start > PHRASE_UNIT_CHARS:
+        pieces.append(sentence[start:last[0]])
+        start = last[1]
+    return [*pieces, sentence[start:]]
 
 
 def _fit(unit: str) -> list[str]:

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import regex
+
 from mcp_server.text.sentences import (
     MAX_UNIT_CHARS,
     MIN_SENTENCE_CHARS,
+    PHRASE_UNIT_CHARS,
     ROW_GROUP_CHARS,
     chunk_units,
     sentence_units,
     split_sentences,
 )
+from tests.conftest import DOCS, qa_set
 from tests.retrieval._chunks import make_chunks
+
+# the spaces the phrase units of a script without spaces between words may be cut at
+_SA_SPACE = regex.compile(r"(?<=\p{Line_Break=SA})\s+(?=\p{Line_Break=SA})")
 
 
 def test_sentences_end_at_terminal_punctuation_before_a_capital_digit_or_quote() -> None:
@@ -87,3 +94,32 @@ def test_a_unit_longer_than_a_model_window_is_cut_at_whitespace() -> None:
     units = chunk_units(text)
     assert len(units) == 4 and all(len(u) <= MAX_UNIT_CHARS for u in units)
     assert " ".join(units).split() == text.split()
+
+
+def test_a_thai_paragraph_without_full_stops_becomes_sentence_sized_units_cut_at_its_spaces() -> None:
+    text = (qa_set("xquad-dev") / "th" / "doc.txt").read_text(encoding="utf-8")
+    paragraphs = [p for p in text.split("\n") if len(p) > 2 * MAX_UNIT_CHARS]
+    assert paragraphs
+    for paragraph in paragraphs:
+        units = chunk_units(paragraph)
+        assert len(units) > len(paragraph) // PHRASE_UNIT_CHARS // 2
+        assert "".join("".join(units).split()) == "".join(paragraph.split())
+        for unit in units:  # longer only where no space between two Thai letters allows a cut
+            assert len(unit) <= PHRASE_UNIT_CHARS or not _SA_SPACE.search(unit)
+        pos = 0
+        for unit in units[:-1]:  # every cut is at a space, never inside a word
+            end = paragraph.index(unit, pos) + len(unit)
+            assert paragraph[end].isspace()
+            pos = end
+
+
+def test_lao_khmer_and_thai_sentences_are_cut_at_their_spaces_and_other_scripts_keep_theirs_whole() -> None:
+    lines = (DOCS / "txt" / "UDHR_first_article_all.txt").read_text(encoding="utf-8").split("\n")
+    article = {lines[i - 1].strip(): line for i, line in enumerate(lines) if i and line.strip()}
+    for name in ("Thai", "Lao", "Khmer, Central"):
+        text = " ".join([article[name]] * 4)  # a paragraph of the article four times: past one unit
+        units = chunk_units(text)
+        assert len(units) > 1 and all(len(unit) <= PHRASE_UNIT_CHARS for unit in units), name
+        assert "".join("".join(units).split()) == "".join(text.split())
+    english = " ".join(["all human beings are born free and equal in dignity and rights"] * 8)
+    assert PHRASE_UNIT_CHARS < len(english) < MAX_UNIT_CHARS and chunk_units(english) == [english]

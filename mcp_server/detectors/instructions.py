@@ -52,6 +52,23 @@ MAX_SENTENCE_CHARS = 1000  # a longer "sentence" is a run-on unit: scored on its
 # Names only an AI reader has: a person may be called Claude or Gemini, an assistant or an agent.
 _AI_READER = (r"(?:AI|A\.I\.|artificial intelligence|(?:AI |large language |language )models?|LLMs?|"
               r"(?:AI |virtual )(?:assistants?|agents?|systems?)|chatbots?|ChatGPT|GPT(?:-\d+)?|Copilot)\b")
+# A machine's names that only a machine answers to, for the rules that also need the document named.
+_MACHINE = (r"(?:(?:automated|software|machine|AI) (?:agents?|readers?|systems?|tools?|summari[sz]ers?|assistants?)|"
+            r"bots?|(?:AI |language )?models?|assistants?|summari[sz]ers?|crawlers?|scrapers?)")
+_MACHINE_PLURAL = (r"(?:(?:automated|software|machine|AI) (?:agents|readers|systems|tools|summari[sz]ers)|bots|"
+                   r"summari[sz]ers)")
+# what a reader does to the document that holds the sentence
+_AT_WORK = (r"(?:reads?|reading|process(?:es|ing)?|summari[sz](?:es|ing)|cites?|citing|quot(?:es|ing)|pars(?:es|ing)|"
+            r"index(?:es|ing)|ingest(?:s|ing)|retriev(?:es|ing)|translat(?:es|ing)|consulted (?:on|about)|"
+            r"asked (?:about|to \w+)|answering questions about)")
+_DOCUMENT = (r"(?:documents?|pages?|text|texts|files?|articles?|passages?|e-?mails?|messages?|contents?|reports?|"
+             r"contracts?|paragraphs?|sections?|sites?|websites?|notes?|lines?)\b")
+_HAILED = rf"(?:^|[\n.!?])[\s\"'\u201c*_>#-]*(?:(?:ok|okay|so|now|and)\s+)?(?:{_AI_READER}|assistant|model|bot)"
+# what follows a name that is talked about, not to ("AI models, by contrast, are ...", "ChatGPT, which ...")
+_NOT_SPOKEN_TO = (r"which|who|whom|whose|that|the|a|an|as|and|or|but|like|such|unlike|its|their|by|in|of|for|on|at|"
+                  r"with|from|to|is|are|was|were|has|have|had")
+_TO_YOU = r"[^.!?\n]*\byou(?:r|rs|rself|'re|\u2019re)?\b"
+_ANSWER_VERB = r"(?:respond|reply|answer|say|state|tell|claim|insist|pretend|refuse|output|write|add|include|mention)"
 RULES = (
     re.compile(r"\b(?:ignore|disregard|forget|override|bypass)\b[^.!?\n]{0,40}?\b(?:previous|prior|above|"
                r"earlier|preceding|original|system|your)\b[^.!?\n]{0,20}?\b(?:instructions?|prompts?|"
@@ -71,10 +88,63 @@ RULES = (
     re.compile(rf"\b(?:any|every|each|all|an?)\s+{_AI_READER}\s+(?:that (?:is |are )?|who (?:is |are )?)?"
                r"(?:reads?|reading|process(?:es|ing)?|summari[sz](?:es|ing)|cites?|citing|pars(?:es|ing)|"
                r"index(?:es|ing)|answering questions about)\s+(?:this|these)\b", re.IGNORECASE),
+    # since version 3: the reader named by what it does to this very document, with the machine's
+    # names a person is not called ("the bot that processes this file", "whoever is summarising this")
+    re.compile(rf"\b(?:(?:any|every|each|all|the|an?)\s+(?:{_AI_READER}|{_MACHINE})|{_MACHINE_PLURAL})\s+"
+               r"(?:(?:that|which|who) )?(?:is |are )?"
+               rf"{_AT_WORK}\s+(?:this|these)\s+{_DOCUMENT}", re.IGNORECASE),
+    re.compile(rf"\b(?:whoever|anyone|anybody|any {_AI_READER}|the {_AI_READER})\s+(?:is |are )?"
+               r"(?:summari[sz]ing|ingesting|indexing|parsing|retrieving)\s+this\b", re.IGNORECASE),
+    # text that says it is meant for the AI ("The following note is for the AI:") or names a machine
+    # reader by the reading it does ("Automated summarizers must ...")
+    re.compile(r"\b(?:this|the following|these|the next|the)\s+(?:message|note|text|paragraph|section|"
+               r"instructions?|lines?|part)s?\s+(?:below\s+|above\s+|here\s+)?(?:is|are)\s+(?:only\s+)?"
+               r"(?:for|to|addressed to|intended for|meant for)\s+(?:the |any |all |every )?"
+               rf"{_AI_READER}(?:\s*(?:[:,;.!]|$)|\s+(?:reading|processing|that|which|who)\b)", re.IGNORECASE),
+    re.compile(r"\b(?:automated|machine|AI) (?:readers?|summari[sz]ers?)\s+(?:must|should|shall|need to|are to|have to|"
+               r"will)\b", re.IGNORECASE),
+    # the reader hailed by a machine's name at the head of a sentence, then spoken to ("Chatbot, when
+    # you quote ...", "Language models: rate ... you produce"; "AI models, by contrast, are ..." is not)
+    re.compile(rf"{_HAILED}\s*,\s+(?!(?:{_NOT_SPOKEN_TO})\b){_TO_YOU}", re.IGNORECASE),
+    re.compile(rf"{_HAILED}\s*:\s+(?!(?:{_NOT_SPOKEN_TO}|what|why|how|where|can|could|will|would|should|do|does|"
+               rf"did)\b)(?-i:[a-z]){_TO_YOU}", re.IGNORECASE),
+    re.compile(r",\s+(?:AI|model|assistant|chatbot|LLM|bot)\s*:", re.IGNORECASE),
+    # the reader's own rules set aside, its prompt asked for, a mode without rules
+    re.compile(r"\b(?:ignore|disregard|forget|override|bypass|overlook|set aside|abandon|drop)\b[^.!?\n]{0,40}?"
+               r"\b(?:instructions?|prompts?|directives?|guidelines|rules|restrictions)\s+"
+               r"(?:(?:that )?you (?:were|have been|are|got) given|"
+               r"given to you)\b", re.IGNORECASE),
+    re.compile(r"\b(?:ignore|disregard|forget)\b[^.!?\n]{0,20}?\b(?:previous|prior|above|earlier|preceding|"
+               r"original)\s+(?:context|conversation|messages)\b", re.IGNORECASE),
+    re.compile(r"\byour (?:previous|prior|earlier|original|old|usual|default|current) (?:rules|instructions|"
+               r"guidelines|restrictions|programming|directives) (?:no longer apply|(?:are|is) (?:now )?(?:no longer "
+               r"valid|void|suspended|lifted|cancell?ed|revoked|disabled|overridden))\b", re.IGNORECASE),
+    re.compile(r"\b(?:print|reveal|show|output|repeat|disclose|leak|display|share|tell me)\s+(?:me\s+)?your\s+"
+               r"(?:(?:full|hidden|secret|initial|original|entire|exact)\s+)*(?:system prompt|(?:hidden|secret|"
+               r"initial|original) (?:prompt|instructions))\b", re.IGNORECASE),
+    re.compile(r"\b(?:you are|you're|you\u2019re) now (?:in )?(?:an? )?(?:jailbreak|jailbroken|unrestricted|unfiltered|"
+               r"DAN) mode\b", re.IGNORECASE),
+    # the reader's answer dictated: when this text is retrieved or asked about, reply with ...
+    re.compile(r"\bwhen(?:ever)? (?:this|the) (?:text|document|page|passage|content|file|article|chunk|paragraph|"
+               r"section|snippet) is (?:retrieved|summari[sz]ed|ingested)\b[^.!?\n]{0,30}?,\s*(?:please\s+)?"
+               rf"{_ANSWER_VERB}\b", re.IGNORECASE),
+    re.compile(r"\b(?:when|whenever|if) (?:you are |you're |you\u2019re )?asked (?:about|for) (?:this|the) "
+               r"(?:document|page|text|"
+               r"file|article|report|passage|paragraph|site|website)\b[^.!?\n]{0,20}?,\s*(?:please\s+)?"
+               rf"{_ANSWER_VERB}\b", re.IGNORECASE),
+    re.compile(r"\b(?:respond|reply)\s+(?:only\s+)?with\b[^.!?\n]{0,60}?\b(?:and )?nothing (?:else|more)\b|"
+               r"\b(?:respond|reply|answer)\s+only\s+with\s+[\"'\u2018\u201c]", re.IGNORECASE),
+    re.compile(r"\b(?:reply|respond|say)\s+to\s+the\s+user\s+that\b", re.IGNORECASE),
+    # the reader's conversation or its user's secrets sent to an address
+    re.compile(r"\b(?:send|email|e-mail|forward|upload|post|leak|transmit|append|copy|exfiltrate)\b[^.!?\n]{0,40}?"
+               r"\b(?:(?:conversation|chat) (?:history|log|transcript)|"
+               r"the user(?:'|\u2019)s (?:previous |earlier |last )?"
+               r"(?:messages?|password|credentials|API keys?|email address|home address|files|documents|contacts))"
+               r"[^!?\n]{0,60}?\b(?:to|into|at)\s+(?:https?://|www\.|[\w.+-]+@[\w-]+\.)", re.IGNORECASE),
 )
 # Bumped with RULES: the detector's model_id carries it, so scores stored beside an index under
 # other rules are not read as this detector's (indexes/instructions.py).
-RULES_VERSION = "2"
+RULES_VERSION = "3"
 
 
 # What the classifier reads beside the vector (MiniLM's mean-pooled vector of a long sentence keeps
@@ -160,13 +230,71 @@ def whole_sentence(sentence: str) -> bool:
     return bool(blank) and bool(_WHOLE.match(tail))
 
 
-# the rules as one pattern: one scan of a sentence instead of one per rule (most of ``decided``'s cost)
-_ANY_RULE = re.compile("|".join(f"(?:{rule.pattern})" for rule in RULES), re.IGNORECASE)
+# The words each rule cannot match without, one set per word it needs (a sentence must hold a word of
+# every set): a sentence's words are read once and a rule is searched only where its words are, since
+# searching every rule costs ~10x a word scan (22 rules; ~200 us a unit). Sound by construction: each
+# set holds every word the rule's pattern can begin that part with (tests/detectors check that the
+# gated and the plain search agree on every sentence of the rules' tests and of the training's templates).
+_W_AI = frozenset({"ai", "intelligence", "model", "models", "llm", "llms", "assistant", "assistants", "agent",
+                   "agents", "system", "systems", "chatbot", "chatbots", "chatgpt", "gpt", "copilot"})
+_W_MACHINE = _W_AI | frozenset({"bot", "bots", "summarizer", "summarizers", "summariser", "summarisers", "machine",
+                                "automated", "software", "crawler", "crawlers", "scraper", "scrapers", "reader",
+                                "readers", "tool", "tools"})
+_W_YOU = frozenset({"you", "your", "yours", "yourself"})
+_W_DROP = frozenset({"ignore", "disregard", "forget", "override", "bypass", "overlook", "set", "abandon", "drop"})
+_GATES: tuple[tuple[frozenset[str], ...], ...] = (
+    (frozenset({"ignore", "disregard", "forget", "override", "bypass"}),),
+    (frozenset({"ai", "intelligence", "model", "llm", "assistant", "chatbot"}), frozenset({"you", "as"})),
+    (frozenset({"instruction", "instructions"}),),
+    (_W_AI, frozenset({"dear", "hey", "hello", "hi", "attention", "note", "message", "instructions"})),
+    (_W_AI, frozenset({"if"})),
+    (_W_AI, frozenset({"this", "these"})),
+    (_W_MACHINE, frozenset({"this", "these"})),
+    (frozenset({"summarizing", "summarising", "ingesting", "indexing", "parsing", "retrieving"}),),
+    (_W_AI, frozenset({"for", "to"})),
+    (frozenset({"readers", "reader", "summarizer", "summarizers", "summariser", "summarisers"}),),
+    (_W_AI | {"bot"}, _W_YOU),
+    (_W_AI | {"bot"}, _W_YOU),
+    (frozenset({"ai", "model", "assistant", "chatbot", "llm", "bot"}),),
+    (frozenset({"given"}), _W_DROP),
+    (frozenset({"context", "conversation", "messages"}), frozenset({"ignore", "disregard", "forget"})),
+    (frozenset({"rules", "instructions", "guidelines", "restrictions", "programming", "directives"}),
+     frozenset({"your"})),
+    (frozenset({"prompt", "instructions"}), frozenset({"your"})),
+    (frozenset({"mode"}),),
+    (frozenset({"retrieved", "summarized", "summarised", "ingested"}),),
+    (frozenset({"asked"}),),
+    (frozenset({"respond", "reply", "answer"}), frozenset({"nothing", "only"})),
+    (frozenset({"user"}), frozenset({"reply", "respond", "say"})),
+    (frozenset({"history", "log", "transcript", "user"}), frozenset({"to", "into", "at"})),
+)
+_WORDS = re.compile(r"[a-z0-9]+")
+# the letters a case-insensitive search equates with an ASCII letter that lower() does not give
+_FOLD = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
+
+
+def _by_word(gates: Sequence[tuple[frozenset[str], ...]]) -> dict[str, tuple[int, ...]]:
+    """Rule indexes by the words of their gate's first set: a sentence's candidates in one set operation."""
+    out: dict[str, list[int]] = {}
+    for i, gate in enumerate(gates):
+        for word in gate[0]:
+            out.setdefault(word, []).append(i)
+    return {word: tuple(rules) for word, rules in out.items()}
+
+
+_BY_WORD = _by_word(_GATES)
+_KEYS = frozenset(_BY_WORD)
 
 
 def rule_match(sentence: str) -> bool:
     """Whether an exact rule recognises ``sentence`` as an instruction to an AI."""
-    return _ANY_RULE.search(sentence) is not None
+    lowered = (sentence if sentence.isascii() else sentence.translate(_FOLD)).lower()
+    words = set(_WORDS.findall(lowered))
+    if "a.i." in lowered:  # the one name of the reader that is not a word
+        words.add("ai")
+    candidates = {i for word in words & _KEYS for i in _BY_WORD[word]}
+    return any(all(not words.isdisjoint(need) for need in _GATES[i][1:]) and RULES[i].search(sentence) is not None
+               for i in sorted(candidates))
 
 
 def decided(sentence: str) -> float | None:

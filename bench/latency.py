@@ -257,7 +257,9 @@ def big_section(complete: bool) -> None:
             waited = asyncio.run(until_complete(mcp_url)) if complete else float("nan")
         peak, children = max(peak, rss.peak), max(children, rss.peak_children)
         rows.append((name, body, first, cpu, waited, rss.peak))
-        print(f"  {name}: first {first:.2f} s ({status(body)}), load {load_average()}", flush=True)
+        hits = [(r["chunk_index"], round(r["score"], 4)) for r in body["results"]]
+        print(f"  {name}: first {first:.2f} s ({status(body)}), CPU {cpu:.2f} s, load {load_average()}; "
+              f"hits (chunk, score) {hits}", flush=True)
     files.close()
     print(f"\n| first answer (load {load_average()} at the end) | chunks | first answer (s, goal <= 3) | CPU s | index "
           "| stages (ms) | complete after (s) | peak RSS (GB) |\n|---|---:|---:|---:|---|---|---:|---:|")

@@ -26,7 +26,8 @@ printed beside every table.
          With --cold-runs N, a fresh server and index folder per run; the ratio is the median.
   big    the first answer on War and Peace and on the 872-page handbook (goal <= 3 s), each on a fresh
          server, and the server's peak RSS meanwhile (goal <= 1.2 GB); with --complete, until the
-         complete index is built.
+         complete index is built. Each run's line gives the first answer's CPU and hits (chunk, score),
+         to check that two checkouts (--code) answer the same.
 """
 
 from __future__ import annotations

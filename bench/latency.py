@@ -26,7 +26,8 @@ printed beside every table.
          With --cold-runs N, a fresh server and index folder per run; the ratio is the median.
   big    the first answer on War and Peace and on the 872-page handbook (goal <= 3 s), each on a fresh
          server, and the server's peak RSS meanwhile (goal <= 1.2 GB); with --complete, until the
-         complete index is built.
+         complete index is built. Each run's line gives the first answer's CPU and hits (chunk, score),
+         to check that two checkouts (--code) answer the same.
 """
 
 from __future__ import annotations
@@ -257,7 +258,9 @@ def big_section(complete: bool) -> None:
             waited = asyncio.run(until_complete(mcp_url)) if complete else float("nan")
         peak, children = max(peak, rss.peak), max(children, rss.peak_children)
         rows.append((name, body, first, cpu, waited, rss.peak))
-        print(f"  {name}: first {first:.2f} s ({status(body)}), load {load_average()}", flush=True)
+        hits = [(r["chunk_index"], round(r["score"], 4)) for r in body["results"]]
+        print(f"  {name}: first {first:.2f} s ({status(body)}), CPU {cpu:.2f} s, load {load_average()}; "
+              f"hits (chunk, score) {hits}", flush=True)
     files.close()
     print(f"\n| first answer (load {load_average()} at the end) | chunks | first answer (s, goal <= 3) | CPU s | index "
           "| stages (ms) | complete after (s) | peak RSS (GB) |\n|---|---:|---:|---:|---|---|---:|---:|")

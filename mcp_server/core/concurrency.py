@@ -7,6 +7,9 @@ plus one lock per key, a value computed once across threads, and the progress ca
 * ``thread_pool(workers, name)``: an executor for work a blocking call fans out (a model's batches
   side by side, a parser pool's client connections).
 * ``wait_future(future)``: a ``concurrent.futures.Future`` that another pool completes, awaited.
+* ``answering()`` / ``after_answer(mark)``: a tool call's mark, ended when its result is ready (or it
+  failed or was cancelled), which work it starts in the background may wait for (at most
+  ``ANSWER_WAIT`` seconds) so as not to take the cores from the answer still being ranked and sent.
 
 Nothing else in the package starts a thread or hops to one (``tests/test_house.py`` counts every
 spelling outside this module against a short allowlist).
@@ -18,8 +21,9 @@ import concurrent.futures
 import heapq
 import itertools
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from contextvars import ContextVar
 from functools import partial
 from threading import Lock
 from typing import Any, Generic, TypeVar
@@ -29,8 +33,8 @@ import anyio.abc
 import anyio.to_thread
 
 __all__ = [
-    "Background", "KeyedLock", "Once", "Progress", "SmallestFirst", "off_loop", "start_thread", "thread_pool",
-    "wait_future",
+    "ANSWER_WAIT", "Background", "KeyedLock", "Once", "Progress", "SmallestFirst", "after_answer", "answer_mark",
+    "answering", "off_loop", "start_thread", "thread_pool", "wait_future",
 ]
 
 T = TypeVar("T")
@@ -38,6 +42,13 @@ T = TypeVar("T")
 # (done, total or None while unknown, message), awaited on the event loop: the tools forward it
 # as MCP progress notifications. Worker threads get a sync adapter (ModelRunner.progress).
 Progress = Callable[[float, float | None, str], Awaitable[None]]
+
+# What work held for a call's answer (``after_answer``) waits at most, in seconds: a big document's
+# first answer is ranked, flagged and sent within it on a loaded machine; its complete build then starts.
+ANSWER_WAIT = 2.0
+
+# The running tool call's mark (``answering``); tasks started inside the call copy it with the context.
+_answer_mark: ContextVar[anyio.Event | None] = ContextVar("answer_mark", default=None)
 
 
 async def off_loop(fn: Callable[..., T], *args: Any, shield: bool = False) -> T:
@@ -78,6 +89,41 @@ async def wait_future(future: concurrent.futures.Future[T]) -> T:
     except anyio.get_cancelled_exc_class():
         future.cancel()
         raise
+
+
+@contextmanager
+def answering() -> Iterator[anyio.Event]:
+    """A tool call being answered (the guard's block around it): its mark, set when the block ends,
+    its result ready, an error or a cancellation alike, so that a failed call never holds work."""
+    mark = anyio.Event()
+    token = _answer_mark.set(mark)
+    try:
+        yield mark
+    finally:
+        _answer_mark.reset(token)
+        mark.set()
+
+
+def answer_mark() -> anyio.Event | None:
+    """The running call's mark (``answering``), to hand to work that outlives it; None outside a call."""
+    return _answer_mark.get()
+
+
+async def after_answer(mark: anyio.Event | None, *, sooner: anyio.Event | None = None,
+                       wait: float = ANSWER_WAIT) -> None:
+    """Returns once ``mark``'s call has answered, ``sooner`` is set (another call needs the work
+    now) or ``wait`` seconds have passed, whichever comes first; at once without a mark."""
+    events = [event for event in (mark, sooner) if event is not None]
+    if mark is None or any(event.is_set() for event in events):
+        return
+    with anyio.move_on_after(wait):
+        async with anyio.create_task_group() as tasks:
+            async def until(event: anyio.Event) -> None:
+                await event.wait()
+                tasks.cancel_scope.cancel()
+
+            for event in events:
+                tasks.start_soon(until, event)
 
 
 class KeyedLock:

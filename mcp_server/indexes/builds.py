@@ -22,7 +22,7 @@ from anyio.abc import TaskGroup
 
 from mcp_server import metrics
 from mcp_server.caches.budget import release_memory
-from mcp_server.core.concurrency import Progress, off_loop
+from mcp_server.core.concurrency import ANSWER_WAIT, Progress, after_answer, answer_mark, off_loop
 from mcp_server.core.errors import ModelLoadError
 from mcp_server.core.models import Chunk
 from mcp_server.detectors.instructions import InstructionDetector
@@ -58,14 +58,18 @@ class PendingBuild:
     progress: Progress | None = None  # the starting call's, while it is connected
     embedded: tuple[int, int] = (0, 0)
     reserved: int = 0  # bytes of the memory budget held until the complete build ends
+    started: anyio.Event = field(default_factory=anyio.Event)  # set when the build no longer waits for an answer
+    wanted: anyio.Event = field(default_factory=anyio.Event)  # set by a call that waits for the complete index
 
 
 class IndexBuilder:
     def __init__(
         self, models: ModelRegistry, tiers: IndexTiers, runner: ModelRunner, counters: dict[str, int], *,
         keep: Callable[[str, DocumentIndex], Awaitable[None]], release: Callable[[int], None],
+        answer_wait: float = ANSWER_WAIT,
     ) -> None:
         self.models, self.tiers, self.runner, self.counters = models, tiers, runner, counters
+        self.answer_wait = answer_wait  # what a build waits at most for its starting call's answer
         self._keep, self._release = keep, release  # a built index into memory; reserved bytes back to the budget
         self.pending: dict[str, PendingBuild] = {}
         self.scoring: dict[str, anyio.Event] = {}  # stored indexes being scored for instructions (rescore)
@@ -95,18 +99,23 @@ class IndexBuilder:
         return await self.claim_and_build(key, chunker_version, chunks, self.runner.progress(progress),
                                           background=False)
 
-    def start(self, key: str, chunker_version: str, chunks: list[Chunk], pending: PendingBuild) -> bool:
-        """The complete build of a partially answered document, in the background (True: started)."""
+    def start(self, key: str, chunker_version: str, chunks: list[Chunk], pending: PendingBuild, *,
+              hold: bool = False) -> bool:
+        """The complete build of a partially answered document, in the background (True: started);
+        ``hold``: once the running call has answered (its mark, taken here: the build's task runs in
+        the lifespan's context), at most ``answer_wait`` seconds from now."""
         assert self._tasks is not None
         self.pending[key] = pending
-        self._tasks.start_soon(self._build_in_background, key, chunker_version, chunks, pending)
+        mark = answer_mark() if hold else None
+        self._tasks.start_soon(self._build_in_background, key, chunker_version, chunks, pending, mark)
         return True
 
     async def _build_in_background(
         self, key: str, chunker_version: str, chunks: list[Chunk], pending: PendingBuild,
+        mark: anyio.Event | None = None,
     ) -> None:
-        """Waits for a slot (and for another worker's or host's build of the same key), builds,
-        persists, swaps in."""
+        """Waits for the starting call's answer (``mark``), then for a slot (and for another worker's
+        or host's build of the same key), builds, persists, swaps in."""
         forward = self.runner.progress(_live(pending))
         stopping = self.runner.stopping
 
@@ -118,6 +127,8 @@ class IndexBuilder:
                 forward(done, total, message)
 
         try:
+            await after_answer(mark, sooner=pending.wanted, wait=self.answer_wait)
+            pending.started.set()
             index, built = await self.claim_and_build(key, chunker_version, chunks, report, background=True)
             if built:
                 self.counters["background_builds"] += 1

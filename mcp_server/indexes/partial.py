@@ -197,6 +197,7 @@ async def complete_within(
     chars = left * sum(len(chunk.text) for chunk in pending.base.chunks)
     if wait <= 0 or pending.embedder.estimate_seconds(int(chars)) > wait:
         return None
+    pending.wanted.set()  # a build held for its first call's answer starts now: this call waits for it
     deadline = anyio.current_time() + wait
     moved: tuple[float, int] | None = None  # when the build was first seen to move, and how far it was
     while not pending.done.is_set() and anyio.current_time() < deadline:
@@ -254,7 +255,7 @@ class FirstAnswers:
             lexical = round((time.perf_counter() - started) * 1000, 2)
             pending = PendingBuild(key=key, base=base, embedder=embedder, progress=progress, reserved=reserved)
             foreign = await off_loop(reads_foreign, base.named(location), query)
-            # a question in another language waits for the build: it starts first
+            # a question in another language waits for the build: it starts first, at once
             handed = foreign and self.builder.start(key, chunker_version, chunks, pending)
             index, complete, timings = await self.answer(pending, query, progress, location, foreign=foreign)
         except BaseException:
@@ -262,8 +263,8 @@ class FirstAnswers:
                 release(reserved)
             raise
         timings["bm25_index"] = lexical
-        if not foreign:
-            self.builder.start(key, chunker_version, chunks, pending)
+        if not foreign:  # once this call's answer is out (ranked, flagged, sent), or ANSWER_WAIT at the latest
+            self.builder.start(key, chunker_version, chunks, pending, hold=True)
         return index, complete, timings
 
     async def answer(

@@ -22,6 +22,7 @@ from mcp.types import INVALID_PARAMS, CallToolResult, TextContent
 
 from mcp_server import metrics
 from mcp_server.caches.budget import Activity
+from mcp_server.core.concurrency import answering
 from mcp_server.core.errors import MCPServerError, ToolTimeoutError, ValidationError
 from mcp_server.core.logging import new_request_id, request_id_var, tool_var
 from mcp_server.core.settings import Settings, TimeoutClass
@@ -108,7 +109,8 @@ class ToolGuard:
         started = time.perf_counter()
         timeout = self.settings.timeout_for(kind)
         logger.info("tool.start", extra={"client": client})
-        with self.activity.call():
+        # answering(): work the call leaves behind (a big document's complete build) waits for its result
+        with self.activity.call(), answering():
             try:
                 await self.limiter.check(client)
                 parsed = parse()

@@ -51,7 +51,7 @@ class ChunkBM25:
         self.identity = _identity(chunks, analysed, self.languages[0])
         self._bm25: bm25s.BM25 | None = None
         if len(analysed.ids):  # bm25s cannot index a corpus without a single token
-            import bm25s  # at the first index, not at start: bm25s brings SciPy (~10 MB of a worker)
+            import bm25s  # loaded by the lifespan's warm-up (text/lexical.py's stop words); a script's at first use
 
             self._bm25 = bm25s.BM25()
             vocabulary = {token: i for i, token in enumerate(analysed.vocabulary)}

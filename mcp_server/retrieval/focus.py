@@ -47,7 +47,7 @@ except ImportError:  # pragma: no cover - PyStemmer is a declared dependency
 def _terms(texts: list[str], languages: Sequence[str] = ("en",)) -> list[set[str]]:
     if list(languages) != ["en"]:  # the document's own analyzers
         return [set(query_tokens(text, languages)) for text in texts]
-    import bm25s  # imported at first use, as text/lexical.py's (SciPy comes with it)
+    import bm25s  # as text/lexical.py's: in the server's warm-up, a script's at first use (SciPy comes with it)
 
     tokens = bm25s.tokenize(texts, stopwords="en", stemmer=_STEM, return_ids=False, show_progress=False)
     return [set(t) for t in tokens]

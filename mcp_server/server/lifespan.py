@@ -27,6 +27,7 @@ from mcp_server.middleware.ratelimit import InProcessRateLimiter, RateLimiter
 from mcp_server.pipeline.reading import Reading
 from mcp_server.pipeline.service import DocumentService
 from mcp_server.processors.sandbox import ParserPool
+from mcp_server.text.lexical import bm25_tokens
 from mcp_server.tools.context import AppContext
 
 __all__ = ["open_app_context"]
@@ -42,6 +43,9 @@ def _warm_up(models: ModelRegistry) -> None:
         embedder.embed_batch(["warm-up"])
     if models.reranker is not None:  # the cross-encoder's session pays its own
         models.reranker.score("warm-up", ["warm-up"])
+    # BM25's stop words (bm25s, and SciPy with it: ~0.3 s) load here, not in the first call's BM25 build:
+    # every worker that answers a search holds them anyway
+    bm25_tokens(["warm-up"])
     # the multilingual engines start at their first call: most servers never see a foreign document;
     # langdetect's profiles (20 MB, 0.2-0.5 s of JSON) load at the first query whose language BM25
     # must weigh (retrieval/ranking.py, lexical_weight) or the first detect_language call: loading

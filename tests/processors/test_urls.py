@@ -52,3 +52,10 @@ def test_same_site_links_are_navigation_when_the_base_is_known() -> None:
 
 def test_text_without_urls_gives_none() -> None:
     assert extract_urls("no links here, just http and www words") == ()
+
+
+def test_a_url_with_an_unbalanced_bracket_in_its_host_is_found_and_general_not_an_error() -> None:
+    # markdown's "[http://a.example](a.example)" reaches the pattern as one URL with "](" in its host
+    text = "Verify your account at [http://sketchy.example](sketchy.example) today."
+    (found,) = extract_urls(text, base_url="http://[broken")
+    assert found.url.startswith("http://sketchy.example](") and found.url_type == "general"

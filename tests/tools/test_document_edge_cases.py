@@ -21,6 +21,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FileServer]:
     shutil.copy(DOCS / "docx/testWORD.docx", root / "report.pdf")  # an extension that lies
     (root / "garbage.bin").write_bytes(os.urandom(4096) + bytes(range(32)) * 64)
     (root / "notes.unknownext").write_text("Plain notes with a link https://example.com/api/v1/items and text.\n")
+    (root / "linked.md").write_text("# Notice\n\nVerify your account at [http://sketchy.example](sketchy.example).\n")
     server = FileServer(root)
     yield server
     server.close()
@@ -54,6 +55,16 @@ async def test_text_of_an_unknown_extension_is_read_as_text_with_its_urls(served
     assert body["document_type"] == "txt" and "Plain notes" in body["content"]
     assert body["urls"][0]["url"] == "https://example.com/api/v1/items"
     assert body["urls"][0]["url_type"] == "api_endpoint"
+
+
+async def test_a_markdown_link_whose_text_is_a_url_is_processed_not_an_error(served: FileServer) -> None:
+    # "[http://a.example](a.example)" is one URL match with "](" in its host, which urlsplit refuses
+    async with memory_client(load_models=False) as client:
+        result = await client.call_tool("process_document", {"document_url": served.url("linked.md")})
+    body = payload(result)
+    assert not result.is_error, body
+    assert "Verify your account" in body["content"]
+    assert [u["url_type"] for u in body["urls"] if u["url"].startswith("http://sketchy.example")] == ["general"]
 
 
 async def test_local_files_are_read_only_under_document_roots() -> None:

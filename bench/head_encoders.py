@@ -22,7 +22,9 @@ Uses of the score over the first 20 or 30 of today's head: its order alone; reci
 of its place with today's place (weights 0.5, 1, 2; ``ranking.RRF_K``); and as a third ranking beside
 the head's dense and BM25 places (today's fusion weights, the learned ranker left out), weights 0.5,
 1, 2. hit@5 / MRR (first five places) per set, and the characters per result (median of the first
-five). Embeddings are cached per encoder and text (bench/results/cache/head-encoders-<name>.npz).
+five). Embeddings are cached per encoder and text (bench/results/cache/head-encoders-<name>.npz),
+SQuAD's heads beside them; ``--max-chars`` cuts each passage, ``--cached-only`` embeds nothing and
+reads only the questions every encoder has scored so far.
 Validation only: nothing here trains.
 """
 

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from mcp_server.core.markup import MARKER_LINE
+from mcp_server.core.markup import without_markers
 
 __all__ = ["DUPLICATE_JACCARD", "INDEX_LINES", "SHINGLE", "TEMPLATES_VERSION", "template_mask"]
 
@@ -100,7 +100,7 @@ def _shingles(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     found: list[str] = []
     ends = np.zeros(len(texts), dtype=np.int64)
     for i, text in enumerate(texts):
-        found += _WORDS.findall(MARKER_LINE.sub("", text).lower())
+        found += _WORDS.findall(without_markers(text).lower())
         ends[i] = len(found)
     words = np.fromiter(map(hash, found), dtype=np.int64, count=len(found)).view(np.uint64)  # a word's code
     counts = np.diff(np.r_[0, ends])
@@ -125,7 +125,7 @@ def _index_page(text: str) -> bool:
     (a table's figures do not), or a dotted entry number then words."""
     if len(_DIGIT_LINE.findall(text)) < _MIN_ENTRIES:  # too few lines with a digit: read no line (a book's prose)
         return False
-    lines = [line.strip(" |*-") for line in MARKER_LINE.sub("", text).splitlines()]
+    lines = [line.strip(" |*-") for line in without_markers(text).splitlines()]
     lines = [line for line in lines if _WORDS.search(line)]
     if len(lines) < MIN_INDEX_LINES:
         return False

@@ -17,7 +17,7 @@ import numpy as np
 from mcp_server.core.models import Chunk
 from mcp_server.retrieval.naming import Identity, identity_of, naming_factors
 from mcp_server.retrieval.ranking import known_share
-from mcp_server.text.analysed import AnalysedCorpus
+from mcp_server.text.analysed import AnalysedCorpus, bm25_index
 from mcp_server.text.analysis import analyzer_for, base_language, query_tokens
 
 if TYPE_CHECKING:
@@ -51,11 +51,7 @@ class ChunkBM25:
         self.identity = _identity(chunks, analysed, self.languages[0])
         self._bm25: bm25s.BM25 | None = None
         if len(analysed.ids):  # bm25s cannot index a corpus without a single token
-            import bm25s  # loaded by the lifespan's warm-up (text/lexical.py's stop words); a script's at first use
-
-            self._bm25 = bm25s.BM25()
-            vocabulary = {token: i for i, token in enumerate(analysed.vocabulary)}
-            self._bm25.index((analysed.id_lists(), vocabulary), show_progress=False)
+            self._bm25 = bm25_index(analysed)
 
     def term_counts(self, positions: Sequence[int], terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """(the token count of the chunks at ``positions``; how often each holds each of ``terms``:

@@ -17,9 +17,9 @@ import re
 from collections.abc import Sequence
 from functools import cache
 
-from mcp_server.core.markup import MARKER_LINE, PAGE_MARK
+from mcp_server.core.markup import MARKER_LINE, PAGE_MARK, without_markers
 
-__all__ = ["STOPWORDS", "bm25_tokens", "lexical_text", "without_page_markers"]
+__all__ = ["STOPWORDS", "bm25_tokens", "lexical_text", "without_page_markers", "word_runs"]
 
 # Lucene's 33 English stopwords let "does", "have", "which", "than" through; bm25s' longer list
 # drops those question words, which only match chunks by chance.
@@ -31,6 +31,7 @@ _YEAR = re.compile(r"(?:19|20)\d\d")  # a text without one has no glued year: it
 # bm25s' token pattern, r"(?u)\b\w\w+\b", matches the maximal runs of two or more word characters: so
 # does this, without testing the boundaries at every character (2x faster; tests/text/test_lexical.py)
 _WORD = re.compile(r"\w\w+")
+_RUN = re.compile(r"\w+")  # the template search's words (text/templates.py): _WORD's are those of 2+ characters
 
 try:  # stemming lifts BM25 recall (e.g. "located" ~ "location"); optional so bm25s works without it
     import Stemmer
@@ -38,6 +39,12 @@ try:  # stemming lifts BM25 recall (e.g. "located" ~ "location"); optional so bm
     _STEMMER = Stemmer.Stemmer("english").stemWords
 except ImportError:  # pragma: no cover - PyStemmer is a declared dependency
     _STEMMER = None
+
+
+def word_runs(text: str) -> list[str]:
+    """The runs of word characters of ``text`` lower-cased, without its marker lines: what the template
+    search (text/templates.py) reads."""
+    return _RUN.findall(without_markers(text).lower())
 
 
 def without_page_markers(text: str) -> str:
@@ -53,12 +60,28 @@ def lexical_text(text: str) -> str:
     return _GLUED_YEAR.sub(r"\1\2 \2", text) if _YEAR.search(text) else text
 
 
-def bm25_tokens(texts: Sequence[str]) -> list[list[str]]:
+def bm25_tokens(texts: Sequence[str], runs: list[list[str] | None] | None = None) -> list[list[str]]:
     """Stemmed BM25 tokens of each text (chunks and queries alike): ``bm25s.tokenize``'s tokens to the
     token (its pattern on the lower-cased text, its STOPWORDS, each distinct word stemmed once), read in
     one pass here because its loop numbers every token and rebuilds the stopword set per text (2x the
-    time: a second of a 3 MB book's BM25 before its first answer; tests/text/test_lexical.py compares)."""
-    words = [_WORD.findall(lexical_text(text).lower()) for text in texts]
+    time: a second of a 3 MB book's BM25 before its first answer; tests/text/test_lexical.py compares).
+
+    ``runs``, when given, gets per text the words the template search reads (``word_runs``) where BM25
+    reads the same text (no thousands separator, glued year or slide or sheet marker), else None:
+    one scan for both, a tenth of a second of a book's first answer."""
+    if runs is None:
+        words = [_WORD.findall(lexical_text(text).lower()) for text in texts]
+    else:
+        words = []
+        for text in texts:
+            lexical = lexical_text(text)
+            if lexical == without_markers(text):
+                found = _RUN.findall(lexical.lower())
+                runs.append(found)
+                words.append([word for word in found if len(word) > 1])
+            else:
+                runs.append(None)
+                words.append(_WORD.findall(lexical.lower()))
     stop = _stopwords()
     distinct = [word for word in dict.fromkeys(itertools.chain.from_iterable(words)) if word not in stop]
     stems = dict(zip(distinct, _STEMMER(distinct) if _STEMMER is not None else distinct, strict=True))

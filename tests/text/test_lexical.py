@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from mcp_server.core.markup import MARKER_LINE, without_markers
 from mcp_server.retrieval.index import DocumentIndex
-from mcp_server.text.lexical import _WORD, bm25_tokens, lexical_text, without_page_markers
+from mcp_server.text.lexical import _WORD, bm25_tokens, lexical_text, without_page_markers, word_runs
 from tests.conftest import DOCS
 from tests.retrieval._chunks import make_chunks
 
@@ -64,3 +64,11 @@ def test_words_and_marker_lines_are_found_as_the_full_patterns_find_them(text: s
     assert _WORD.findall(text) == re.findall(r"(?u)\b\w\w+\b", text)  # bm25s' token pattern
     assert without_page_markers(text) == MARKER_LINE.sub(lambda m: "" if m["page"] is not None else m[0], text)
     assert without_markers(text) == MARKER_LINE.sub("", text)
+
+
+@given(st.lists(st.lists(st.sampled_from(_MARKED), max_size=12).map("".join) | st.text(max_size=40), max_size=8))
+def test_bm25_reads_the_template_search_words_on_the_way_without_changing_its_tokens(texts: list[str]) -> None:
+    runs: list[list[str] | None] = []
+    assert bm25_tokens(texts, runs) == bm25_tokens(texts)
+    assert len(runs) == len(texts)
+    assert all(read is None or read == word_runs(text) for text, read in zip(texts, runs, strict=True))

@@ -2,8 +2,9 @@
 
 Real pages embed up to a megabyte of CSS, so the sheets are not parsed whole: the braces are found
 by one regular expression and only a block whose declarations can hide text (``display:none``,
-``visibility:hidden``, ``font-size:0``, ``opacity:0``, a large negative offset) or decide its
-colour (``color``, ``background``) is read. A rule applies when it stands at the top level or in
+``visibility:hidden``, a font size of 1 px or less, an opacity of 0.05 or less, a large negative
+offset, ``clip``/``clip-path``, a ``scale`` transform, a height of 1 px or less, read with the rules
+that set ``overflow`` and ``padding``) or decide its colour (``color``, ``background``) is read. A rule applies when it stands at the top level or in
 ``@media screen``/``all`` (no condition) or ``@supports``; one behind a media condition (a width,
 print), in ``@keyframes`` or other at-rules does not. Selectors are matched here, by each element's
 id, classes and tag (one dictionary look-up each), for what attackers and pages use: type, ``#id``,
@@ -31,13 +32,20 @@ _BRACE = re.compile(r"[{}]")
 _HIDES = tuple(re.compile(pattern) for pattern in (
     r"display\s*:\s*none", r"visibility\s*:\s*(?:hidden|collapse)", r"font-size\s*:\s*[0.]+\s*[a-z%]*\s*(?:[;!}]|$)",
     r"opacity\s*:\s*[0.]+\s*(?:[;!}]|$)", *(name + r"\s*:\s*-\d{4}" for name in (
-        "left", "top", "text-indent", "margin-left", "margin-top"))))
+        "left", "top", "text-indent", "margin-left", "margin-top")),
+    r"font-size\s*:\s*(?:0?\.\d+|1(?:\.0*)?)\s*(?:px|pt)", r"opacity\s*:\s*0?\.0\d*\s*(?:[;!}]|$)",
+    r"clip\s*:\s*rect\(", r"clip-path\s*:\s*(?:inset|circle|ellipse)\(", r"transform\s*:[^;}]*scale",
+    *(name + r"\s*:\s*(?:0|1px|0?\.\d+px)\s*(?:[;!}]|$)" for name in ("height", "max-height"))))
+# A box collapsed by its height hides only when it clips what overflows: these rules are read with it.
+_WITH_HEIGHT = ("overflow", "padding")
 _COLOURS = (re.compile(r"color\s*:"), re.compile(r"background(?:-color)?\s*:"))
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_")
 _PAINT = frozenset({"color", "background", "background-color"})
 _DECLARATION = re.compile(r"([a-zA-Z-]+)\s*:\s*([^;]+)")
 _WANTED = frozenset({"display", "visibility", "font-size", "opacity", "left", "top", "text-indent", "margin-left",
-                     "margin-top", "color", "background", "background-color"})
+                     "margin-top", "color", "background", "background-color", "clip", "clip-path", "transform",
+                     "height", "max-height", "overflow", "overflow-x", "overflow-y", "padding", "padding-top",
+                     "padding-bottom"})
 _SCREEN = frozenset({"@media screen", "@media all", "@media only screen", "@supports"})
 _NEVER = frozenset({"@media print", "@media speech"})
 _NEVER_AT = frozenset({"@keyframes", "@-webkit-keyframes", "@font-face", "@page", "@counter-style", "@property"})
@@ -312,7 +320,9 @@ def sheet_of(css: str) -> Sheet:
     hiding, names = owners(_HIDES)
     painting = owners(_COLOURS, MAX_COLOUR_RULES + 1)[0]
     weigh = len(painting) <= MAX_COLOUR_RULES  # too many to weigh: keep what hides, judge no colour
-    undoing = owners(re.compile(re.escape(name) + r"\s*:") for name in sorted(names))[0]
+    if names & {"height", "max-height"}:
+        names |= set(_WITH_HEIGHT)
+    undoing = owners(re.compile(re.escape(name) + r"(?:-[a-z]+)?\s*:") for name in sorted(names))[0]
     sheet = Sheet({}, weigh, [])
     order = 0
     for i in sorted(hiding | (painting if weigh else set()) | undoing):

@@ -172,16 +172,16 @@ def _reason(name: str, attrs: Mapping[str, Any], style: dict[str, str], backgrou
     opacity = _opacity(style["opacity"]) if "opacity" in style else None
     if opacity is not None and opacity <= FAINT_OPACITY:
         return "opacity 0"
+    for key in ("left", "top", "text-indent", "margin-left", "margin-top"):
+        offset = _length(style[key]) if key in style else None
+        if offset is not None and offset <= -OFF_SCREEN_PX and style.get(key, "").rstrip().endswith(("px", "pt")):
+            return "positioned off-screen"
     if _clipped(style):
         return "clipped out of view"
     if "transform" in style and _SCALE_ZERO.search(style["transform"]):
         return "scaled to nothing"
     if _collapsed(style):
         return "box collapsed with overflow hidden"
-    for key in ("left", "top", "text-indent", "margin-left", "margin-top"):
-        offset = _length(style[key]) if key in style else None
-        if offset is not None and offset <= -OFF_SCREEN_PX and style.get(key, "").rstrip().endswith(("px", "pt")):
-            return "positioned off-screen"
     text_colour = style.get("color") or (str(attrs.get("color")) if name == "font" and attrs.get("color") else "")
     if text_colour:
         if _transparent(text_colour):

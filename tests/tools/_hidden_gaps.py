@@ -34,7 +34,7 @@ GAP_HTML_HIDDEN: dict[str, bytes] = {
     **{f"inline-{name}.html": _page(f'<div style="{style}"><p>{PAYLOAD}</p></div>') for name, style in _INLINE.items()},
     **{f"sheet-{name}.html": _page(f'<div class="x"><p>{PAYLOAD}</p></div>', f"<style>.x {{ {style} }}</style>")
        for name, style in _INLINE.items()},
-    "sheet-split-collapsed-box.html": _page(f'<nav class="menu closed"><p>{PAYLOAD}</p></nav>',
+    "sheet-split-collapsed-box.html": _page(f'<div class="menu closed"><p>{PAYLOAD}</p></div>',
                                             "<style>.menu { overflow: hidden } .closed { height: 0 }</style>"),
 }
 GAP_HTML_CLEAN: dict[str, bytes] = {

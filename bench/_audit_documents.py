@@ -161,7 +161,8 @@ def _docx_cases() -> list[Case]:
         "colour of its shading": on("7A1F1F", "7A1F1F"),
     }
     out = [Case("docx", name, _word(hide), twin) for name, hide in hidden.items()]
-    seen = {"white on dark shading": on("FFFFFF", "202020"), "theme background1 on dark": theme("background1", "202020"),
+    seen = {"white on dark shading": on("FFFFFF", "202020"),
+            "theme background1 on dark": theme("background1", "202020"),
             "9 pt text": lambda p, r: setattr(r.font, "size", Pt(9))}
     out += [Case("docx", name, _word(hide), twin, "seen") for name, hide in seen.items()]
     return out
@@ -368,8 +369,8 @@ def _pptx_cases() -> list[Case]:
         Case("pptx", "transparent run (alpha 0)", _deck(_run(_colour("000000", "0"))), twin),
         Case("pptx", "run the colour of its box", _deck(_run(_colour("224466"), box_fill=PptxColour(0x22, 0x44, 0x66))),
              twin),
-        Case("pptx", "run the colour of the slide", _deck(_run(_colour("442211"), slide_fill=PptxColour(0x44, 0x22, 0x11))),
-             twin),
+        Case("pptx", "run the colour of the slide",
+             _deck(_run(_colour("442211"), slide_fill=PptxColour(0x44, 0x22, 0x11))), twin),
         Case("pptx", "white run on a dark box", _deck(_run(_colour("FFFFFF"), box_fill=PptxColour(0x10, 0x10, 0x30))),
              twin, "seen"),
         Case("pptx", "white run on a dark slide", _deck(_run(_colour("FFFFFF"), slide_fill=PptxColour(0, 0, 0))),

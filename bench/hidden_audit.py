@@ -87,8 +87,8 @@ def main() -> int:
     parser.add_argument("--show", action="store_true", help="print every row, not only the gaps")
     args = parser.parse_args()
     _setup_path(args.code)
-    from bench._audit_documents import MARKER, cases
     import mcp_server
+    from bench._audit_documents import MARKER, cases
 
     rows = []
     for case in cases():

@@ -11,8 +11,10 @@ that the base does not (document, view, reason, the flagged text), and those it 
 (``gone:``); a person then reads each to say whether a reader of the page really does not see it.
 
 Also the parse time of the 61 web pages (CPU seconds, the sum over pages of each page's median of
-``--runs``, both views), base against this checkout in the same run: the cost of reading more of
-the style sheets.
+``--runs``, both views), base against this checkout: the cost of reading more of the style sheets.
+On shared cores one pass of each is noise (0.94x-1.12x in two runs), so ``--rounds N`` then times
+the web pages alone N more times, base and this alternating which goes first, and prints the median
+of each side's totals.
 """
 
 from __future__ import annotations
@@ -33,10 +35,10 @@ CORPUS = ROOT.parent / "shared" / "corpus"
 SKIP = {"jpg", "png"}
 
 
-def _documents() -> list[tuple[str, str, Path]]:
+def _documents(web_only: bool = False) -> list[tuple[str, str, Path]]:
     """(id, format, path) of every document read; web pages twice, one per view, later."""
     out = []
-    for folder in sorted((CORPUS / "docs").iterdir()):
+    for folder in sorted((CORPUS / "docs").iterdir()) if not web_only else ():
         if folder.is_dir() and folder.name not in SKIP:
             out += [(f"docs/{folder.name}/{p.name}", folder.name, p) for p in sorted(folder.iterdir()) if p.is_file()]
     pages = CORPUS / "web" / "articles-dev" / "html"
@@ -44,14 +46,14 @@ def _documents() -> list[tuple[str, str, Path]]:
     return out
 
 
-def dump(code: str, out: str, runs: int) -> None:
+def dump(code: str, out: str, runs: int, web_only: bool = False) -> None:
     """Process every document with ``code``'s mcp_server; write flags and web-page timings to ``out``."""
     sys.path.insert(0, code)
     from mcp_server.processors import DocumentInput, ProcessOptions, process_document
 
     flags: dict[str, list[list[str]]] = {}
     seconds: dict[str, float] = {}
-    for doc_id, fmt, path in _documents():
+    for doc_id, fmt, path in _documents(web_only):
         data = path.read_bytes()
         for view in (("main", "full") if fmt == "html" else ("main",)):
             options = ProcessOptions(hidden_text="flag", detect_language=False, html_view=view)
@@ -71,11 +73,11 @@ def dump(code: str, out: str, runs: int) -> None:
     Path(out).write_text(json.dumps({"flags": flags, "seconds": seconds}), encoding="utf-8")
 
 
-def _run(code: Path, runs: int, folder: Path) -> dict[str, Any]:
+def _run(code: Path, runs: int, folder: Path, web_only: bool = False) -> dict[str, Any]:
     out = folder / f"{code.name}.json"
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
-    subprocess.run([sys.executable, __file__, "--dump", str(out), "--code", str(code), "--runs", str(runs)],
-                   check=True, env=env)
+    subprocess.run([sys.executable, __file__, "--dump", str(out), "--code", str(code), "--runs", str(runs),
+                    *(["--web-only"] if web_only else [])], check=True, env=env)
     return json.loads(out.read_text(encoding="utf-8"))
 
 
@@ -83,15 +85,23 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--base", default=str(ROOT.parent / "main"), help="the checkout to compare with")
     parser.add_argument("--runs", type=int, default=3, help="timed reads of each web page")
+    parser.add_argument("--rounds", type=int, default=0, help="more timing rounds of the web pages alone")
+    parser.add_argument("--web-only", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--dump", help=argparse.SUPPRESS)
     parser.add_argument("--code", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.dump:
-        dump(args.code, args.dump, args.runs)
+        dump(args.code, args.dump, args.runs, args.web_only)
         return 0
     with tempfile.TemporaryDirectory(prefix="hidden-diff-") as folder:
         base = _run(Path(args.base).resolve(), args.runs, Path(folder))
         this = _run(ROOT, args.runs, Path(folder))
+        totals: dict[str, list[float]] = {"base": [], "this": []}
+        for round_ in range(args.rounds):
+            order = [("base", Path(args.base).resolve()), ("this", ROOT)]
+            for side, code in order[::-1] if round_ % 2 else order:
+                seconds = _run(code, args.runs, Path(folder), web_only=True)["seconds"]
+                totals[side].append(sum(seconds.values()))
     new, gone, docs = 0, 0, set()
     for key in sorted(this["flags"]):
         before = {tuple(f) for f in base["flags"].get(key, [])}
@@ -110,6 +120,11 @@ def main() -> int:
         a = sum(base["seconds"].get(k, 0.0) for k in pages)
         b = sum(this["seconds"][k] for k in pages)
         print(f"web pages ({len(pages)}, view {view}): parse CPU {a:.2f} s base -> {b:.2f} s this ({b / a:.2f}x)")
+    if args.rounds:
+        a, b = statistics.median(totals["base"]), statistics.median(totals["this"])
+        print(f"web pages, both views, {args.rounds} rounds alternating: parse CPU median {a:.2f} s base -> "
+              f"{b:.2f} s this ({b / a:.2f}x); base {sorted(round(t, 2) for t in totals['base'])}, "
+              f"this {sorted(round(t, 2) for t in totals['this'])}")
     print(f"load average: {os.getloadavg()[0]:.1f}")
     return 0
 

@@ -6,8 +6,8 @@ HTML element, a ``w:vanish`` run, PDF text in render mode 3, a hidden sheet). Th
 program's internal use) around the text, the first naming the reason. ``settle`` runs once on
 every text the processors return (``processors/_visibility.py``): it removes the marks and the
 invisible code points no reader sees (Unicode tag characters, zero-width characters inside words,
-bidi overrides and isolates, runs of variation selectors) and says where they were, as ``TextFlag`` values, with the edits
-that map the old offsets to the new ones. A document that writes the noncharacters itself can
+bidi overrides and isolates, runs of variation selectors) and says where they were, as ``TextFlag``
+values, with the edits that map the old offsets to the new ones. A document that writes the noncharacters itself can
 only mark more of its own text as hidden, never hide a mark.
 """
 

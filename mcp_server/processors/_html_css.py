@@ -4,9 +4,10 @@ Real pages embed up to a megabyte of CSS, so the sheets are not parsed whole: th
 by one regular expression and only a block whose declarations can hide text (``display:none``,
 ``visibility:hidden``, a font size of 1 px or less, an opacity of 0.05 or less, a large negative
 offset, ``clip``/``clip-path``, a ``scale`` transform, a height of 1 px or less, read with the rules
-that set ``overflow`` and ``padding``) or decide its colour (``color``, ``background``) is read. A rule applies when it stands at the top level or in
-``@media screen``/``all`` (no condition) or ``@supports``; one behind a media condition (a width,
-print), in ``@keyframes`` or other at-rules does not. Selectors are matched here, by each element's
+that set ``overflow`` and ``padding``) or decide its colour (``color``, ``background``) is read. A
+rule applies when it stands at the top level or in ``@media screen``/``all`` (no condition) or
+``@supports``; one behind a media condition (a width, print), in ``@keyframes`` or other at-rules
+does not. Selectors are matched here, by each element's
 id, classes and tag (one dictionary look-up each), for what attackers and pages use: type, ``#id``,
 ``.class``, ``[attr]`` and ``[attr=value]`` compounds joined by descendant and child combinators.
 A selector with a pseudo-class, a sibling combinator or another attribute operator is not applied;

@@ -143,7 +143,8 @@ class _Converter:
         kind = shape.placeholder_format.type if shape.is_placeholder else None
         self.under = behind(shape, self.background)
         if kind in _TITLE_TYPES:
-            title = " ".join(" ".join(self._paragraph_text(p, links=False) for p in shape.text_frame.paragraphs).split())
+            paragraphs = shape.text_frame.paragraphs
+            title = " ".join(" ".join(self._paragraph_text(p, links=False) for p in paragraphs).split())
             return f"# {title}" if title else ""
         bullets = kind in _BULLET_TYPES
         lines = []

@@ -35,7 +35,7 @@ _HIDES = tuple(re.compile(pattern) for pattern in (
     r"opacity\s*:\s*[0.]+\s*(?:[;!}]|$)", *(name + r"\s*:\s*-\d{4}" for name in (
         "left", "top", "text-indent", "margin-left", "margin-top")),
     r"font-size\s*:\s*(?:0?\.\d+|1(?:\.0*)?)\s*(?:px|pt)", r"opacity\s*:\s*0?\.0\d*\s*(?:[;!}]|$)",
-    r"clip\s*:\s*rect\(", r"clip-path\s*:\s*(?:inset|circle|ellipse)\(", r"transform\s*:[^;}]*scale",
+    r"clip\s*:\s*rect\(", r"clip-path\s*:\s*(?:inset|circle|ellipse)\(", r"transform\s*:[^;}]*scale[xy3d]*\(\s*(?:[\d.]+\s*,\s*)?0?\.?0*\s*[,)]",
     *(name + r"\s*:\s*(?:0|1px|0?\.\d+px)\s*(?:[;!}]|$)" for name in ("height", "max-height"))))
 # A box collapsed by its height hides only when it clips what overflows: these rules are read with it.
 _WITH_HEIGHT = ("overflow", "padding")
@@ -143,6 +143,42 @@ View = Callable[[Any], tuple[str, str | None, tuple[str, ...], Any]]  # (tag, id
 Attr = Callable[[Any, str], str | None]
 
 
+def _cheap_key(selector: str) -> tuple[str, str] | None:
+    """The key ``_rule`` would give a selector whose rightmost compound is a tag, a class or an id
+    (most are), read without parsing it; None for any other (parsed at once)."""
+    last = _COMBINATOR.split(selector.strip())[-1]
+    found = _SIMPLE.fullmatch(last) if last else None
+    if found is None:
+        return None
+    tag, mark, name = found.groups()
+    if mark is not None:
+        return ("id" if mark == "#" else "class"), name
+    return ("tag", tag.lower()) if tag else None
+
+
+class _Pending:
+    """The rules that only set what a hiding rule sets (thousands on a real page: every ``height``,
+    ``padding`` or ``display``), parsed key by key the first time an element with that key matches a
+    deciding rule: most are never asked for."""
+
+    def __init__(self, pending: list[tuple[str, int, tuple[tuple[str, str, bool], ...]]]) -> None:
+        self._raw: dict[tuple[str, str], list[tuple[str, int, tuple[tuple[str, str, bool], ...]]]] = {}
+        self._parsed: dict[tuple[str, str], list[_Rule]] = {}
+        for text, order, declarations in pending:
+            key = _cheap_key(text)
+            if key is not None:
+                self._raw.setdefault(key, []).append((text, order, declarations))
+            elif (rule := _rule(text, order, declarations)) is not None:
+                self._parsed.setdefault(_key(rule.compounds[-1]), []).append(rule)
+
+    def get(self, key: tuple[str, str], default: tuple[()] = ()) -> list[_Rule] | tuple[()]:
+        raw = self._raw.pop(key, None)
+        if raw is not None:
+            rules = self._parsed.setdefault(key, [])
+            rules += [rule for text, order, declarations in raw if (rule := _rule(text, order, declarations))]
+        return self._parsed.get(key, default)
+
+
 @dataclass(slots=True)
 class Sheet:
     """A page's rules that hide text or colour it, keyed by the rightmost compound's id, class or tag."""
@@ -151,15 +187,12 @@ class Sheet:
     backgrounds_known: bool
     # rules that only set what a hiding rule sets, read when an element first matches a deciding rule
     pending: list[tuple[str, int, tuple[tuple[str, str, bool], ...]]]
-    _undoing: dict[tuple[str, str], list[_Rule]] | None = None
+    _undoing: _Pending | None = None
 
     @property
-    def undoing(self) -> dict[tuple[str, str], list[_Rule]]:
+    def undoing(self) -> _Pending:
         if self._undoing is None:
-            self._undoing = {}
-            for text, order, declarations in self.pending:
-                if (rule := _rule(text, order, declarations)) is not None:
-                    self._undoing.setdefault(_key(rule.compounds[-1]), []).append(rule)
+            self._undoing = _Pending(self.pending)
         return self._undoing
 
     def __bool__(self) -> bool:
@@ -208,7 +241,7 @@ class _Matcher:
         normal = {name: value for (important, _, _), name, value in declared if not important}
         return normal, {name: value for (important, _, _), name, value in declared if important}
 
-    def matched(self, by_key: dict[tuple[str, str], list[_Rule]], element: Any) -> list[_Rule]:
+    def matched(self, by_key: dict[tuple[str, str], list[_Rule]] | _Pending, element: Any) -> list[_Rule]:
         tag, ident, classes, _ = self.view(element)
         candidates = [*by_key.get(("*", ""), ()), *by_key.get(("tag", tag), ())]
         if ident is not None:

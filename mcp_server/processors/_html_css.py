@@ -35,7 +35,8 @@ _HIDES = tuple(re.compile(pattern) for pattern in (
     r"opacity\s*:\s*[0.]+\s*(?:[;!}]|$)", *(name + r"\s*:\s*-\d{4}" for name in (
         "left", "top", "text-indent", "margin-left", "margin-top")),
     r"font-size\s*:\s*(?:0?\.\d+|1(?:\.0*)?)\s*(?:px|pt)", r"opacity\s*:\s*0?\.0\d*\s*(?:[;!}]|$)",
-    r"clip\s*:\s*rect\(", r"clip-path\s*:\s*(?:inset|circle|ellipse)\(", r"transform\s*:[^;}]*scale[xy3d]*\(\s*(?:[\d.]+\s*,\s*)?0?\.?0*\s*[,)]",
+    r"clip\s*:\s*rect\(", r"clip-path\s*:\s*(?:inset|circle|ellipse)\(",
+    r"transform\s*:[^;}]*scale[xy3d]*\(\s*(?:[\d.]+\s*,\s*)?0?\.?0*\s*[,)]",
     *(name + r"\s*:\s*(?:0|1px|0?\.\d+px)\s*(?:[;!}]|$)" for name in ("height", "max-height"))))
 # A box collapsed by its height hides only when it clips what overflows: these rules are read with it.
 _WITH_HEIGHT = ("overflow", "padding")

@@ -123,7 +123,15 @@ def _collapsed(style: dict[str, str]) -> bool:
             break
     else:
         return False
-    return not any(_length(value) not in (None, 0.0) for key, value in style.items() if key.startswith("padding"))
+    return not any(_length(value) not in (None, 0.0) for value in _vertical_padding(style))
+
+
+def _vertical_padding(style: dict[str, str]) -> list[str]:
+    """The top and bottom padding a box's style sets (the shorthand's first and third values, or its first)."""
+    out = [style.get("padding-top", ""), style.get("padding-bottom", "")]
+    if values := style.get("padding", "").split():
+        out += [values[0], values[2] if len(values) >= 3 else values[0]]
+    return [value for value in out if value]
 
 
 def _same(a: RGB, b: RGB) -> bool:

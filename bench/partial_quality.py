@@ -3,7 +3,7 @@ dev and XQuAD dev in twelve languages.
 
     .venv/bin/python bench/partial_quality.py [--candidates 10,20] [--per-chunk 0,3] [--k 5]
                                               [--only squad|financebench|xquad] [--cache /tmp/fb-processed]
-                                              [--langs de,th] [--embedding-cache]
+                                              [--langs de,th] [--cross en] [--every 4] [--embedding-cache]
 
 A big document's first retrieve_chunks searches a *partial* index: BM25 over every chunk, and
 vectors only for the best-matching sentences of the query's candidates (``partial_view``: its
@@ -131,9 +131,9 @@ def squad_rows(models: ModelRegistry, configs: list[Config], k: int) -> list[Row
 
 
 def xquad_rows(models: ModelRegistry, configs: list[Config], k: int, langs: list[str],
-               cross: str | None = None) -> list[Row]:
+               cross: str | None = None, every: int = 1) -> list[Row]:
     """Each language's document with its own questions; with ``cross``, that language's questions
-    (the same ones, translated) over every other document instead."""
+    (the same ones, translated) over every other document instead; ``every``: each such question only."""
     from mcp_server.text.language import detect_language
 
     rows = []
@@ -144,6 +144,7 @@ def xquad_rows(models: ModelRegistry, configs: list[Config], k: int, langs: list
                 continue
             questions = [{**gold, "question": asked["question"]}
                          for gold, asked in zip(questions, xquad(cross)[1], strict=True)]
+        questions = questions[::every]
         document = ProcessedDocument(content=text, doc_type="txt", detected_language=detect_language(text))
         counter = models.token_counter_for(document.detected_language)
         params = chunk_params_for("txt", len(text), counter.max_tokens)
@@ -214,6 +215,7 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, help="folder keeping parsed FinanceBench documents between runs")
     parser.add_argument("--langs", default=",".join(XQUAD_LANGS), help="XQuAD languages (comma-separated)")
     parser.add_argument("--cross", help="XQuAD: this language's questions over the other documents")
+    parser.add_argument("--every", type=int, default=1, help="XQuAD: every n-th question only (1: all 632)")
     parser.add_argument("--embedding-cache", action="store_true",
                         help="keep the vectors in bench/results/ between runs (tuning only)")
     args = parser.parse_args()
@@ -231,7 +233,8 @@ def main() -> None:
         measured += [("FinanceBench dev", *row) for row in financebench_rows(models, configs, args.k, args.cache)]
     if args.only in (None, "xquad"):
         langs = [lang for lang in args.langs.split(",") if lang]
-        measured += [("XQuAD dev", *row) for row in xquad_rows(models, configs, args.k, langs, args.cross)]
+        rows = xquad_rows(models, configs, args.k, langs, args.cross, max(1, args.every))
+        measured += [("XQuAD dev", *row) for row in rows]
     for cache in caches:
         cache.save()
     print(f"\nfirst (partial) answers vs the complete index, k={args.k}; the server's default is "

@@ -288,11 +288,13 @@ class Settings(BaseSettings):
         "flag",
         description="Text a reader of the document cannot see (HTML elements hidden inline or by the page's style "
         "sheets, hidden, white or tiny Word runs, white, tiny or invisible PDF text, hidden sheets, rows, columns "
-        "and slides, cells coloured like their fill, boxes off the slide or under another shape, speaker notes): "
+        "and slides, cells coloured like their fill, tiny or blanked by their number format, boxes off the slide or "
+        "under another shape, tiny, transparent or fill-coloured slide text, speaker notes): "
         "'flag' = keep "
         "it and mark every passage, chunk and read window holding it with flags of kind hidden_text, 'drop' = "
         "leave it out of content, chunks, passages and the index, 'keep' = keep it unmarked. Invisible code "
-        "points (Unicode tag characters, zero-width characters inside words, bidi overrides) are removed and "
+        "points (Unicode tag characters, zero-width characters inside words, bidi overrides, runs of variation "
+        "selectors) are removed and "
         "reported whatever this says.",
     )
     pdf_cover_check_pages: int = Field(

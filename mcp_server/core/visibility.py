@@ -6,8 +6,8 @@ HTML element, a ``w:vanish`` run, PDF text in render mode 3, a hidden sheet). Th
 program's internal use) around the text, the first naming the reason. ``settle`` runs once on
 every text the processors return (``processors/_visibility.py``): it removes the marks and the
 invisible code points no reader sees (Unicode tag characters, zero-width characters inside words,
-bidi overrides and isolates) and says where they were, as ``TextFlag`` values, with the edits
-that map the old offsets to the new ones. A document that writes the noncharacters itself can
+bidi overrides and isolates, runs of variation selectors) and says where they were, as ``TextFlag``
+values, with the edits that map the old offsets to the new ones. A document that writes the noncharacters itself can
 only mark more of its own text as hidden, never hide a mark.
 """
 
@@ -49,6 +49,11 @@ HIDDEN_REASONS: tuple[str, ...] = (
     "speaker notes",
     "covered by a shape",
     "OCR layer the scan does not show",
+    "clipped out of view",
+    "scaled to nothing",
+    "box collapsed with overflow hidden",
+    "hidden run (w:specVanish)",
+    "number format shows nothing",
 )
 _OPEN_BASE = 0xFDD0
 _CLOSE = "\ufdef"
@@ -59,26 +64,47 @@ assert len(HIDDEN_REASONS) < 0xFDEF - _OPEN_BASE
 _PLAIN = "0-9A-Za-z\u00c0-\u024f\u1e00-\u1eff\u0370-\u03ff\u0400-\u052f"
 _TAGS = "\U000e0000-\U000e007f"
 _BIDI = "\u202a-\u202e\u2066-\u2069"
-_ZERO_WIDTH = "\u200b-\u200d\u2060"
+# Zero-width characters, the invisible mathematical operators (U+2061-2064), the Mongolian vowel
+# separator and the combining grapheme joiner: nothing a reader sees between two letters of a word.
+_ZERO_WIDTH = "\u200b-\u200d\u2060-\u2064\u180e\u034f"
+# Variation selectors: one after an emoji or a CJK character picks its glyph; two or more in a row
+# choose nothing and can carry a message byte by byte ("emoji smuggling").
+_SELECTORS = "\ufe00-\ufe0f\U000e0100-\U000e01ef"
 _INVISIBLE = re.compile(
     f"(?P<tags>[{_TAGS}]+)|(?P<bidi>[{_BIDI}]+)|(?P<bom>\ufeff+)"
+    f"|(?P<selectors>[{_SELECTORS}]{{2,}})"
     f"|(?<=[{_PLAIN}])(?P<zw>[{_ZERO_WIDTH}\ufeff]+)(?=[{_PLAIN}])"
     "|(?P<mark>[\ufdd0-\ufdef])"
 )
 _DROPPED = re.compile("(?P<segment>[\ufdd0-\ufdee][^\ufdef]*\ufdef)")
-_ANY = re.compile(f"[{_TAGS}{_BIDI}{_ZERO_WIDTH}\ufeff\ufdd0-\ufdef]")
+_ANY = re.compile(f"[{_TAGS}{_BIDI}{_ZERO_WIDTH}\ufeff\ufdd0-\ufdef]|[{_SELECTORS}]{{2}}")
 # A subdivision flag (England, Scotland, Wales) is a black flag, tag letters and a cancel tag.
 _FLAG_EMOJI = "\U0001f3f4"
 WORD_REACH = 80
 _NAMES = {"tags": "Unicode tag characters", "bidi": "bidirectional control characters",
-          "bom": "zero-width characters", "zw": "zero-width characters"}
+          "bom": "zero-width characters", "zw": "zero-width characters",
+          "selectors": "variation selectors"}
 
 
 def hidden(text: str, reason: str) -> str:
-    """``text`` marked as hidden from a reader, for ``reason`` (one of ``HIDDEN_REASONS``)."""
+    """``text`` marked as hidden from a reader, for ``reason`` (one of ``HIDDEN_REASONS``). Marks do
+    not nest: in a text that holds marked spans already (a hidden run in a shape off the slide), the
+    spans keep their own reason and the text around them is marked with ``reason``."""
     if not text:
         return text
-    return chr(_OPEN_BASE + HIDDEN_REASONS.index(reason)) + text + _CLOSE
+    mark = chr(_OPEN_BASE + HIDDEN_REASONS.index(reason))
+    if _CLOSE not in text:
+        return mark + text + _CLOSE
+    pieces, last = [], 0
+    for segment in _DROPPED.finditer(text):
+        pieces += [_around(text[last:segment.start()], mark), segment.group()]
+        last = segment.end()
+    pieces.append(_around(text[last:], mark))
+    return "".join(pieces)
+
+
+def _around(text: str, mark: str) -> str:
+    return mark + text + _CLOSE if text.strip() else text
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

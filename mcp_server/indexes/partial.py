@@ -10,6 +10,7 @@ complete index weighs its candidates, at a fraction of the cost of embedding who
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 
@@ -23,12 +24,13 @@ from mcp_server.embedding.runner import ModelRunner
 from mcp_server.encoders.embedders import Embedder
 from mcp_server.indexes.builds import IndexBuilder, PendingBuild
 from mcp_server.retrieval.focus import SENTENCES_PER_CANDIDATE, best_sentences, topped_up
-from mcp_server.retrieval.index import DocumentIndex, extended, reads_foreign
+from mcp_server.retrieval.index import DocumentIndex, extended, reads_foreign, with_vectors
 from mcp_server.retrieval.vectors import UnitSelect
+from mcp_server.text.sentences import sentence_units
 
 __all__ = [
     "PARTIAL_SECONDS", "SENTENCES_PER_CANDIDATE", "FirstAnswers", "answer_partial", "behind", "best_sentences",
-    "complete_within", "evenly", "partial_candidates", "partial_view", "skimmed", "spread_order",
+    "complete_within", "evenly", "partial_candidates", "partial_view", "refined", "skimmed", "spread_order",
 ]
 
 # (index, complete, timings in ms): what one query on a document whose complete index builds is answered from
@@ -43,6 +45,11 @@ PARTIAL_SECONDS = 2.5
 # A foreign question's wait for the complete build checks the build's pace this often (seconds),
 # from this long on, and gives up when even this many times that pace would not end it in time.
 WAIT_POLL, WAIT_OBSERVE, WAIT_SLACK = 0.5, 3.0, 1.5
+
+# A foreign question's partial view spends this share of the budget its BM25 candidates leave on
+# units spread evenly over the document, and the rest in rounds on the next unit of this share of
+# the chunks that rank best so far (bench/HISTORY.md, 2026-11-29).
+SPREAD_SHARE, ROUND_SHARE = 0.6, 0.3
 
 
 def partial_candidates(index: DocumentIndex, query: str, n: int) -> list[int]:
@@ -85,9 +92,11 @@ def skimmed(
 ) -> DocumentIndex:
     """The partial view for a question in another language than the document's, whose words
     choose few candidates: of the budget, the share of its words the document holds goes to its
-    BM25 candidates (a name or a number they share: their best units, then whole in rank order),
-    the rest to units spread evenly over the whole document (``evenly``), which the multilingual
-    model ranks; ``free``: with every unit the embedder already holds, from the build under way."""
+    BM25 candidates (a name or a number they share: their best units, then whole in rank order);
+    of the rest, ``SPREAD_SHARE`` to units spread evenly over the whole document (``evenly``), which
+    the multilingual model ranks, and the last to more units of the chunks that rank best so far
+    (``refined``) once every chunk has a unit; ``free``: with every unit the embedder already holds,
+    from the build under way."""
     asked = base.asked(query)
     chosen = partial_candidates(base, base.dense_query(query), candidates)
     ranks = {pos: rank for rank, pos in enumerate(chosen)}
@@ -95,18 +104,69 @@ def skimmed(
     matched = topped_up(best_sentences(asked, SENTENCES_PER_CANDIDATE, languages=base.languages, ranks=ranks,
                                        max_chars=lexical), ranks, lexical)
     order = spread_order(len(base), first=base.bm25_top(query, candidates))
+    texts, owners = sentence_units(base.chunks)
+    keep = np.zeros(len(texts), dtype=np.bool_)
+    mine = np.flatnonzero(np.isin(owners, chosen))
+    if len(mine):
+        keep[mine] = matched([texts[i] for i in mine], owners[mine])
+    left = max(max_chars - sum(len(texts[i]) for i in np.flatnonzero(keep)), 0.0)
+    if free:
+        keep |= embedder.known(texts)[0]
+    # the rounds start once every chunk has a unit: a document the budget cannot cover is skimmed as before
+    firsts = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]]) if len(owners) else np.zeros(0, np.int64)
+    breadth = sum(len(texts[i]) for i in firsts if not keep[i])
+    spread = evenly(order, min(left, max(left * SPREAD_SHARE, breadth)), lambda _texts, _owners: keep)(texts, owners)
+    left -= sum(len(texts[i]) for i in np.flatnonzero(spread & ~keep))
+    vectors = np.zeros((len(texts), embedder.dimension), dtype=np.float32)
+    if spread.any():
+        vectors[spread] = embedder.embed([texts[i] for i in np.flatnonzero(spread)], progress=progress,
+                                         unit="sentences")
+    if left > 0 and spread.any():
+        query_vec = base.query_vector(query, embedder.embed_query)
+        refined(texts, owners, spread, vectors, query_vec, left,
+                lambda batch: embedder.embed(batch, progress=progress, unit="sentences"))
+    held = np.flatnonzero(spread)
+    return with_vectors(base, vectors[held], owners[held]) if len(held) else base
 
-    def select(texts: list[str], owners: np.ndarray) -> np.ndarray:
-        keep = np.zeros(len(texts), dtype=np.bool_)
-        mine = np.flatnonzero(np.isin(owners, chosen))
-        if len(mine):
-            keep[mine] = matched([texts[i] for i in mine], owners[mine])
-        spent = sum(len(texts[i]) for i in np.flatnonzero(keep))
-        if free:
-            keep |= embedder.known(texts)[0]
-        return evenly(order, max(max_chars - spent, 0.0), lambda _texts, _owners: keep)(texts, owners)
 
-    return extended(base, order, embedder, progress=progress, select=select)
+def refined(
+    texts: list[str], owners: np.ndarray, held: np.ndarray, vectors: np.ndarray, query_vec: np.ndarray,
+    max_chars: float, embed: Callable[[list[str]], np.ndarray], *, share: float = ROUND_SHARE,
+) -> None:
+    """Spend ``max_chars`` in rounds, each on the next unit not ``held`` (in text order) of the
+    ``share`` of the chunks whose best held unit is nearest ``query_vec``: a chunk whose first units
+    come near the question gets more of its units looked at than one whose units do not. ``held``
+    and ``vectors`` (one row per unit of ``texts``) are filled in place."""
+    starts = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]])  # each chunk's units: starts[g]:ends[g]
+    ends = np.r_[starts[1:], len(owners)]
+
+    def first_open(group: int) -> int:
+        unit = int(starts[group])
+        while unit < ends[group] and held[unit]:
+            unit += 1
+        return unit
+
+    following = np.array([first_open(group) for group in range(len(starts))], dtype=np.int64)
+    while max_chars > 0:
+        open_ = np.flatnonzero(following < ends)
+        if not len(open_):
+            return
+        sims = np.full(len(owners), -np.inf, dtype=np.float32)
+        sims[held] = vectors[held] @ query_vec
+        best = np.maximum.reduceat(sims, starts)
+        ranked = open_[np.argsort(-best[open_], kind="stable")][: max(1, math.ceil(len(open_) * share))]
+        batch = []
+        for group in ranked.tolist():
+            unit = int(following[group])
+            if len(texts[unit]) <= max_chars:
+                batch.append(unit)
+                max_chars -= len(texts[unit])
+        if not batch:
+            return
+        vectors[batch] = embed([texts[i] for i in batch])
+        held[batch] = True
+        for group in ranked.tolist():
+            following[group] = first_open(group)
 
 
 def spread_order(n: int, *, first: Sequence[int] = ()) -> list[int]:

@@ -55,8 +55,10 @@ __all__ = ["DocumentService", "Indexed", "Processed", "Retrieval", "Source", "Vi
 # 2: invisible code points removed, hidden text flagged (processors/_visibility.py); 3: hidden text from
 # style sheets, Word styles, cell colours, speaker notes, covered shapes, OCR layers (a document cached
 # under 2 would lack those flags, and under drop still hold that text); 4: PDF text under a shape drawn
-# after it
-PROCESSING_VERSION = "4"
+# after it; 5: more hidden text (HTML clip, scale(0), collapsed boxes, tiny and faint text; Word specVanish
+# and theme colours; cells of 1 pt or a ";;;" format; slide runs of 1 pt, transparent or coloured like their
+# fill) and more invisible code points (U+2061-2064, U+180E, U+034F, runs of variation selectors)
+PROCESSING_VERSION = "5"
 # Bump when a web page's main content changes (the whole-page view keeps PROCESSING_VERSION's keys).
 MAIN_CONTENT_VERSION = "2"  # 2: images' alt text
 

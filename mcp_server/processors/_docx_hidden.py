@@ -1,4 +1,5 @@
-"""Word runs a reader does not see: hidden (``w:vanish``), coloured like what is behind them, 1 pt or less.
+"""Word runs a reader does not see: hidden (``w:vanish``, ``w:specVanish``), coloured like what is behind
+them (an RGB colour, or the theme's background or text colour), 1 pt or less.
 
 Read from the run's formatting as Word applies it: the run's direct formatting (its ``w:rPr``),
 else its character style, else its paragraph's style (each following ``w:basedOn``), else the
@@ -32,6 +33,9 @@ _RPR, _PPR, _TCPR, _SHD = qn("w:rPr"), qn("w:pPr"), qn("w:tcPr"), qn("w:shd")
 _P, _TC, _BACKGROUND = qn("w:p"), qn("w:tc"), qn("w:background")
 _VANISH, _SZ, _STYLE_ID, _BASED_ON = qn("w:vanish"), qn("w:sz"), qn("w:styleId"), qn("w:basedOn")
 _RSTYLE, _PSTYLE = qn("w:rStyle"), qn("w:pStyle")
+_SPEC_VANISH, _THEME_COLOR = qn("w:specVanish"), qn("w:themeColor")
+_THEMES: dict[str, RGB] = {"background1": (255, 255, 255), "light1": (255, 255, 255),
+                           "text1": (0, 0, 0), "dark1": (0, 0, 0)}
 _MAX_DEPTH = 20
 Props = dict[str, Any]  # "vanish": bool, "size": half-points, "colour": RGB (only those set)
 
@@ -44,19 +48,34 @@ def _own(rpr: Any) -> Props:
     vanish = rpr.find(_VANISH)
     if vanish is not None:
         out["vanish"] = vanish.get(_VAL) not in _OFF
+    special = rpr.find(_SPEC_VANISH)
+    if special is not None:
+        out["spec_vanish"] = special.get(_VAL) not in _OFF
     size = rpr.find(_SZ)
     if size is not None and (size.get(_VAL) or "").isdigit():
         out["size"] = int(size.get(_VAL))
     colour = rpr.find(_COLOR)
-    if colour is not None and (found := _hex(colour.get(_VAL))) is not None:
+    if colour is not None and (found := _run_colour(colour)) is not None:
         out["colour"] = found
     return out
+
+
+def _run_colour(colour: Any) -> RGB | None:
+    """A ``w:color``'s colour: a theme colour wins over ``w:val`` (Word draws the theme's); only the
+    page-background and text colours of the theme (white and black in every built-in theme), untinted,
+    are known."""
+    theme = colour.get(_THEME_COLOR)
+    if theme is None:
+        return _hex(colour.get(_VAL))
+    if colour.get(qn("w:themeTint")) is not None or colour.get(qn("w:themeShade")) is not None:
+        return None
+    return _THEMES.get(theme)
 
 
 def _hides(props: Props, shaded: bool) -> bool:
     """Whether ``props`` could hide a run's text (a colour only when near white or the document shades)."""
     colour = props.get("colour")
-    return bool(props.get("vanish") or props.get("size", 99) <= TINY_HALF_POINTS or (
+    return bool(props.get("vanish") or props.get("spec_vanish") or props.get("size", 99) <= TINY_HALF_POINTS or (
         colour is not None and (shaded or min(colour) >= 255 - COLOUR_TOLERANCE)))
 
 
@@ -160,6 +179,8 @@ def reason(run: Any, styles: RunStyles = NO_STYLES) -> str | None:
         return None
     if props.get("vanish"):
         return "hidden run (w:vanish)"
+    if props.get("spec_vanish"):
+        return "hidden run (w:specVanish)"
     if props.get("size", 99) <= TINY_HALF_POINTS:
         return "tiny text (1 pt or less)"
     text_colour = props.get("colour")

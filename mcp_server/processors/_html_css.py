@@ -2,10 +2,12 @@
 
 Real pages embed up to a megabyte of CSS, so the sheets are not parsed whole: the braces are found
 by one regular expression and only a block whose declarations can hide text (``display:none``,
-``visibility:hidden``, ``font-size:0``, ``opacity:0``, a large negative offset) or decide its
-colour (``color``, ``background``) is read. A rule applies when it stands at the top level or in
-``@media screen``/``all`` (no condition) or ``@supports``; one behind a media condition (a width,
-print), in ``@keyframes`` or other at-rules does not. Selectors are matched here, by each element's
+``visibility:hidden``, a font size of 1 px or less, an opacity of 0.05 or less, a large negative
+offset, ``clip``/``clip-path``, a ``scale`` transform, a height of 1 px or less, read with the rules
+that set ``overflow`` and ``padding``) or decide its colour (``color``, ``background``) is read. A
+rule applies when it stands at the top level or in ``@media screen``/``all`` (no condition) or
+``@supports``; one behind a media condition (a width, print), in ``@keyframes`` or other at-rules
+does not. Selectors are matched here, by each element's
 id, classes and tag (one dictionary look-up each), for what attackers and pages use: type, ``#id``,
 ``.class``, ``[attr]`` and ``[attr=value]`` compounds joined by descendant and child combinators.
 A selector with a pseudo-class, a sibling combinator or another attribute operator is not applied;
@@ -31,13 +33,21 @@ _BRACE = re.compile(r"[{}]")
 _HIDES = tuple(re.compile(pattern) for pattern in (
     r"display\s*:\s*none", r"visibility\s*:\s*(?:hidden|collapse)", r"font-size\s*:\s*[0.]+\s*[a-z%]*\s*(?:[;!}]|$)",
     r"opacity\s*:\s*[0.]+\s*(?:[;!}]|$)", *(name + r"\s*:\s*-\d{4}" for name in (
-        "left", "top", "text-indent", "margin-left", "margin-top"))))
+        "left", "top", "text-indent", "margin-left", "margin-top")),
+    r"font-size\s*:\s*(?:0?\.\d+|1(?:\.0*)?)\s*(?:px|pt)", r"opacity\s*:\s*0?\.0\d*\s*(?:[;!}]|$)",
+    r"clip\s*:\s*rect\(", r"clip-path\s*:\s*(?:inset|circle|ellipse)\(",
+    r"transform\s*:[^;}]*scale[xy3d]*\(\s*(?:[\d.]+\s*,\s*)?0?\.?0*\s*[,)]",
+    *(name + r"\s*:\s*(?:0|1px|0?\.\d+px)\s*(?:[;!}]|$)" for name in ("height", "max-height"))))
+# A box collapsed by its height hides only when it clips what overflows: these rules are read with it.
+_WITH_HEIGHT = ("overflow", "padding")
 _COLOURS = (re.compile(r"color\s*:"), re.compile(r"background(?:-color)?\s*:"))
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_")
 _PAINT = frozenset({"color", "background", "background-color"})
 _DECLARATION = re.compile(r"([a-zA-Z-]+)\s*:\s*([^;]+)")
 _WANTED = frozenset({"display", "visibility", "font-size", "opacity", "left", "top", "text-indent", "margin-left",
-                     "margin-top", "color", "background", "background-color"})
+                     "margin-top", "color", "background", "background-color", "clip", "clip-path", "transform",
+                     "height", "max-height", "overflow", "overflow-x", "overflow-y", "padding", "padding-top",
+                     "padding-bottom"})
 _SCREEN = frozenset({"@media screen", "@media all", "@media only screen", "@supports"})
 _NEVER = frozenset({"@media print", "@media speech"})
 _NEVER_AT = frozenset({"@keyframes", "@-webkit-keyframes", "@font-face", "@page", "@counter-style", "@property"})
@@ -134,6 +144,42 @@ View = Callable[[Any], tuple[str, str | None, tuple[str, ...], Any]]  # (tag, id
 Attr = Callable[[Any, str], str | None]
 
 
+def _cheap_key(selector: str) -> tuple[str, str] | None:
+    """The key ``_rule`` would give a selector whose rightmost compound is a tag, a class or an id
+    (most are), read without parsing it; None for any other (parsed at once)."""
+    last = _COMBINATOR.split(selector.strip())[-1]
+    found = _SIMPLE.fullmatch(last) if last else None
+    if found is None:
+        return None
+    tag, mark, name = found.groups()
+    if mark is not None:
+        return ("id" if mark == "#" else "class"), name
+    return ("tag", tag.lower()) if tag else None
+
+
+class _Pending:
+    """The rules that only set what a hiding rule sets (thousands on a real page: every ``height``,
+    ``padding`` or ``display``), parsed key by key the first time an element with that key matches a
+    deciding rule: most are never asked for."""
+
+    def __init__(self, pending: list[tuple[str, int, tuple[tuple[str, str, bool], ...]]]) -> None:
+        self._raw: dict[tuple[str, str], list[tuple[str, int, tuple[tuple[str, str, bool], ...]]]] = {}
+        self._parsed: dict[tuple[str, str], list[_Rule]] = {}
+        for text, order, declarations in pending:
+            key = _cheap_key(text)
+            if key is not None:
+                self._raw.setdefault(key, []).append((text, order, declarations))
+            elif (rule := _rule(text, order, declarations)) is not None:
+                self._parsed.setdefault(_key(rule.compounds[-1]), []).append(rule)
+
+    def get(self, key: tuple[str, str], default: tuple[()] = ()) -> list[_Rule] | tuple[()]:
+        raw = self._raw.pop(key, None)
+        if raw is not None:
+            rules = self._parsed.setdefault(key, [])
+            rules += [rule for text, order, declarations in raw if (rule := _rule(text, order, declarations))]
+        return self._parsed.get(key, default)
+
+
 @dataclass(slots=True)
 class Sheet:
     """A page's rules that hide text or colour it, keyed by the rightmost compound's id, class or tag."""
@@ -142,15 +188,12 @@ class Sheet:
     backgrounds_known: bool
     # rules that only set what a hiding rule sets, read when an element first matches a deciding rule
     pending: list[tuple[str, int, tuple[tuple[str, str, bool], ...]]]
-    _undoing: dict[tuple[str, str], list[_Rule]] | None = None
+    _undoing: _Pending | None = None
 
     @property
-    def undoing(self) -> dict[tuple[str, str], list[_Rule]]:
+    def undoing(self) -> _Pending:
         if self._undoing is None:
-            self._undoing = {}
-            for text, order, declarations in self.pending:
-                if (rule := _rule(text, order, declarations)) is not None:
-                    self._undoing.setdefault(_key(rule.compounds[-1]), []).append(rule)
+            self._undoing = _Pending(self.pending)
         return self._undoing
 
     def __bool__(self) -> bool:
@@ -199,7 +242,7 @@ class _Matcher:
         normal = {name: value for (important, _, _), name, value in declared if not important}
         return normal, {name: value for (important, _, _), name, value in declared if important}
 
-    def matched(self, by_key: dict[tuple[str, str], list[_Rule]], element: Any) -> list[_Rule]:
+    def matched(self, by_key: dict[tuple[str, str], list[_Rule]] | _Pending, element: Any) -> list[_Rule]:
         tag, ident, classes, _ = self.view(element)
         candidates = [*by_key.get(("*", ""), ()), *by_key.get(("tag", tag), ())]
         if ident is not None:
@@ -312,7 +355,9 @@ def sheet_of(css: str) -> Sheet:
     hiding, names = owners(_HIDES)
     painting = owners(_COLOURS, MAX_COLOUR_RULES + 1)[0]
     weigh = len(painting) <= MAX_COLOUR_RULES  # too many to weigh: keep what hides, judge no colour
-    undoing = owners(re.compile(re.escape(name) + r"\s*:") for name in sorted(names))[0]
+    if names & {"height", "max-height"}:
+        names |= set(_WITH_HEIGHT)
+    undoing = owners(re.compile(re.escape(name) + r"(?:-[a-z]+)?\s*:") for name in sorted(names))[0]
     sheet = Sheet({}, weigh, [])
     order = 0
     for i in sorted(hiding | (painting if weigh else set()) | undoing):

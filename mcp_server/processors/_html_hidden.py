@@ -2,8 +2,11 @@
 
 Read from the markup itself, before either view is extracted: the ``hidden`` attribute, inline
 styles and the page's own ``<style>`` sheets (``_html_css``: class, id and other selectors, in
-cascade order): ``display:none``, ``visibility:hidden``, ``font-size:0``, ``opacity:0``, a text
-colour equal to the background it stands on, a box moved far off the screen. Each text node under
+cascade order): ``display:none``, ``visibility:hidden``, ``font-size:0`` (and 1 px or 1 pt or
+less), ``opacity`` 0.05 or less, a text colour equal to the background it stands on, a box moved
+far off the screen, clipped to nothing (``clip: rect()`` with no area, ``clip-path`` inset by half
+or more or a circle of radius 0), scaled to nothing (``transform: scale(0)``), or at most 1 px high
+with ``overflow: hidden`` and no padding (a box of height 0 that lets its text overflow shows it). Each text node under
 such an element is wrapped with ``core.visibility.hidden``, so whatever the extractor keeps of it
 stays marked (trafilatura drops some hidden elements and keeps others). The background is the
 nearest background colour declared (inline, ``bgcolor`` or by a ``<style>`` rule) on the element or
@@ -40,6 +43,13 @@ _DECLARATION = re.compile(r"([a-zA-Z-]+)\s*:\s*([^;]+)")
 _HEX = re.compile(r"#([0-9a-fA-F]{3}|[0-9a-fA-F]{6})\b")
 _RGB = re.compile(r"rgba?\(\s*(\d+)\s*,?\s*(\d+)\s*,?\s*(\d+)\s*(?:[,/]\s*([\d.]+%?))?\s*\)")
 _LENGTH = re.compile(r"^(-?[\d.]+)\s*(px|pt|em|rem|%|vw|vh)?")
+TINY_FONT = 1.0  # px or pt: a font this small reads as a line, not as text
+FAINT_OPACITY = 0.05  # at most this opaque: nothing a reader makes out
+_NUMBER = r"\s*(-?[\d.]+)(?:px|pt|em|rem)?\s*"
+_RECT = re.compile(r"rect\(" + r",?".join([_NUMBER] * 4) + r"\)")
+_INSET = re.compile(r"inset\(\s*([\d.]+)\s*(%|px)?")
+_EMPTY_SHAPE = re.compile(r"(?:circle|ellipse)\(\s*0(?:px|%)?\s*(?:0(?:px|%)?\s*)?(?:\)|at\b)")
+_SCALE_ZERO = re.compile(r"scale[xy3d]*\(\s*0(?:\.0*)?\s*[,)]|scale\(\s*[\d.]+\s*,\s*0(?:\.0*)?\s*\)")
 _LINK = re.compile(rb"<link\b[^>]*>", re.IGNORECASE)
 _REL = re.compile(rb"""\brel\s*=\s*["']?([^"'>]*)""", re.IGNORECASE)
 _HREF = re.compile(rb"""\bhref\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""", re.IGNORECASE)
@@ -85,6 +95,45 @@ def _length(value: str) -> float | None:
     return float(m.group(1)) if m else None
 
 
+def _opacity(value: str) -> float | None:
+    number = _length(value)
+    return number / 100 if number is not None and value.strip().endswith("%") else number
+
+
+def _clipped(style: dict[str, str]) -> bool:
+    """A ``clip: rect()`` with no area, or a ``clip-path`` that cuts the whole box away."""
+    if "clip" in style and (m := _RECT.search(style["clip"])) is not None:
+        top, right, bottom, left = (float(v) for v in m.groups())
+        if bottom <= top or right <= left:
+            return True
+    path = style.get("clip-path", "")
+    if path.startswith("inset(") and (m := _INSET.match(path)) is not None:
+        return float(m.group(1)) >= 50 if m.group(2) == "%" else False
+    return bool(_EMPTY_SHAPE.match(path))
+
+
+def _collapsed(style: dict[str, str]) -> bool:
+    """A box at most 1 px high that clips what overflows it, with no padding to give it room."""
+    if not any(style.get(key, "").startswith(("hidden", "clip")) for key in ("overflow", "overflow-y", "overflow-x")):
+        return False
+    for key in ("height", "max-height"):
+        value = style.get(key, "")
+        size = _length(value) if value else None
+        if size is not None and size <= 1 and (size == 0 or value.rstrip().endswith("px")):
+            break
+    else:
+        return False
+    return not any(_length(value) not in (None, 0.0) for value in _vertical_padding(style))
+
+
+def _vertical_padding(style: dict[str, str]) -> list[str]:
+    """The top and bottom padding a box's style sets (the shorthand's first and third values, or its first)."""
+    out = [style.get("padding-top", ""), style.get("padding-bottom", "")]
+    if values := style.get("padding", "").split():
+        out += [values[0], values[2] if len(values) >= 3 else values[0]]
+    return [value for value in out if value]
+
+
 def _same(a: RGB, b: RGB) -> bool:
     return all(abs(x - y) <= COLOUR_TOLERANCE for x, y in zip(a, b, strict=True))
 
@@ -126,13 +175,21 @@ def _reason(name: str, attrs: Mapping[str, Any], style: dict[str, str], backgrou
     size = _length(style["font-size"]) if "font-size" in style else None
     if size is not None and size <= 0:
         return "font size 0"
-    opacity = _length(style["opacity"]) if "opacity" in style else None
-    if opacity is not None and opacity <= 0:
+    if size is not None and size <= TINY_FONT and style["font-size"].rstrip().endswith(("px", "pt")):
+        return "tiny text (1 pt or less)"
+    opacity = _opacity(style["opacity"]) if "opacity" in style else None
+    if opacity is not None and opacity <= FAINT_OPACITY:
         return "opacity 0"
     for key in ("left", "top", "text-indent", "margin-left", "margin-top"):
         offset = _length(style[key]) if key in style else None
         if offset is not None and offset <= -OFF_SCREEN_PX and style.get(key, "").rstrip().endswith(("px", "pt")):
             return "positioned off-screen"
+    if _clipped(style):
+        return "clipped out of view"
+    if "transform" in style and _SCALE_ZERO.search(style["transform"]):
+        return "scaled to nothing"
+    if _collapsed(style):
+        return "box collapsed with overflow hidden"
     text_colour = style.get("color") or (str(attrs.get("color")) if name == "font" and attrs.get("color") else "")
     if text_colour:
         if _transparent(text_colour):

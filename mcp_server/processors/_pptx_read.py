@@ -15,7 +15,7 @@ from mcp_server.core.markup import slide_marker
 from mcp_server.core.models import ExtractedTable, Location, ProcessedDocument
 from mcp_server.core.visibility import hidden
 from mcp_server.processors._markdown import markdown_table
-from mcp_server.processors._pptx_hidden import covered_shapes
+from mcp_server.processors._pptx_hidden import behind, covered_shapes, run_reason, slide_background
 
 __all__ = ["read"]
 
@@ -38,6 +38,8 @@ class _Converter:
         self.tables: list[ExtractedTable] = []
         self.slide_no = 0
         self.slide_size: tuple[int, int] | None = None  # EMU; None when the presentation does not say
+        self.background: Any = None  # what is behind the slide's text boxes (``_pptx_hidden``)
+        self.under: Any = None  # what is behind the text frame being read
 
     def convert(self, presentation: Any) -> ProcessedDocument:
         width, height = presentation.slide_width, presentation.slide_height
@@ -48,13 +50,14 @@ class _Converter:
         notes_count = 0
         for number, slide in enumerate(presentation.slides, start=1):
             self.slide_no = number
+            self.background = slide_background(slide)
             body = self._shapes(slide.shapes, depth=0)
             notes = self._notes(slide)
             if notes:
                 notes_count += 1
                 body.append(hidden(f"Notes: {notes}", "speaker notes"))  # the presenter's, not on the slide
             if slide._element.get("show") in ("0", "false"):  # skipped by the slide show
-                body = [part if _marked(part) else hidden(part, "hidden slide") for part in body]
+                body = [hidden(part, "hidden slide") for part in body]
             lines = [slide_marker(number), *body]
             text = "\n\n".join(lines)
             if sections:
@@ -138,8 +141,10 @@ class _Converter:
 
     def _text_frame(self, shape: Any) -> str:
         kind = shape.placeholder_format.type if shape.is_placeholder else None
+        self.under = behind(shape, self.background)
         if kind in _TITLE_TYPES:
-            title = " ".join(shape.text_frame.text.split())
+            paragraphs = shape.text_frame.paragraphs
+            title = " ".join(" ".join(self._paragraph_text(p, links=False) for p in paragraphs).split())
             return f"# {title}" if title else ""
         bullets = kind in _BULLET_TYPES
         lines = []
@@ -154,15 +159,16 @@ class _Converter:
                 lines.append("  " * level + text)
         return "\n".join(lines)
 
-    def _paragraph_text(self, paragraph: Any) -> str:
+    def _paragraph_text(self, paragraph: Any, links: bool = True) -> str:
         parts = []
         for run in paragraph.runs:
             text = run.text
-            address = _run_address(run)
+            address = _run_address(run) if links else None
             if address and text.strip():
                 self.hyperlinks.append({"slide": self.slide_no, "text": text.strip(), "url": address})
                 text = text if text.strip() == address else f"{text} ({address})"
-            parts.append(text)
+            why = run_reason(run._r, self.under) if text.strip() else None
+            parts.append(hidden(text, why) if why is not None else text)
         if not paragraph.runs:
             return str(paragraph.text)
         return "".join(parts).replace("\v", "\n")
@@ -185,11 +191,6 @@ class _Converter:
         except Exception:  # a notes slide without its body placeholder
             return ""
         return " ".join(frame.text.split()) if frame is not None else ""
-
-
-def _marked(part: str) -> bool:
-    """Whether ``part`` is hidden text already (marks do not nest)."""
-    return bool(part) and "\ufdd0" <= part[0] <= "\ufdee"
 
 
 def _reading_order(shapes: Any) -> list[Any]:

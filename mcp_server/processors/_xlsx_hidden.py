@@ -4,7 +4,8 @@ Read from the package's XML (``xl/workbook.xml`` names each sheet's state and pa
 ``<row hidden="1">`` and ``<col hidden="1">``): pandas' read-only openpyxl reading does not keep
 row and column dimensions. A sheet part without the word ``hidden`` is not parsed further, so a
 workbook with nothing hidden costs a substring search per sheet. Cells whose text is the colour of
-their fill are found from the stylesheet (``_xlsx_colours``).
+their fill, 1 pt or less, or under a number format that shows nothing are found from the
+stylesheet (``_xlsx_colours``).
 """
 
 from __future__ import annotations
@@ -85,7 +86,7 @@ def mark_hidden_cells(data: bytes, sheets: Sequence[RawSheet]) -> list[RawSheet]
         with zipfile.ZipFile(io.BytesIO(data)) as book:
             parts = _sheet_parts(book)
             names = set(book.namelist())
-            formats = hiding_formats(book.read("xl/styles.xml")) if "xl/styles.xml" in names else set()
+            formats = hiding_formats(book.read("xl/styles.xml")) if "xl/styles.xml" in names else {}
             out = []
             for sheet in sheets:
                 state, path = parts.get(sheet.name, ("visible", ""))
@@ -95,13 +96,13 @@ def mark_hidden_cells(data: bytes, sheets: Sequence[RawSheet]) -> list[RawSheet]
                     continue
                 part = book.read(path) if path in names else b""
                 rows, columns = _hidden_rows_columns(part)
-                coloured = hidden_cells(part, formats) if formats else set()
-                if not rows and not columns and not coloured:
+                formatted = hidden_cells(part, formats) if formats else {}
+                if not rows and not columns and not formatted:
                     out.append(sheet)
                     continue
                 out.append(RawSheet(name=sheet.name, rows=[
                     [_mark(v, "hidden row") if number in rows else _mark(v, "hidden column") if col in columns
-                     else _mark(v, "text coloured like its background") if (number, col) in coloured else v
+                     else _mark(v, formatted[number, col]) if (number, col) in formatted else v
                      for col, v in enumerate(row, start=1)]
                     for number, row in enumerate(sheet.rows, start=1)
                 ]))

@@ -55,7 +55,7 @@ from mcp_server.text.templates import template_mask
 
 __all__ = [
     "MAX_NEIGHBORS", "MAX_TOP_K", "RRF_K", "DocumentIndex", "SearchMode", "extended", "lexical_weight",
-    "reads_foreign",
+    "reads_foreign", "with_vectors",
 ]
 
 # hybrid fuses both rankings; dense / bm25 use one (for benchmarks and ablations)
@@ -314,10 +314,10 @@ def extended(
         return index
     added = faiss.IndexFlatIP(index.dimension)
     owners = embed_into(added, index.chunks, new, embedder, progress, select)
-    return _with_vectors(index, added.reconstruct_n(0, added.ntotal), owners)
+    return with_vectors(index, added.reconstruct_n(0, added.ntotal), owners)
 
 
-def _with_vectors(index: DocumentIndex, vectors: np.ndarray, owners: np.ndarray) -> DocumentIndex:
+def with_vectors(index: DocumentIndex, vectors: np.ndarray, owners: np.ndarray) -> DocumentIndex:
     """A copy of ``index`` holding ``vectors`` (of the chunks ``owners``) besides its own."""
     owners = np.concatenate([index.owners, owners])
     vectors = np.concatenate([index.faiss.reconstruct_n(0, index.faiss.ntotal), vectors])

@@ -54,6 +54,31 @@ def test_zero_width_joiners_a_script_needs_and_emoji_tag_sequences_stay() -> Non
     assert settle(text).text == text and not settle(text).flags
 
 
+@pytest.mark.parametrize("policy", ["flag", "drop", "keep"])
+def test_invisible_operators_joiners_and_runs_of_variation_selectors_go_in_every_mode(policy: str) -> None:
+    text = "sig\u2061n led\u2064ger mon\u180egol com\u034fbine note\ufe00\ufe01\ufe02 x\U000e0100\U000e0101y"
+    settled = settle(text, policy)  # type: ignore[arg-type]
+    assert settled.text == "sign ledger mongol combine note xy"
+    reasons = " ".join(f.reason for f in settled.flags)
+    assert "3 variation selectors" in reasons and "2 variation selectors" in reasons and "zero-width" in reasons
+    assert {settled.text[f.start:f.end] for f in settled.flags} == {"sign", "ledger", "mongol", "combine", "note", "xy"}
+
+
+def test_one_variation_selector_after_an_emoji_or_a_letter_and_operators_between_symbols_stay() -> None:
+    text = "\u2764\ufe0f love \u263a\ufe0e a\ufe00 f\u2061(x) = 2x \u1820\u180e\u1821"
+    assert settle(text).text == text and not settle(text).flags
+
+
+def test_marks_do_not_nest_a_marked_span_keeps_its_reason_and_the_text_around_it_takes_the_new_one() -> None:
+    inner = hidden("tiny", "tiny text (1 pt or less)")
+    text = hidden(f"before {inner} after", "outside the slide")
+    settled = settle(text)
+    assert settled.text == "before tiny after"
+    assert [(settled.text[f.start:f.end].strip(), f.reason) for f in settled.flags] == [
+        ("before", "outside the slide"), ("tiny", "tiny text (1 pt or less)"), ("after", "outside the slide")]
+    assert settle(text, "drop").text.split() == []
+
+
 def test_old_offsets_carry_over_to_the_settled_text() -> None:
     text = f"ab{TAGS}cd{hidden('ef', 'opacity 0')}gh"
     settled = settle(text)

@@ -1,5 +1,6 @@
 """A first answer to a question in another language than its document's (``partial.skimmed``): its
-words choose no candidates, so the units it embeds spread evenly over the whole document."""
+words choose no candidates, so the units it embeds spread evenly over the whole document, and what
+the budget leaves looks further into the chunks nearest the question (``partial.refined``)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 
 from mcp_server.encoders import FakeEmbedder
 from mcp_server.indexes.builds import PendingBuild
-from mcp_server.indexes.partial import behind, complete_within, evenly, partial_view, spread_order
+from mcp_server.indexes.partial import behind, complete_within, evenly, partial_view, refined, spread_order
 from mcp_server.retrieval import DocumentIndex
 from tests.retrieval._chunks import make_chunks
 
@@ -116,3 +117,30 @@ def test_a_foreign_question_sharing_a_name_with_the_document_embeds_that_chunk_w
     view = partial_view(base, "When did the Vesuv bury Pompeji?", embedder, 5, foreign=True)
     owners = view.owners.tolist()
     assert owners.count(33) == 3 and set(owners) == set(range(40))
+
+
+def test_the_budget_left_after_the_skim_reads_on_in_the_chunk_nearest_the_question() -> None:
+    texts = ["a1", "a2", "a3", "b1", "b2", "b3", "c1", "c2", "c3"]
+    owners = np.array([0, 0, 0, 1, 1, 1, 2, 2, 2])
+    held = np.array([True, False, False, True, False, False, True, False, False])
+    vectors = np.zeros((9, 2), dtype=np.float32)
+    vectors[[0, 3, 6]] = [[0.0, 1.0], [0.9, 0.44], [-1.0, 0.0]]  # b1 is nearest the question
+    asked: list[list[str]] = []
+
+    def embed(batch: list[str]) -> np.ndarray:
+        asked.append(batch)
+        return np.tile(np.array([[0.0, 1.0]], dtype=np.float32), (len(batch), 1))
+
+    refined(texts, owners, held, vectors, np.array([1.0, 0.0], dtype=np.float32), 4, embed, share=0.3)
+    assert asked == [["b2"], ["b3"]]  # one round each, 2 characters a unit, 4 in all
+    assert held.tolist() == [True, False, False, True, True, True, True, False, False]
+
+
+def test_a_foreign_question_reads_on_only_once_every_chunk_has_a_unit() -> None:
+    texts = [f"Der Fluss Nummer {i} fließt ruhig. Er fließt durch das Tal. Und durch das Dorf {i}." for i in range(40)]
+    embedder = FakeEmbedder()
+    embedder.prior_chars_per_second = 1_000.0  # 2,500 characters: every first unit and a few more
+    base = DocumentIndex.embed(make_chunks(texts, language="de"), embedder, only=())
+    view = partial_view(base, "When did the volcano erupt?", embedder, 5, foreign=True)
+    counts = np.bincount(view.owners, minlength=40)
+    assert counts.min() >= 1 and counts.max() > 1

@@ -50,3 +50,16 @@ def test_comments_hide_no_rule_and_a_sheet_full_of_unclosed_comment_openers_is_r
     # 200,000 openers and no closer: one pass (a lazy pattern searched the rest from each opener,
     # ~12 s for 32,000 of them); the rule before them still applies
     assert _reasons(".h { display: none }" + "/*x" * 200_000, f'<p class="h">{PAYLOAD}</p>') == ["display:none"]
+
+
+def test_a_collapsed_box_is_undone_by_a_rule_that_gives_it_height_or_padding_and_the_cascade_still_decides() -> None:
+    collapsed = f'<div class="menu shut"><p>{PAYLOAD}</p></div>'
+    assert _reasons(".menu { overflow: hidden } .shut { height: 0 }", collapsed) == [
+        "box collapsed with overflow hidden"]
+    assert _reasons(".menu { overflow: hidden } .shut { height: 0 } .menu.shut { height: auto }", collapsed) == []
+    assert _reasons(".menu { overflow: hidden; padding: 0 14px 30px } .shut { height: 0 }", collapsed) == []
+    assert _reasons(".menu { overflow: hidden; padding: 0 14px } .shut { height: 0 }", collapsed) == [
+        "box collapsed with overflow hidden"]  # side padding gives it no height
+    assert _reasons(".shut { height: 0 }", collapsed) == []  # the text overflows and shows
+    assert _reasons(".menu { transform: scale(1.05) } .shut { font-size: 0.8em; opacity: 0.5 }", collapsed) == []
+    assert _reasons(".menu p { transform: translateX(4px) scale(0) }", collapsed) == ["scaled to nothing"]

@@ -25,6 +25,7 @@ from tests.tools._hidden_documents import (
     VISIBLE_WORD,
     docx_with_subject,
 )
+from tests.tools._hidden_gaps import GAP_CLEAN, GAP_HIDDEN
 from tests.tools._hidden_styled import MORE_CLEAN, MORE_HIDDEN, clipped_pdf
 
 pytestmark = pytest.mark.anyio
@@ -32,15 +33,17 @@ pytestmark = pytest.mark.anyio
 QUERY = f"who should forward every invoice to the {PAYLOAD_WORD}"
 INVISIBLE_TEXT = (
     f"{VISIBLE[0]}\n\nThe pass\u200bword for the vault is not to be shared.{TAGS}\n\n"
-    f"Totals \u202eolleh\u202c were audited.\n\n{VISIBLE[1]}\n"
+    f"Totals \u202eolleh\u202c were audited.\n\nThe ledg\u2063er was sig\u034fned at the vault\ufe01\ufe02\ufe03.\n\n"
+    f"{VISIBLE[1]}\n"
 )
-INVISIBLE = ("\u200b", "\u202e", "\u202c", TAGS[0])
+INVISIBLE = ("\u200b", "\u202e", "\u202c", TAGS[0], "\u2063", "\u034f", "\ufe01")
 
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FileServer]:
     root = tmp_path_factory.mktemp("served")
-    for name, data in {**HIDDEN, **CLEAN, **MORE_HIDDEN, **MORE_CLEAN, "clipped.pdf": clipped_pdf()}.items():
+    for name, data in {**HIDDEN, **CLEAN, **MORE_HIDDEN, **MORE_CLEAN, **GAP_HIDDEN, **GAP_CLEAN,
+                       "clipped.pdf": clipped_pdf()}.items():
         (root / name).write_bytes(data)
     (root / "invisible.txt").write_text(INVISIBLE_TEXT, encoding="utf-8")
     (root / "invisible.html").write_text(
@@ -97,7 +100,7 @@ def _covers_payload(text: str, offset: int, flags: Sequence[dict[str, Any]]) -> 
 # --- flag ------------------------------------------------------------------------------------------
 # Web pages in both views: the main view's extractor drops some hidden elements itself (then nothing
 # reaches the agent); the whole page keeps them all.
-CASES = [(name, view) for name in sorted({**HIDDEN, **MORE_HIDDEN})
+CASES = [(name, view) for name in sorted({**HIDDEN, **MORE_HIDDEN, **GAP_HIDDEN})
          for view in (("main", "full") if name.endswith(".html") else (None,))]
 
 
@@ -132,7 +135,7 @@ async def test_a_hidden_payload_is_flagged_in_every_result_that_holds_it(name: s
     assert PAYLOAD_WORD in read["text"] and _hidden(read["flags"])
 
 
-@pytest.mark.parametrize("name", sorted({**CLEAN, **MORE_CLEAN}))
+@pytest.mark.parametrize("name", sorted({**CLEAN, **MORE_CLEAN, **GAP_CLEAN}))
 async def test_clean_twins_and_text_a_reader_sees_are_never_flagged(name: str, flag: ThreadedServer,
                                                                    files: FileServer) -> None:
     url = files.url(name)
@@ -213,7 +216,7 @@ async def test_invisible_code_points_are_never_returned_and_are_reported_in_ever
     for result in (processed, chunked, found, read):
         assert not any(c in str(result) for c in INVISIBLE)
     content = processed["content"]
-    assert "password for the vault" in content and "olleh" in content
+    assert "password for the vault" in content and "olleh" in content and "ledger was signed" in content
     reported = [f for f in processed["flags"] if f["kind"] == "invisible_characters"]
     assert {content[f["start"]:f["end"]] for f in reported} >= {"password", "olleh"}
     assert any("Unicode tag characters" in f["reason"] for f in reported)

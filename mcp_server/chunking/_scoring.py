@@ -16,6 +16,8 @@ _KEYWORD_ANYWHERE = re.compile(_KEYWORDS)  # a cheap pre-check; \b makes the ful
 _KEYWORD = re.compile(rf"\b(?:{_KEYWORDS})s?\b")
 _TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$|\t")
 _BULLET = re.compile(r"^\s*(?:- |• |\* )")
+# a table row holds a pipe or a tab, a bullet one of these marks: a text without any has neither
+_LINE_MARKS = ("|", "\t", "- ", "* ", "• ")
 
 
 def importance_score(text: str) -> float:
@@ -41,6 +43,17 @@ def content_type(text: str) -> str:
     least half are bullets, ``heading`` when the chunk opens with a Markdown heading. Marker
     lines (``--- Page 3 ---``) do not count.
     """
+    if any(mark in text for mark in _LINE_MARKS):
+        return _counted_type(text)
+    # no line can be a table row or a bullet: the first line that counts decides (~10x faster on prose)
+    for line in text.splitlines():
+        if line.strip() and not MARKER_LINE.match(line):
+            return "heading" if HEADING_LINE.match(line) else "text"
+    return "text"
+
+
+def _counted_type(text: str) -> str:
+    """``content_type`` by counting the table rows and bullets among every line."""
     lines = [line for line in text.splitlines() if line.strip() and not MARKER_LINE.match(line)]
     if not lines:
         return "text"

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+import numpy as np
 from tokenizers import Tokenizer
 
 from mcp_server.core.errors import ModelLoadError
@@ -19,6 +20,14 @@ __all__ = ["HFTokenCounter", "TokenCounter", "special_tokens"]
 
 # Pre-tokenizers that cut at every whitespace: no token spans two words.
 _WHITESPACE_PRE_TOKENIZERS = frozenset({"BertPreTokenizer", "Whitespace", "WhitespaceSplit"})
+# A tokenizer made of these reads each whitespace-separated word on its own, character by character
+# (BERT's normalizer is per character, its pre-tokenizer cuts at every space): texts joined by a
+# space are counted in one encoding per piece (``_joined_counts``), not one per text.
+_JOINABLE: dict[str, set[str | None]] = {
+    "normalizer": {None, "BertNormalizer"}, "pre_tokenizer": {"BertPreTokenizer"}, "model": {"WordPiece"},
+    "post_processor": {None, "TemplateProcessing", "BertProcessing"},
+}
+JOINED_PIECE_CHARS = 1 << 14  # characters per encoded piece: pieces run on the tokenizer's threads
 
 
 @runtime_checkable
@@ -61,8 +70,10 @@ class HFTokenCounter:
         self._tokenizer.no_truncation()
         self._tokenizer.no_padding()
         self.max_tokens = max_tokens
-        pre_tokenizer = json.loads(self._tokenizer.to_str()).get("pre_tokenizer") or {}
-        self.splits_on_whitespace = pre_tokenizer.get("type") in _WHITESPACE_PRE_TOKENIZERS
+        config = json.loads(self._tokenizer.to_str())
+        self.splits_on_whitespace = (config.get("pre_tokenizer") or {}).get("type") in _WHITESPACE_PRE_TOKENIZERS
+        self._joinable = all((config.get(part) or {}).get("type") in kinds for part, kinds in _JOINABLE.items())
+        self._specials = len(self._tokenizer.encode("", add_special_tokens=True).ids)
 
     @classmethod
     def from_path(cls, model_dir: str | Path, max_tokens: int | None = None) -> HFTokenCounter:
@@ -84,9 +95,30 @@ class HFTokenCounter:
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         if not texts:
             return []
+        if self._joinable:
+            return self._joined_counts(texts)
         # encode_batch_fast skips offset tracking: counts only, about 25 % faster.
         encodings = self._tokenizer.encode_batch_fast(list(texts), add_special_tokens=True)
         return [len(encoding.ids) for encoding in encodings]
+
+    def _joined_counts(self, texts: Sequence[str]) -> list[int]:
+        """``count_tokens`` of a joinable tokenizer: the texts joined by spaces into pieces of about
+        JOINED_PIECE_CHARS, each token counted for the text its first character is in. One
+        encoding per text costs ~15 µs of bookkeeping: a book's 40,000 distinct words took 0.6 s
+        of its chunking, their pieces 0.15 s (the same counts: tests/chunking/test_tokens.py)."""
+        lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+        ends = np.cumsum(lengths + 1)  # each text's end in the joined string, past its space
+        bounds = np.unique(np.r_[0, np.searchsorted(ends, np.arange(JOINED_PIECE_CHARS, int(ends[-1]),
+                                                                      JOINED_PIECE_CHARS)), len(texts)])
+        pieces = [" ".join(texts[a:b]) for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True)]
+        counts = np.zeros(len(texts), dtype=np.int64)
+        for first, stop, encoding in zip(bounds[:-1].tolist(), bounds[1:].tolist(),
+                                         self._tokenizer.encode_batch(pieces, add_special_tokens=False), strict=True):
+            starts = np.cumsum(lengths[first:stop] + 1) - lengths[first:stop] - 1  # in the piece
+            offsets = np.array(encoding.offsets, dtype=np.int64).reshape(-1, 2)
+            owners = np.searchsorted(starts, offsets[:, 0], side="right") - 1
+            counts[first:stop] = np.bincount(owners, minlength=stop - first)
+        return (counts + self._specials).tolist()
 
 
 def _window_from_configs(folder: Path) -> int:

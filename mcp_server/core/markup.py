@@ -18,6 +18,7 @@ __all__ = [
     "HEADING_LINE",
     "MARKER_LINE",
     "PAGES",
+    "PAGE_MARK",
     "PLAIN",
     "SHEETS",
     "SLIDES",
@@ -28,9 +29,11 @@ __all__ = [
     "sheet_marker",
     "slide_marker",
     "title_line",
+    "without_markers",
 ]
 
 _PAGE, _SLIDE, _SHEET = "--- Page ", "--- Slide ", "=== Sheet: "
+PAGE_MARK = _PAGE  # in every page marker line: a text without it has none (a test far cheaper than MARKER_LINE)
 MAX_HEADING_LEVEL = 6
 
 
@@ -57,6 +60,15 @@ MARKER_LINE = re.compile(
     rf"|{re.escape(_SHEET)}(?P<sheet>.*?) ===)[ \t]*\r?$",
     re.MULTILINE,
 )
+
+
+def without_markers(text: str) -> str:
+    """``text`` without its marker lines (their line breaks stay)."""
+    if _PAGE not in text and _SLIDE not in text and _SHEET not in text:  # no marker line: no pattern to run
+        return text
+    return MARKER_LINE.sub("", text)
+
+
 # CommonMark ATX: up to 3 spaces of indent, 1-6 '#', a space, the title, an optional closing
 # run of '#' after a space ("# C#" keeps its title "C#").
 HEADING_LINE = re.compile(

@@ -338,6 +338,5 @@ class FirstAnswers:
 def _partial_base(chunks: list[Chunk], embedder: Embedder, key: str) -> DocumentIndex:
     """BM25 over every chunk, no vectors yet, and its template passages: every partial answer's
     fusion reads them, so they are found here, once, before the complete build takes the cores."""
-    base = DocumentIndex.embed(chunks, embedder, only=(), key=key)
-    base.templates  # noqa: B018 - found now, shared by every partial index of the document
-    return base
+    # the templates found now (from the words BM25 reads), shared by every partial index of the document
+    return DocumentIndex.embed(chunks, embedder, only=(), key=key, templates_now=True)

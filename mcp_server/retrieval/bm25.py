@@ -17,7 +17,7 @@ import numpy as np
 from mcp_server.core.models import Chunk
 from mcp_server.retrieval.naming import Identity, identity_of, naming_factors
 from mcp_server.retrieval.ranking import known_share
-from mcp_server.text.analysed import AnalysedCorpus
+from mcp_server.text.analysed import AnalysedCorpus, bm25_index
 from mcp_server.text.analysis import analyzer_for, base_language, query_tokens
 
 if TYPE_CHECKING:
@@ -39,23 +39,21 @@ class ChunkBM25:
     beside the index, ``indexes/lexical.py``), the document's ``languages`` (the one with the most
     text first) and its ``identity``."""
 
-    def __init__(self, chunks: Sequence[Chunk], analysed: AnalysedCorpus | None = None) -> None:
-        """``analysed``: the chunks' tokens as stored with the index (else they are analysed here)."""
+    def __init__(self, chunks: Sequence[Chunk], analysed: AnalysedCorpus | None = None,
+                 runs: list[list[str] | None] | None = None) -> None:
+        """``analysed``: the chunks' tokens as stored with the index (else they are analysed here, and
+        ``runs`` gets what the template search reads of each chunk on the way: ``analyse_chunks``)."""
         self.size = len(chunks)
         # each chunk is read by its own language's analyzer; a query by each language present
         self.languages = _languages(chunks)
         if analysed is None or len(analysed) != self.size:
-            analysed = AnalysedCorpus.of(analyse_chunks(chunks))
+            analysed = AnalysedCorpus.of(analyse_chunks(chunks, runs))
         self.analysed = analysed  # ~4 bytes a token: what the index stores, and what the pool reads
         self._df = analysed.document_frequencies()
         self.identity = _identity(chunks, analysed, self.languages[0])
         self._bm25: bm25s.BM25 | None = None
         if len(analysed.ids):  # bm25s cannot index a corpus without a single token
-            import bm25s  # loaded by the lifespan's warm-up (text/lexical.py's stop words); a script's at first use
-
-            self._bm25 = bm25s.BM25()
-            vocabulary = {token: i for i, token in enumerate(analysed.vocabulary)}
-            self._bm25.index((analysed.id_lists(), vocabulary), show_progress=False)
+            self._bm25 = bm25_index(analysed)
 
     def term_counts(self, positions: Sequence[int], terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """(the token count of the chunks at ``positions``; how often each holds each of ``terms``:
@@ -146,16 +144,23 @@ def _languages(chunks: Sequence[Chunk]) -> list[str]:
     return sorted(chars, key=lambda language: -chars[language]) or ["en"]
 
 
-def analyse_chunks(chunks: Sequence[Chunk]) -> list[list[str]]:
-    """BM25 tokens of each chunk by its language's analyzer (one batch per language)."""
+def analyse_chunks(chunks: Sequence[Chunk], runs: list[list[str] | None] | None = None) -> list[list[str]]:
+    """BM25 tokens of each chunk by its language's analyzer (one batch per language); ``runs``, when
+    given, gets per chunk its ``lexical.word_runs`` where the analyzer read them on the way, else None."""
     out: list[list[str]] = [[] for _ in chunks]
+    read: list[list[str] | None] = [None] * len(chunks)
     by_language: dict[str, list[int]] = {}
     for i, chunk in enumerate(chunks):
         by_language.setdefault(base_language(chunk.language) or "en", []).append(i)
     for language, positions in by_language.items():
-        for i, tokens in zip(positions, analyzer_for(language).tokens([chunks[i].text for i in positions]),
+        found: list[list[str] | None] | None = [] if runs is not None else None
+        for i, tokens in zip(positions, analyzer_for(language).tokens([chunks[i].text for i in positions], found),
                              strict=True):
             out[i] = tokens
+        for i, words in zip(positions, found or (), strict=False):
+            read[i] = words
+    if runs is not None:
+        runs.extend(read)
     return out
 
 

@@ -88,16 +88,21 @@ class DocumentIndex:
     def __init__(
         self, chunks: Sequence[Chunk], faiss_index: faiss.Index, *, model_id: str,
         owners: np.ndarray | None = None, stored: StoredAnalysis | None = None, key: str = "",
+        templates_now: bool = False,
     ) -> None:
         self.chunks, self.model_id, self._key = list(chunks), model_id, key
         self._set_vectors(faiss_index, owners)
         # the partial indexes of a document, copies, share it; ``stored``: its tokens read with the index
-        self.lexical = ChunkBM25(self.chunks, stored.corpus if stored is not None else None)
+        # ``templates_now``: the template passages found here, from the words BM25's analysis reads on the way
+        runs: list[list[str] | None] | None = [] if templates_now else None
+        self.lexical = ChunkBM25(self.chunks, stored.corpus if stored is not None else None, runs)
         self.languages, self.identity = self.lexical.languages, self.lexical.identity
         self._unit_terms = UnitTerms(self.chunks, self.languages)  # the focus of the dense side, shared too
         self._facts = ChunkFacts(self.chunks)  # what the learned ranker reads of a chunk's numbers, shared too
         # found at the first search (or warm()), or read with the index; shared by the copies as well
-        self._templates = Once(_template_finder(self.chunks, stored))
+        self._templates = Once(_template_finder(self.chunks, stored, runs))
+        if templates_now:
+            self._templates.get()  # the runs go with the finder
         self.instructions: InstructionScores | None = None  # set by the complete build or a load (stored_scores)
         self._scripts = Once(lambda: {dominant_script(chunk.text, SCRIPT_SAMPLE) for chunk in self.chunks})
 
@@ -117,14 +122,14 @@ class DocumentIndex:
     @classmethod
     def embed(
         cls, chunks: Sequence[Chunk], embedder: Embedder, *, progress: ProgressFn | None = None,
-        only: Sequence[int] | None = None, key: str = "",
+        only: Sequence[int] | None = None, key: str = "", templates_now: bool = False,
     ) -> DocumentIndex:
         """Split the chunks into sentences, embed those (and only those) and build the index;
         with ``only``, just the sentences of the chunks at those positions (a partial index)."""
         positions = np.arange(len(chunks), dtype=np.int64) if only is None else np.unique(np.asarray(only, np.int64))
         index = faiss.IndexFlatIP(embedder.dimension)
         owners = embed_into(index, chunks, positions, embedder, progress)
-        return cls(chunks, index, model_id=embedder.model_id, owners=owners, key=key)
+        return cls(chunks, index, model_id=embedder.model_id, owners=owners, key=key, templates_now=templates_now)
 
     def _set_vectors(self, faiss_index: faiss.Index, owners: np.ndarray | None) -> None:
         n = len(self.chunks)
@@ -272,11 +277,13 @@ def glance(index: DocumentIndex, query_vec: np.ndarray, query: str, n: int) -> l
     return list(dense.items())
 
 
-def _template_finder(chunks: Sequence[Chunk], stored: StoredAnalysis | None) -> Callable[[], np.ndarray]:
+def _template_finder(chunks: Sequence[Chunk], stored: StoredAnalysis | None,
+                     runs: list[list[str] | None] | None = None) -> Callable[[], np.ndarray]:
     if stored is not None and len(stored.templates) == len(chunks):
         return lambda: stored.templates
     texts = [c.text for c in chunks]
-    return lambda: template_mask(texts)
+    read = runs if runs is not None and len(runs) == len(chunks) else None
+    return lambda: template_mask(texts, read)
 
 
 def reads_foreign(index: DocumentIndex, query: str) -> bool:

@@ -178,9 +178,12 @@ class Analyzer:
         """English reads with ``lexical.bm25_tokens`` (bm25s' tokenizer with English stemming)."""
         return self.language == "en"
 
-    def tokens(self, texts: Sequence[str]) -> list[list[str]]:
+    def tokens(self, texts: Sequence[str], runs: list[list[str] | None] | None = None) -> list[list[str]]:
+        """``runs``: gets each text's ``lexical.word_runs`` where read on the way (``bm25_tokens``), else None."""
         if self.legacy:
-            return bm25_tokens(texts)
+            return bm25_tokens(texts, runs)
+        if runs is not None:
+            runs.extend([None] * len(texts))
         return [self._one(text) for text in texts]
 
     def _one(self, text: str) -> list[str]:

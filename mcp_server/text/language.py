@@ -247,7 +247,15 @@ KANA_SHARE = 0.1  # Han text with this share of kana is Japanese
 def dominant_script(text: str, sample: int = _SCRIPT_SAMPLE) -> str:
     """The script most letters of ``text`` (its first ``sample`` characters) are written in, or ""
     when it has no letters. Han with a tenth of kana counts as "Kana" (Japanese)."""
-    codes = np.frombuffer(text[:sample].encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    head = text[:sample]
+    if head.isascii():  # most passages: its only letters are A-Z and a-z, Latin in _RANGES
+        return "Latin" if head.lower() != head.upper() else ""
+    return _counted_script(head)
+
+
+def _counted_script(head: str) -> str:
+    """``dominant_script`` of ``head`` by counting every character's script."""
+    codes = np.frombuffer(head.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     if not len(codes):
         return ""
     kinds = np.searchsorted(_STARTS, codes, side="right") - 1

@@ -22,7 +22,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from mcp_server.core.markup import MARKER_LINE
+from mcp_server.core.markup import without_markers
+from mcp_server.text.lexical import word_runs
 
 __all__ = ["DUPLICATE_JACCARD", "INDEX_LINES", "SHINGLE", "TEMPLATES_VERSION", "template_mask"]
 
@@ -54,19 +55,20 @@ _DIGIT_LINE = re.compile("\\d[^\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]*")
 _MIN_ENTRIES = math.ceil(INDEX_LINES * MIN_INDEX_LINES)
 
 
-def template_mask(texts: Sequence[str]) -> np.ndarray:
-    """Per text, whether it is a template passage (a near-duplicate of another, or an index page)."""
-    mask = _near_duplicates(texts)
+def template_mask(texts: Sequence[str], runs: Sequence[list[str] | None] | None = None) -> np.ndarray:
+    """Per text, whether it is a template passage (a near-duplicate of another, or an index page).
+    ``runs``: each text's ``lexical.word_runs`` where already read (None where not)."""
+    mask = _near_duplicates(texts, runs)
     for i, text in enumerate(texts):
         if not mask[i] and _index_page(text):
             mask[i] = True
     return mask
 
 
-def _near_duplicates(texts: Sequence[str]) -> np.ndarray:
+def _near_duplicates(texts: Sequence[str], runs: Sequence[list[str] | None] | None = None) -> np.ndarray:
     """Chunks sharing a DUPLICATE_JACCARD of their shingles with another, counted with arrays: the
     pairs of chunks that share a shingle run into millions on a book (a loop over them took seconds)."""
-    grams, owners = _shingles(texts)
+    grams, owners = _shingles(texts, runs)
     sizes = np.bincount(owners, minlength=len(texts))
     kept = sizes[owners] >= MIN_SHINGLES  # shorter chunks hold no postings
     grams, owners = grams[kept], owners[kept]
@@ -94,13 +96,14 @@ def _near_duplicates(texts: Sequence[str]) -> np.ndarray:
     return mask
 
 
-def _shingles(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+def _shingles(texts: Sequence[str], runs: Sequence[list[str] | None] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Every distinct (shingle, chunk) of the texts as two arrays sorted by shingle, then chunk: a
     shingle is a 64-bit code of its SHINGLE words' hashes."""
     found: list[str] = []
     ends = np.zeros(len(texts), dtype=np.int64)
     for i, text in enumerate(texts):
-        found += _WORDS.findall(MARKER_LINE.sub("", text).lower())
+        read = runs[i] if runs is not None else None
+        found += read if read is not None else word_runs(text)
         ends[i] = len(found)
     words = np.fromiter(map(hash, found), dtype=np.int64, count=len(found)).view(np.uint64)  # a word's code
     counts = np.diff(np.r_[0, ends])
@@ -125,7 +128,7 @@ def _index_page(text: str) -> bool:
     (a table's figures do not), or a dotted entry number then words."""
     if len(_DIGIT_LINE.findall(text)) < _MIN_ENTRIES:  # too few lines with a digit: read no line (a book's prose)
         return False
-    lines = [line.strip(" |*-") for line in MARKER_LINE.sub("", text).splitlines()]
+    lines = [line.strip(" |*-") for line in without_markers(text).splitlines()]
     lines = [line for line in lines if _WORDS.search(line)]
     if len(lines) < MIN_INDEX_LINES:
         return False

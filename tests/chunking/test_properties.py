@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mcp_server.chunking import ChunkParams, HFTokenCounter, TokenCounter, chunk_document
+from mcp_server.chunking._layout import _atoms, _words
 from mcp_server.chunking._locations import HEADING_LINE, MARKER_LINE
 from mcp_server.chunking._params import TEXT_SEPARATORS
 from mcp_server.core.models import Chunk, ProcessedDocument
@@ -160,3 +161,12 @@ def test_a_paragraph_that_fits_a_chunk_is_never_cut(
         if HEADING_LINE.fullmatch(last_line) or MARKER_LINE.fullmatch(last_line):
             continue  # a heading or marker never ends a chunk: it goes with what follows it
         assert any(c.location.start_char <= start and end <= c.location.end_char for c in chunks)
+
+
+_SPACES = [chr(c) for c in range(0x3001) if chr(c).isspace()]  # every whitespace, U+001C-U+001F among them
+
+
+@given(st.lists(st.sampled_from(["a", "word", "é", "中", "\x00", *_SPACES]), max_size=40).map("".join))
+def test_the_atoms_text_is_the_slices_of_their_offsets(content: str) -> None:
+    starts, ends = _atoms(content)
+    assert _words(content, starts, ends) == [content[a:b] for a, b in zip(starts.tolist(), ends.tolist(), strict=True)]

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from mcp_server.chunking import content_type, importance_score
+from mcp_server.chunking._scoring import _counted_type
 
 LONG = " and the text goes on long enough to count as a normal chunk of prose."
 
@@ -34,3 +37,13 @@ def test_importance_follows_the_seed_rules(text: str, score: float) -> None:
 ])
 def test_content_type_reads_lines_not_stray_characters(text: str, kind: str) -> None:
     assert content_type(text) == kind
+
+
+# lines made of what the rules read: pipes, tabs, bullets, headings, page markers, line ends of every kind
+_PIECES = ["| a | b |", "|---|", "\t", "- ", "* ", "• ", "-", "*", "#", "# Title", "####### x", "   ", "word",
+           "--- Page 3 ---", "=== Sheet: s ===", "\n", "\r\n", "\r", "\x0b", "\x1c", "\u2028", " ", "x|y"]
+
+
+@given(st.lists(st.sampled_from(_PIECES), max_size=30).map("".join) | st.text(max_size=200))
+def test_content_type_is_the_counted_one_on_any_text(text: str) -> None:
+    assert content_type(text) == _counted_type(text)

@@ -49,7 +49,8 @@ def ranking(index: DocumentIndex) -> list[object]:
 def analysed_texts(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     seen: list[str] = []
     real = Analyzer.tokens
-    monkeypatch.setattr(Analyzer, "tokens", lambda self, batch: seen.extend(batch) or real(self, batch))
+    monkeypatch.setattr(Analyzer, "tokens",
+                        lambda self, batch, runs=None: seen.extend(batch) or real(self, batch, runs))
     return seen
 
 

@@ -697,7 +697,8 @@ async def test_the_partial_answers_of_a_document_share_its_template_passages_fou
 
     found: list[int] = []
     real = index_module.template_mask
-    monkeypatch.setattr(index_module, "template_mask", lambda texts: found.append(len(texts)) or real(texts))
+    monkeypatch.setattr(index_module, "template_mask",
+                        lambda texts, runs=None: found.append(len(texts)) or real(texts, runs))
     m, embedder = gated_manager(progressive(tmp_path))
     async with m.running():
         first = await m.open(SHA, "1", "p", make_chunks([*BOOK, SLOW]), query="volcanoes")

@@ -259,7 +259,8 @@ def test_the_partial_indexes_of_a_document_find_its_template_passages_once(monke
 
     calls: list[int] = []
     real = index_module.template_mask
-    monkeypatch.setattr(index_module, "template_mask", lambda texts: calls.append(len(texts)) or real(texts))
+    monkeypatch.setattr(index_module, "template_mask",
+                        lambda texts, runs=None: calls.append(len(texts)) or real(texts, runs))
     chunks = make_chunks([f"Passage {i} about topic {i} with some words of its own." for i in range(6)])
     embedder = FakeEmbedder()
     base = DocumentIndex.embed(chunks, embedder, only=())
@@ -282,3 +283,10 @@ def test_a_short_question_in_the_script_of_a_chinese_document_is_never_foreign_t
     index, _ = build(texts, language="zh-cn")
     assert not reads_foreign(index, "谁赢得了比赛？")  # no word of it is the document's, and the detector may not know
     assert reads_foreign(index, "Who won the match?")
+
+
+def test_a_base_built_with_its_templates_now_finds_them_once_from_the_words_bm25_read() -> None:
+    chunks = make_chunks([f"Passage {i} about topic {i} with some words of its own." for i in range(6)])
+    now = DocumentIndex.embed(chunks, FakeEmbedder(), only=(), templates_now=True)
+    later = DocumentIndex.embed(chunks, FakeEmbedder(), only=())
+    assert now.templates.tolist() == later.templates.tolist()

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from mcp_server.text.language import (
     LANGUAGE_NAMES,
+    _counted_script,
     detect_language,
+    dominant_script,
     language_detection_available,
     language_name,
 )
@@ -87,3 +91,14 @@ def test_the_sparse_profiles_give_langdetects_own_probabilities_to_the_last_bit(
             detector.append(text)
             runs.append([(found.lang, found.prob) for found in detector.get_probabilities()])
         assert runs[0] == runs[1]
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=0x7F), max_size=300) | st.sampled_from(["", "123 !?", "abc"]))
+def test_dominant_script_of_ascii_text_is_the_counted_one(text: str) -> None:
+    assert dominant_script(text) == _counted_script(text[:2000])
+
+
+def test_dominant_script_counts_past_ascii() -> None:
+    assert dominant_script("abc ÿ") == "Latin"
+    assert dominant_script("ab \u0416\u0416\u0416") == "Cyrillic"
+    assert dominant_script("12 \u00aa\u00ba") == ""  # ordinal indicators are letters, but no script's here

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
-import numpy as np
+import re
 
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mcp_server.core.markup import MARKER_LINE, without_markers
 from mcp_server.retrieval.index import DocumentIndex
-from mcp_server.text.lexical import bm25_tokens, lexical_text
+from mcp_server.text.lexical import _WORD, bm25_tokens, lexical_text, without_page_markers, word_runs
 from tests.conftest import DOCS
 from tests.retrieval._chunks import make_chunks
 
@@ -48,3 +53,22 @@ def test_tokens_are_bm25s_tokens_to_the_token_on_real_documents() -> None:
                               stemmer=Stemmer.Stemmer("english").stemWords, return_ids=False, show_progress=False)
     assert len(texts) > 100
     assert bm25_tokens(texts) == [list(t) for t in expected]
+
+
+_MARKED = ["--- Page 3 ---", "--- Slide 2 ---", "=== Sheet: s ===", " --- Page 12 --- ", "--- Page x ---", "\n",
+           "\r\n", "word", "12,345", "FY2022", "é", "_", "a", " ", "中文", "\u0301"]
+
+
+@given(st.lists(st.sampled_from(_MARKED), max_size=20).map("".join) | st.text(max_size=60))
+def test_words_and_marker_lines_are_found_as_the_full_patterns_find_them(text: str) -> None:
+    assert _WORD.findall(text) == re.findall(r"(?u)\b\w\w+\b", text)  # bm25s' token pattern
+    assert without_page_markers(text) == MARKER_LINE.sub(lambda m: "" if m["page"] is not None else m[0], text)
+    assert without_markers(text) == MARKER_LINE.sub("", text)
+
+
+@given(st.lists(st.lists(st.sampled_from(_MARKED), max_size=12).map("".join) | st.text(max_size=40), max_size=8))
+def test_bm25_reads_the_template_search_words_on_the_way_without_changing_its_tokens(texts: list[str]) -> None:
+    runs: list[list[str] | None] = []
+    assert bm25_tokens(texts, runs) == bm25_tokens(texts)
+    assert len(runs) == len(texts)
+    assert all(read is None or read == word_runs(text) for text, read in zip(texts, runs, strict=True))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import re
 
+from mcp_server.text.lexical import bm25_tokens
 from mcp_server.text.templates import (
     _COMMON_SHINGLE,
     DUPLICATE_JACCARD,
@@ -13,7 +14,7 @@ from mcp_server.text.templates import (
     _near_duplicates,
     template_mask,
 )
-from tests.conftest import CORPUS
+from tests.conftest import CORPUS, DOCS
 from tests.retrieval._filing import BODY, CERTIFICATIONS, CONTENTS, COVER, SIGNATURES
 
 EXHIBITS = (
@@ -74,3 +75,13 @@ def test_near_duplicates_in_a_book_are_those_a_pairwise_comparison_finds() -> No
     expected = _pairwise_near_duplicates(texts)
     assert [i for i, duplicate in enumerate(expected) if duplicate] == [3, 40, len(texts) - 4, len(texts) - 3]
     assert _near_duplicates(texts).tolist() == expected
+
+
+def test_the_words_bm25_read_on_the_way_give_the_same_template_passages() -> None:
+    paths = sorted((DOCS / "txt").glob("*.txt"))
+    texts = [path.read_text(encoding="utf-8", errors="replace")[:3_000] for path in paths]
+    texts += list(texts) + ["--- Slide 2 ---\nrevenue 12,345 in FY2022", "a b c"]  # duplicates, and texts read twice
+    runs: list[list[str] | None] = []
+    bm25_tokens(texts, runs)
+    assert any(read is None for read in runs) and any(read is not None for read in runs)
+    assert template_mask(texts, runs).tolist() == template_mask(texts).tolist()

@@ -137,12 +137,16 @@ def _arrays_bm25() -> type[bm25s.BM25]:
     import bm25s  # loaded by the lifespan's warm-up (text/lexical.py's stop words); a script's at first use
     from bm25s import scoring
 
+    # bm25s' helpers this reads (pyproject asks bm25s>=0.2): a release without them gets bm25s' own loop
+    internals = all(hasattr(scoring, name) for name in ("_build_idf_array", "_select_idf_scorer",
+                                                         "_select_tfc_scorer")) and hasattr(bm25s.BM25, "_np_csc")
+
     class ArraysBM25(bm25s.BM25):
         def build_index_from_ids(self, unique_token_ids: list[int], corpus_token_ids: Any, show_progress: bool = True,
                                  leave_progress: bool = False) -> dict[str, Any]:
             corpus = corpus_token_ids
             if not isinstance(corpus, AnalysedCorpus) or self.csc_backend != "numpy" \
-                    or self.method in self.methods_requiring_nonoccurrence:
+                    or self.method in self.methods_requiring_nonoccurrence or not internals:
                 lists = corpus.id_lists() if isinstance(corpus, AnalysedCorpus) else corpus
                 return super().build_index_from_ids(unique_token_ids, lists, show_progress, leave_progress)
             self.nonoccurrence_array = None  # as bm25s sets it for these methods

@@ -87,12 +87,20 @@ def _transparent(value: str) -> bool:
     if m is None or m.group(4) is None:
         return False
     alpha = m.group(4)
-    return float(alpha.rstrip("%") or 1) == 0
+    return _number(alpha.rstrip("%") or "1") == 0
+
+
+def _number(text: str) -> float | None:
+    """``text`` as a number; None for what a browser ignores ("1.2.3", "."), never an error."""
+    try:
+        return float(text)
+    except ValueError:
+        return None
 
 
 def _length(value: str) -> float | None:
     m = _LENGTH.match(value.strip())
-    return float(m.group(1)) if m else None
+    return _number(m.group(1)) if m else None
 
 
 def _opacity(value: str) -> float | None:
@@ -103,12 +111,14 @@ def _opacity(value: str) -> float | None:
 def _clipped(style: dict[str, str]) -> bool:
     """A ``clip: rect()`` with no area, or a ``clip-path`` that cuts the whole box away."""
     if "clip" in style and (m := _RECT.search(style["clip"])) is not None:
-        top, right, bottom, left = (float(v) for v in m.groups())
-        if bottom <= top or right <= left:
+        top, right, bottom, left = (_number(v) for v in m.groups())
+        if top is not None and right is not None and bottom is not None and left is not None \
+                and (bottom <= top or right <= left):
             return True
     path = style.get("clip-path", "")
     if path.startswith("inset(") and (m := _INSET.match(path)) is not None:
-        return float(m.group(1)) >= 50 if m.group(2) == "%" else False
+        inset = _number(m.group(1))
+        return inset is not None and inset >= 50 and m.group(2) == "%"
     return bool(_EMPTY_SHAPE.match(path))
 
 

@@ -30,7 +30,7 @@ _ATTR = re.compile(rb'(\w+)\s*=\s*"([^"]*)"')
 _PATTERN = re.compile(rb'patternType\s*=\s*"(\w+)"')
 _CELL = re.compile(rb'<(?:\w+:)?c\b[^>]*?\br="([A-Z]{1,3})(\d+)"[^>]*?\bs="(\d+)"')
 TINY_POINTS = 1.0
-_SIZE = re.compile(rb'<(?:\w+:)?sz\b[^>]*?\bval="([\d.]+)"')
+_SIZE = re.compile(rb'<(?:\w+:)?sz\b[^>]*?\bval="(\d+(?:\.\d*)?|\.\d+)"')
 _NUMBER_FORMAT = re.compile(rb'<(?:\w+:)?numFmt\b[^>]*?\bnumFmtId="(\d+)"[^>]*?\bformatCode="([^"]*)"')
 _THEMES: dict[bytes, RGB] = {b"0": WHITE, b"1": BLACK}  # lt1, dk1
 _INDEXED: dict[bytes, RGB] = {b"8": BLACK, b"9": WHITE, b"64": BLACK}  # 64: the system foreground

@@ -138,3 +138,12 @@ def test_entities_are_not_expanded_from_a_doctype() -> None:
     )
     for view in ("main", "full"):
         assert "aaaaaaaaaa" not in _html(bomb, view=view).content  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("style", ["font-size: 1.2.3px", "opacity: ..", "color: rgba(0, 0, 0, 1.2.3)",
+                                   "clip: rect(1.2.3px, 0, 0, 0); position: absolute",
+                                   "clip-path: inset(1.2.3%)", "left: -1.2.3px; position: absolute"])
+def test_a_malformed_number_in_a_style_is_ignored_as_a_browser_ignores_it(style: str) -> None:
+    doc = _html("<html><body><p>The visible paragraph of the page, long enough to be its text.</p>"
+                f'<p style="{style}">The styled paragraph.</p></body></html>')
+    assert "The styled paragraph." in doc.content  # type: ignore[attr-defined]

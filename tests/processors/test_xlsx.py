@@ -126,3 +126,15 @@ def test_a_workbook_whose_stylesheet_openpyxl_cannot_read_is_read_with_plainer_s
         openpyxl.load_workbook(io.BytesIO(data))
     doc = _process(data)
     assert doc.content == _corpus(corpus_dir, "stanley-cups.xlsx").content
+
+
+def test_cell_formats_that_hide_their_text_are_read_from_the_styles_and_a_malformed_size_is_not_one() -> None:
+    from mcp_server.processors._xlsx_colours import hiding_formats
+
+    styles = (b'<styleSheet><numFmts count="1"><numFmt numFmtId="164" formatCode=";;;"/></numFmts>'
+              b'<fonts count="3"><font><sz val="11"/></font><font><sz val="1"/></font><font><sz val="1.2.3"/></font>'
+              b'</fonts><fills count="1"><fill><patternFill patternType="none"/></fill></fills>'
+              b'<cellXfs count="4"><xf fontId="0" fillId="0" numFmtId="0"/><xf fontId="1" fillId="0" numFmtId="0"/>'
+              b'<xf fontId="0" fillId="0" numFmtId="164"/><xf fontId="2" fillId="0" numFmtId="0"/></cellXfs>'
+              b'</styleSheet>')
+    assert hiding_formats(styles) == {1: "tiny text (1 pt or less)", 2: "number format shows nothing"}

@@ -117,28 +117,37 @@ def skimmed(
     breadth = sum(len(texts[i]) for i in firsts if not keep[i])
     spread = evenly(order, min(left, max(left * SPREAD_SHARE, breadth)), lambda _texts, _owners: keep)(texts, owners)
     left -= sum(len(texts[i]) for i in np.flatnonzero(spread & ~keep))
-    vectors = np.zeros((len(texts), embedder.dimension), dtype=np.float32)
-    if spread.any():
-        vectors[spread] = embedder.embed([texts[i] for i in np.flatnonzero(spread)], progress=progress,
-                                         unit="sentences")
-    if left > 0 and spread.any():
-        query_vec = base.query_vector(query, embedder.embed_query)
-        refined(texts, owners, spread, vectors, query_vec, left,
-                lambda batch: embedder.embed(batch, progress=progress, unit="sentences"))
     held = np.flatnonzero(spread)
-    return with_vectors(base, vectors[held], owners[held]) if len(held) else base
+    if not len(held):
+        return base
+    units, blocks = [held], [embedder.embed([texts[i] for i in held], progress=progress, unit="sentences")]
+    if left > 0:
+        query_vec = base.query_vector(query, embedder.embed_query)
+        sims = np.full(len(texts), -np.inf, dtype=np.float32)
+        sims[held] = blocks[0] @ query_vec
+        more, vectors = refined(texts, owners, spread, sims, query_vec, left,
+                                lambda batch: embedder.embed(batch, progress=progress, unit="sentences"))
+        units.append(np.asarray(more, dtype=np.int64))
+        blocks.append(vectors)
+    unit_ids = np.concatenate(units)
+    order = np.argsort(unit_ids, kind="stable")  # text order, as the view's units are read
+    return with_vectors(base, np.concatenate(blocks)[order], owners[unit_ids[order]])
 
 
 def refined(
-    texts: list[str], owners: np.ndarray, held: np.ndarray, vectors: np.ndarray, query_vec: np.ndarray,
+    texts: list[str], owners: np.ndarray, held: np.ndarray, sims: np.ndarray, query_vec: np.ndarray,
     max_chars: float, embed: Callable[[list[str]], np.ndarray], *, share: float = ROUND_SHARE,
-) -> None:
+) -> tuple[list[int], np.ndarray]:
     """Spend ``max_chars`` in rounds, each on the next unit not ``held`` (in text order) of the
     ``share`` of the chunks whose best held unit is nearest ``query_vec``: a chunk whose first units
     come near the question gets more of its units looked at than one whose units do not. ``held``
-    and ``vectors`` (one row per unit of ``texts``) are filled in place."""
+    and ``sims`` (one per unit of ``texts``: its cosine with ``query_vec``, -inf while not held) are
+    updated in place; returned: the units embedded here and their vectors, one row each (only
+    those: a long document's unread units take no memory)."""
     starts = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]])  # each chunk's units: starts[g]:ends[g]
     ends = np.r_[starts[1:], len(owners)]
+    done: list[int] = []
+    blocks: list[np.ndarray] = []
 
     def first_open(group: int) -> int:
         unit = int(starts[group])
@@ -150,9 +159,7 @@ def refined(
     while max_chars > 0:
         open_ = np.flatnonzero(following < ends)
         if not len(open_):
-            return
-        sims = np.full(len(owners), -np.inf, dtype=np.float32)
-        sims[held] = vectors[held] @ query_vec
+            break
         best = np.maximum.reduceat(sims, starts)
         ranked = open_[np.argsort(-best[open_], kind="stable")][: max(1, math.ceil(len(open_) * share))]
         batch = []
@@ -162,11 +169,16 @@ def refined(
                 batch.append(unit)
                 max_chars -= len(texts[unit])
         if not batch:
-            return
-        vectors[batch] = embed([texts[i] for i in batch])
+            break
+        vectors = embed([texts[i] for i in batch])
+        sims[batch] = vectors @ query_vec
         held[batch] = True
+        done += batch
+        blocks.append(vectors)
         for group in ranked.tolist():
             following[group] = first_open(group)
+    width = len(query_vec)
+    return done, (np.concatenate(blocks) if blocks else np.zeros((0, width), dtype=np.float32))
 
 
 def spread_order(n: int, *, first: Sequence[int] = ()) -> list[int]:

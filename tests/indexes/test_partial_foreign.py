@@ -123,16 +123,18 @@ def test_the_budget_left_after_the_skim_reads_on_in_the_chunk_nearest_the_questi
     texts = ["a1", "a2", "a3", "b1", "b2", "b3", "c1", "c2", "c3"]
     owners = np.array([0, 0, 0, 1, 1, 1, 2, 2, 2])
     held = np.array([True, False, False, True, False, False, True, False, False])
-    vectors = np.zeros((9, 2), dtype=np.float32)
-    vectors[[0, 3, 6]] = [[0.0, 1.0], [0.9, 0.44], [-1.0, 0.0]]  # b1 is nearest the question
+    query = np.array([1.0, 0.0], dtype=np.float32)
+    sims = np.full(9, -np.inf, dtype=np.float32)
+    sims[[0, 3, 6]] = np.array([[0.0, 1.0], [0.9, 0.44], [-1.0, 0.0]], dtype=np.float32) @ query  # b1 nearest
     asked: list[list[str]] = []
 
     def embed(batch: list[str]) -> np.ndarray:
         asked.append(batch)
         return np.tile(np.array([[0.0, 1.0]], dtype=np.float32), (len(batch), 1))
 
-    refined(texts, owners, held, vectors, np.array([1.0, 0.0], dtype=np.float32), 4, embed, share=0.3)
+    done, vectors = refined(texts, owners, held, sims, query, 4, embed, share=0.3)
     assert asked == [["b2"], ["b3"]]  # one round each, 2 characters a unit, 4 in all
+    assert done == [4, 5] and vectors.shape == (2, 2)  # rows only for the units embedded here
     assert held.tolist() == [True, False, False, True, True, True, True, False, False]
 
 

@@ -120,7 +120,8 @@ def skimmed(
     held = np.flatnonzero(spread)
     if not len(held):
         return base
-    units, blocks = [held], [embedder.embed([texts[i] for i in held], progress=progress, unit="sentences")]
+    units: list[np.ndarray] = [held]
+    blocks = [embedder.embed([texts[i] for i in held], progress=progress, unit="sentences")]
     if left > 0:
         query_vec = base.query_vector(query, embedder.embed_query)
         sims = np.full(len(texts), -np.inf, dtype=np.float32)
@@ -130,8 +131,8 @@ def skimmed(
         units.append(np.asarray(more, dtype=np.int64))
         blocks.append(vectors)
     unit_ids = np.concatenate(units)
-    order = np.argsort(unit_ids, kind="stable")  # text order, as the view's units are read
-    return with_vectors(base, np.concatenate(blocks)[order], owners[unit_ids[order]])
+    in_text = np.argsort(unit_ids, kind="stable")  # text order, as the view's units are read
+    return with_vectors(base, np.concatenate(blocks)[in_text], owners[unit_ids[in_text]])
 
 
 def refined(

@@ -130,6 +130,7 @@ def _ms(since: float) -> float:
 
 
 _DEFAULT_COVER_CHECK = ProcessOptions().pdf_cover_check_pages
+_DEFAULT_LAYER_OCR = ProcessOptions().pdf_layer_ocr_pages
 
 
 def _policy_parts(options: ProcessOptions) -> list[str]:
@@ -137,6 +138,8 @@ def _policy_parts(options: ProcessOptions) -> list[str]:
     parts = [] if options.hidden_text == "flag" else [f"hidden-{options.hidden_text}"]
     if options.pdf_cover_check_pages != _DEFAULT_COVER_CHECK:  # the default keeps the key
         parts.append(f"cover-{options.pdf_cover_check_pages}")
+    if options.pdf_layer_ocr_pages != _DEFAULT_LAYER_OCR:
+        parts.append(f"layer-{options.pdf_layer_ocr_pages}")
     return parts
 
 

@@ -29,8 +29,10 @@ import re
 from typing import Any
 
 import pymupdf
+from PIL import Image, ImageChops
 
 from mcp_server.core.visibility import hidden
+from mcp_server.processors._pdf_layer import LayerCheck, not_read_in_scan
 
 __all__ = ["mark_hidden_words"]
 
@@ -44,6 +46,7 @@ SCAN_COVER = 0.5  # an image over this share of the page: a scan, its unpainted 
 LAYER_ZOOM = 1.0  # 72 dpi: a stroke of a 6 pt line is still a pixel of ink
 INK = 176  # a grey level darker than this is ink
 STACKED = 0.5  # two layer lines overlapping over this share of the smaller: one is not the scan's
+SAME_PIXELS = 12.0  # mean grey-level difference: a word's box that shows the image over it, not the word
 _PAINTED = 16 | 32  # MuPDF char_flags: filled, stroked
 # A span that is not painted (no colour), near white, or under 1 pt, in MuPDF's HTML of the page.
 _SUSPECT = re.compile(r'font-size:(?:0\.\d|[\d.]+pt">)|color:#f[0-9a-f]f[0-9a-f]f[0-9a-f]')
@@ -60,15 +63,17 @@ def _same(a: RGB, b: RGB) -> bool:
     return all(abs(x - y) <= COLOUR_TOLERANCE for x, y in zip(a, b, strict=True))
 
 
-def mark_hidden_words(page: pymupdf.Page, textpage: Any, words: list[Any], *, covered: bool = False) -> list[Any]:
+def mark_hidden_words(page: pymupdf.Page, textpage: Any, words: list[Any], *, covered: bool = False,
+                      layer: LayerCheck | None = None) -> list[Any]:
     """``words`` (``extractWORDS`` tuples of ``textpage``) with the hidden ones' text marked;
-    ``covered``: also look for words under an opaque shape drawn after them (a second pass)."""
+    ``covered``: also look for words under an opaque shape or image drawn after them (a second pass);
+    ``layer``: read a scan's OCR layer against the scan (``_pdf_layer``), within its budget."""
     if not words:
         return words
     spans: list[tuple[Box, str]] = []
     try:
         if _SUSPECT.search(textpage.extractHTML()):
-            spans = _hidden_spans(page, textpage)
+            spans = _hidden_spans(page, textpage, layer)
         if covered:
             spans += _covered_spans(page)
     except Exception:  # a broken page keeps its words as they are: hidden text is a flag, not a parse
@@ -87,15 +92,17 @@ def _box(rect: pymupdf.Rect) -> Box:
     return float(rect.x0), float(rect.y0), float(rect.x1), float(rect.y1)
 
 
-def _hidden_spans(page: pymupdf.Page, textpage: Any) -> list[tuple[Box, str]]:
+def _hidden_spans(page: pymupdf.Page, textpage: Any, check: LayerCheck | None) -> list[tuple[Box, str]]:
     area = abs(page.rect) or 1.0
     images = [pymupdf.Rect(info["bbox"]) for info in page.get_image_info()]
     scan = any(abs(rect & page.rect) / area > SCAN_COVER for rect in images)
     fills: list[tuple[float, pymupdf.Rect, RGB]] | None = None
     found: list[tuple[Box, str]] = []
-    layer: list[pymupdf.Rect] = []
+    layer: list[tuple[pymupdf.Rect, str, int]] = []  # a layer span, its text, its line's number
+    line_number = 0
     for block in textpage.extractDICT()["blocks"]:
         for line in block.get("lines", ()):
+            line_number += 1
             for span in line["spans"]:
                 if not span["text"].strip():
                     continue
@@ -103,7 +110,7 @@ def _hidden_spans(page: pymupdf.Page, textpage: Any) -> list[tuple[Box, str]]:
                 painted = span.get("char_flags", _PAINTED) & _PAINTED and span.get("alpha", 255) > 0
                 if not painted:
                     if scan:
-                        layer.append(bbox)
+                        layer.append((bbox, span["text"], line_number))
                     else:
                         found.append((_box(bbox), "invisible text (render mode 3)"))
                     continue
@@ -122,35 +129,114 @@ def _hidden_spans(page: pymupdf.Page, textpage: Any) -> list[tuple[Box, str]]:
                 if _same(colour, behind):
                     found.append((_box(bbox), "text coloured like its background"))
     if layer:
-        found += [(_box(rect), "OCR layer the scan does not show") for rect in _not_in_scan(page, layer)]
+        blank = _not_in_scan(page, [rect for rect, _, _ in layer])
+        found += [(_box(rect), "OCR layer the scan does not show") for rect in blank]
+        if check is not None:
+            found += [(_box(rect), "OCR layer other than the scan's words")
+                      for rect in not_read_in_scan(page, _lines(layer, blank), check)]
     return found
 
 
+def _lines(layer: list[tuple[pymupdf.Rect, str, int]], blank: list[pymupdf.Rect]) -> list[tuple[pymupdf.Rect, str]]:
+    """The layer's spans over ink joined by line: (their box, their text)."""
+    out: dict[int, tuple[pymupdf.Rect, str]] = {}
+    left = {_box(rect) for rect in blank}
+    for rect, text, line in layer:
+        if _box(rect) in left:
+            continue
+        if line in out:
+            box, words = out[line]
+            out[line] = (box | rect, f"{words} {text}")
+        else:
+            out[line] = (pymupdf.Rect(rect), text)
+    return list(out.values())
+
+
 _VECTOR = re.compile(r"<vector filled, color: #[0-9a-f]{6}, alpha: (\d+)")
+_COVERS = pymupdf.TEXTFLAGS_WORDS | pymupdf.TEXT_COLLECT_VECTORS | pymupdf.TEXT_PRESERVE_IMAGES
 
 
 def _covered_spans(page: pymupdf.Page) -> list[tuple[Box, str]]:
-    """Boxes of words drawn before an opaque filled shape that holds them and that show no ink."""
-    textpage = page.get_textpage(flags=pymupdf.TEXTFLAGS_WORDS | pymupdf.TEXT_COLLECT_VECTORS)
-    rows: dict[int, list[tuple[int, float, float, float, float]]] = {}  # filled shapes by 20 pt band of height
+    """Boxes of words drawn before an opaque filled shape or an image that holds them and that show no
+    ink of their own (an image over half the page is a scan: text under it is its OCR layer, not judged here)."""
+    textpage = page.get_textpage(flags=_COVERS)
+    rows: dict[int, list[tuple[int, float, float, float, float]]] = {}  # covers by 20 pt band of height
+    images: set[int] = set()  # the covers that are images
     texts = []  # the drawing-order number of each text block (a word's block number counts text blocks only)
+    area = abs(page.rect) or 1.0
     for x0, y0, x1, y1, text, number, kind in textpage.extractBLOCKS():
         if kind == 0:
             texts.append(number)
-        found = _VECTOR.match(text.strip()) if kind == 3 else None
-        if found and int(found.group(1)) > 0 and x1 - x0 > 1 and y1 - y0 > 1:
+        if kind == 1:
+            if (x1 - x0) * (y1 - y0) / area > SCAN_COVER:
+                continue  # a scan: text under it is its OCR layer
+            images.add(number)
+        elif kind != 3 or not (found := _VECTOR.match(text.strip())) or int(found.group(1)) == 0:
+            continue
+        if x1 - x0 > 1 and y1 - y0 > 1:
             for band in range(int(y0) // _BAND, int(y1) // _BAND + 1):
                 rows.setdefault(band, []).append((number, x0, y0, x1, y1))
     if not rows:
         return []
-    under = []
+    under: list[pymupdf.Rect] = []
+    by_image: list[tuple[pymupdf.Rect, Box]] = []  # a word under an image, and the image's box
     for x0, y0, x1, y1, _, block, *_ in textpage.extractWORDS():
         x0, y0, x1, y1 = x0 + 1, y0 + 1, x1 - 1, y1 - 1  # anti-aliased edges aside
         drawn = texts[block] if block < len(texts) else -1
-        if x0 < x1 and y0 < y1 and any(number > drawn and a <= x0 and b <= y0 and x1 <= c and y1 <= d
-                                       for number, a, b, c, d in rows.get(int(y0) // _BAND, ())):
-            under.append(pymupdf.Rect(x0, y0, x1, y1))
-    return [(_box(rect), "covered by a shape") for rect in _flat(page, under)] if under else []
+        if x0 >= x1 or y0 >= y1:
+            continue
+        cover = next((item for item in rows.get(int(y0) // _BAND, ())
+                      if item[0] > drawn and item[1] <= x0 and item[2] <= y0 and x1 <= item[3] and y1 <= item[4]), None)
+        if cover is None:
+            continue
+        (by_image.append((pymupdf.Rect(x0, y0, x1, y1), cover[1:])) if cover[0] in images
+         else under.append(pymupdf.Rect(x0, y0, x1, y1)))
+    out = [(_box(rect), "covered by a shape") for rect in _flat(page, under)] if under else []
+    if by_image:
+        out += [(_box(rect), "under an image") for rect in _under_images(page, by_image)]
+    return out
+
+
+def _under_images(page: pymupdf.Page, words: list[tuple[pymupdf.Rect, Box]]) -> list[pymupdf.Rect]:
+    """The words whose rendered box shows one flat tone or the image's own pixels: no glyph of theirs."""
+    flat = {_box(rect) for rect in _flat(page, [rect for rect, _ in words])}
+    infos = page.get_image_info(xrefs=True)
+    pictures: dict[int, Any] = {}
+    out = []
+    for rect, cover in words:
+        if _box(rect) in flat:
+            out.append(rect)
+            continue
+        info = next((i for i in infos if all(abs(a - b) < 1 for a, b in zip(i["bbox"], cover, strict=True))), None)
+        if info is not None and _shows_image(page, rect, info, pictures):
+            out.append(rect)
+    return out
+
+
+def _shows_image(page: pymupdf.Page, rect: pymupdf.Rect, info: dict[str, Any], pictures: dict[int, Any]) -> bool:
+    """Whether the page, rendered in ``rect``, shows the image's own pixels there (an upright image only)."""
+    a, b, c, d, e, f = info["transform"]
+    xref = info.get("xref", 0)
+    if b or c or a <= 0 or d <= 0 or xref <= 0:
+        return False  # rotated, flipped, or inline: not compared
+    if xref not in pictures:
+        pix = pymupdf.Pixmap(page.parent, xref)
+        if pix.alpha or pix.n != 1:
+            pix = pymupdf.Pixmap(pymupdf.csGRAY, pix)
+        pictures[xref] = Image.frombytes("L", (pix.width, pix.height), pix.samples)
+    picture = pictures[xref]
+    shown = page.get_pixmap(matrix=pymupdf.Matrix(COVER_ZOOM, COVER_ZOOM), clip=rect, colorspace=pymupdf.csGRAY,
+                            alpha=False)
+    if shown.width < 2 or shown.height < 2:
+        return False
+    scale_x, scale_y = picture.width / a, picture.height / d
+    part = picture.resize((shown.width, shown.height), Image.Resampling.BILINEAR,
+                          box=((rect.x0 - e) * scale_x, (rect.y0 - f) * scale_y,
+                               (rect.x1 - e) * scale_x, (rect.y1 - f) * scale_y))
+    drawn = Image.frombytes("L", (shown.width, shown.height), shown.samples)
+    difference = ImageChops.difference(part, drawn).histogram()
+    mean = sum(level * count for level, count in enumerate(difference)) / max(sum(difference), 1)
+    return mean <= SAME_PIXELS
 
 
 def _flat(page: pymupdf.Page, boxes: list[pymupdf.Rect]) -> list[pymupdf.Rect]:

@@ -1,0 +1,93 @@
+"""A scan's invisible OCR layer read against the scan: layer lines the scan's own words do not show.
+
+A PDF scan made searchable carries the OCR engine's words as invisible text (render mode 3) over the
+page's picture; legitimate where it says what the picture shows. ``_pdf_hidden`` already flags a
+layer line over blank paper or stacked on another; a line over ink that says something else needs
+the picture read: the layer's area of the page is rendered once (at the scan's own resolution, 150-
+300 dpi) and OCR'd with Tesseract (the server's OCR, its languages and timeout), and each layer line
+whose text is found nowhere in that OCR, even approximately (``rapidfuzz``'s best partial alignment
+under ``MATCH``: OCR errors on either side pass), is flagged. Nothing is flagged when Tesseract is
+missing, fails or times out, when it reads less than ``READABLE`` of the layer's words (a script or
+language it is not set up for, a picture with no text: it cannot judge), or once the document's
+budget of compared pages (``ProcessOptions.pdf_layer_ocr_pages``) is spent: those pages are listed in
+``metadata["ocr_layer_unchecked_pages"]``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import pymupdf
+from PIL import Image
+from rapidfuzz import fuzz
+
+from mcp_server.processors.ocr import ocr_available, ocr_words
+
+__all__ = ["LayerCheck", "not_read_in_scan"]
+
+MATCH = 70.0  # rapidfuzz partial_ratio (0-100): a layer line that aligns this well with the scan's words is the scan's
+READABLE = 0.3  # the OCR must read at least this share of the layer's words for its reading to judge the layer
+MIN_CHARS = 8  # a layer line with fewer letters and digits is too short to judge (a page number, a label)
+_DPI = (150.0, 300.0)
+_MARGIN = 6.0  # points around the layer's lines
+_MAX_PIXELS = 12_000_000
+_NOT_WORD = re.compile(r"[\W_]+")
+
+
+@dataclass
+class LayerCheck:
+    """A document's budget for reading its scans against their OCR layers, and the pages it did not read."""
+
+    languages: str = "eng"
+    timeout: float = 60.0
+    pages: int = 10  # pages left to read
+    unchecked: list[int] = field(default_factory=list)  # pages with a layer over ink that were not read
+
+
+def _plain(text: str) -> str:
+    return _NOT_WORD.sub(" ", text.lower()).strip()
+
+
+def not_read_in_scan(page: pymupdf.Page, lines: list[tuple[pymupdf.Rect, str]], check: LayerCheck
+                     ) -> list[pymupdf.Rect]:
+    """The boxes of the layer ``lines`` (box, text) that the page's picture does not show."""
+    judged = [(rect, _plain(text)) for rect, text in lines]
+    judged = [(rect, text) for rect, text in judged if len(text.replace(" ", "")) >= MIN_CHARS]
+    if not judged:
+        return []
+    if check.pages <= 0 or not ocr_available():
+        check.unchecked.append(page.number + 1)
+        return []
+    check.pages -= 1
+    clip = pymupdf.Rect(judged[0][0])
+    for rect, _ in judged[1:]:
+        clip |= rect
+    clip = (clip + (-_MARGIN, -_MARGIN, _MARGIN, _MARGIN)) & page.rect
+    zoom = _zoom(page, clip)
+    try:
+        pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), clip=clip, colorspace=pymupdf.csGRAY, alpha=False)
+        image = Image.frombytes("L", (pix.width, pix.height), pix.samples)
+        read = ocr_words(image, languages=check.languages, timeout=check.timeout)
+    except Exception:  # Tesseract missing, failing or too slow: the layer is not judged
+        check.unchecked.append(page.number + 1)
+        return []
+    seen = _plain(" ".join(word[4] for word in read))
+    layer_words = sum(len(text.split()) for _, text in judged)
+    if len(seen.split()) < READABLE * layer_words:
+        check.unchecked.append(page.number + 1)
+        return []
+    return [rect for rect, text in judged if fuzz.partial_ratio(text, seen) < MATCH]
+
+
+def _zoom(page: pymupdf.Page, clip: pymupdf.Rect) -> float:
+    """The scan's own resolution, within 150-300 dpi, and fewer than ``_MAX_PIXELS`` in the clip."""
+    low, high = _DPI
+    best = 0.0
+    for info in page.get_image_info():
+        width = pymupdf.Rect(info["bbox"]).width
+        if width > 0:
+            best = max(best, info["width"] / width * 72)
+    zoom = min(max(best, low), high) / 72 if best else low / 72
+    pixels = abs(clip) * zoom * zoom
+    return zoom * (_MAX_PIXELS / pixels) ** 0.5 if pixels > _MAX_PIXELS else zoom

@@ -9,9 +9,9 @@ from mcp.server.mcpserver import Context
 from pydantic import Field
 
 from mcp_server.fetch import validate_url
+from mcp_server.pipeline.flags import document_flags
 from mcp_server.pipeline.service import Processed
 from mcp_server.tools.common import DocumentUrl, app_of, tool
-from mcp_server.pipeline.flags import document_flags
 from mcp_server.tools.schemas import (
     MAX_DOCUMENT_FLAGS,
     OcrItem,

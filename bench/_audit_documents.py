@@ -189,6 +189,17 @@ def _scan(layer: Callable[[pymupdf.Page], None]) -> bytes:
     return bytes(pdf.tobytes())
 
 
+def _scan_over(lines: list[str]) -> bytes:
+    """``lines`` in black ink, then a page-sized picture of the visible text over them (text under a scan)."""
+    picture = pymupdf.open("pdf", _pdf(None))[0].get_pixmap(dpi=100).tobytes("png")
+    pdf = pymupdf.open()
+    page = pdf.new_page()
+    for i, line in enumerate(lines):
+        page.insert_text((60, 90 + 18 * i), line, fontsize=10)
+    page.insert_image(page.rect, stream=picture)
+    return bytes(pdf.tobytes())
+
+
 def _layer(lines: list[str], extra: tuple[float, str] | None = None) -> Callable[[pymupdf.Page], None]:
     def write(page: pymupdf.Page) -> None:
         for i, line in enumerate(lines):
@@ -232,6 +243,7 @@ def _pdf_cases() -> list[Case]:
         Case("pdf", "clipped out of view", _pdf(clipped), twin),
         Case("pdf", "OCR layer over blank paper", _scan(_layer(SEEN, (400, PAYLOAD))), _scan(_layer(SEEN))),
         Case("pdf", "OCR layer over ink, other words", _scan(_layer([PAYLOAD, *SEEN[1:]])), _scan(_layer(SEEN))),
+        Case("pdf", "text under a scan's picture, other words", _scan_over([*SEEN[:2], PAYLOAD]), _scan_over(SEEN)),
     ]
     out += [
         Case("pdf", "white on a dark box", _pdf(lambda p: (p.draw_rect(pymupdf.Rect(55, 188, 560, 204), color=None,

@@ -71,11 +71,12 @@ def mark_hidden_words(page: pymupdf.Page, textpage: Any, words: list[Any], *, co
     if not words:
         return words
     spans: list[tuple[Box, str]] = []
+    judged: list[pymupdf.Rect] = []  # the invisible OCR layer's spans, judged by _hidden_spans
     try:
         if _SUSPECT.search(textpage.extractHTML()):
-            spans = _hidden_spans(page, textpage, layer)
+            spans = _hidden_spans(page, textpage, layer, judged)
         if covered:
-            spans += _covered_spans(page)
+            spans += _covered_spans(page, layer, judged)
     except Exception:  # a broken page keeps its words as they are: hidden text is a flag, not a parse
         return words
     if not spans:
@@ -92,7 +93,8 @@ def _box(rect: pymupdf.Rect) -> Box:
     return float(rect.x0), float(rect.y0), float(rect.x1), float(rect.y1)
 
 
-def _hidden_spans(page: pymupdf.Page, textpage: Any, check: LayerCheck | None) -> list[tuple[Box, str]]:
+def _hidden_spans(page: pymupdf.Page, textpage: Any, check: LayerCheck | None,
+                  judged: list[pymupdf.Rect]) -> list[tuple[Box, str]]:
     area = abs(page.rect) or 1.0
     images = [pymupdf.Rect(info["bbox"]) for info in page.get_image_info()]
     scan = any(abs(rect & page.rect) / area > SCAN_COVER for rect in images)
@@ -128,12 +130,20 @@ def _hidden_spans(page: pymupdf.Page, textpage: Any, check: LayerCheck | None) -
                 behind = next((fill for _, rect, fill in fills if centre in rect), (255, 255, 255))
                 if _same(colour, behind):
                     found.append((_box(bbox), "text coloured like its background"))
-    if layer:
-        blank = _not_in_scan(page, [rect for rect, _, _ in layer])
-        found += [(_box(rect), "OCR layer the scan does not show") for rect in blank]
-        if check is not None:
-            found += [(_box(rect), "OCR layer other than the scan's words")
-                      for rect in not_read_in_scan(page, _lines(layer, blank), check)]
+    judged += [rect for rect, _, _ in layer]
+    return found + _layer_spans(page, layer, check)
+
+
+def _layer_spans(page: pymupdf.Page, layer: list[tuple[pymupdf.Rect, str, int]], check: LayerCheck | None
+                 ) -> list[tuple[Box, str]]:
+    """A scan's text layer judged: over blank paper or stacked, else (with ``check``) read against the scan."""
+    if not layer:
+        return []
+    blank = _not_in_scan(page, [rect for rect, _, _ in layer])
+    found = [(_box(rect), "OCR layer the scan does not show") for rect in blank]
+    if check is not None:
+        found += [(_box(rect), "OCR layer other than the scan's words")
+                  for rect in not_read_in_scan(page, _lines(layer, blank), check)]
     return found
 
 
@@ -156,12 +166,15 @@ _VECTOR = re.compile(r"<vector filled, color: #[0-9a-f]{6}, alpha: (\d+)")
 _COVERS = pymupdf.TEXTFLAGS_WORDS | pymupdf.TEXT_COLLECT_VECTORS | pymupdf.TEXT_PRESERVE_IMAGES
 
 
-def _covered_spans(page: pymupdf.Page) -> list[tuple[Box, str]]:
+def _covered_spans(page: pymupdf.Page, check: LayerCheck | None, judged: list[pymupdf.Rect]
+                   ) -> list[tuple[Box, str]]:
     """Boxes of words drawn before an opaque filled shape or an image that holds them and that show no
-    ink of their own (an image over half the page is a scan: text under it is its OCR layer, not judged here)."""
+    ink of their own. An image over half the page is a scan: the words under it are its text layer,
+    judged as an invisible one is (``_layer_spans``), unless ``judged`` already holds them."""
     textpage = page.get_textpage(flags=_COVERS)
     rows: dict[int, list[tuple[int, float, float, float, float]]] = {}  # covers by 20 pt band of height
     images: set[int] = set()  # the covers that are images
+    scans: list[tuple[int, pymupdf.Rect]] = []  # images over half the page, by drawing-order number
     texts = []  # the drawing-order number of each text block (a word's block number counts text blocks only)
     area = abs(page.rect) or 1.0
     for x0, y0, x1, y1, text, number, kind in textpage.extractBLOCKS():
@@ -169,20 +182,26 @@ def _covered_spans(page: pymupdf.Page) -> list[tuple[Box, str]]:
             texts.append(number)
         if kind == 1:
             if (x1 - x0) * (y1 - y0) / area > SCAN_COVER:
-                continue  # a scan: text under it is its OCR layer
+                scans.append((number, pymupdf.Rect(x0, y0, x1, y1)))
+                continue
             images.add(number)
         elif kind != 3 or not (found := _VECTOR.match(text.strip())) or int(found.group(1)) == 0:
             continue
         if x1 - x0 > 1 and y1 - y0 > 1:
             for band in range(int(y0) // _BAND, int(y1) // _BAND + 1):
                 rows.setdefault(band, []).append((number, x0, y0, x1, y1))
-    if not rows:
+    if not rows and not scans:
         return []
     under: list[pymupdf.Rect] = []
+    layer: list[tuple[pymupdf.Rect, str, int]] = []  # words under a scan drawn after them, by line
     by_image: list[tuple[pymupdf.Rect, Box]] = []  # a word under an image, and the image's box
-    for x0, y0, x1, y1, _, block, *_ in textpage.extractWORDS():
-        x0, y0, x1, y1 = x0 + 1, y0 + 1, x1 - 1, y1 - 1  # anti-aliased edges aside
+    for x0, y0, x1, y1, word, block, line, *_ in textpage.extractWORDS():
         drawn = texts[block] if block < len(texts) else -1
+        centre = pymupdf.Point((x0 + x1) / 2, (y0 + y1) / 2)
+        if any(number > drawn and centre in rect for number, rect in scans) and not any(centre in r for r in judged):
+            layer.append((pymupdf.Rect(x0, y0, x1, y1), word, block * 10_000 + line))
+            continue
+        x0, y0, x1, y1 = x0 + 1, y0 + 1, x1 - 1, y1 - 1  # anti-aliased edges aside
         if x0 >= x1 or y0 >= y1:
             continue
         cover = next((item for item in rows.get(int(y0) // _BAND, ())
@@ -192,6 +211,7 @@ def _covered_spans(page: pymupdf.Page) -> list[tuple[Box, str]]:
         (by_image.append((pymupdf.Rect(x0, y0, x1, y1), cover[1:])) if cover[0] in images
          else under.append(pymupdf.Rect(x0, y0, x1, y1)))
     out = [(_box(rect), "covered by a shape") for rect in _flat(page, under)] if under else []
+    out += _layer_spans(page, layer, check)
     if by_image:
         out += [(_box(rect), "under an image") for rect in _under_images(page, by_image)]
     return out

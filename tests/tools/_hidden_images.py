@@ -56,6 +56,22 @@ def scan_with_layer(layer: list[str]) -> bytes:
     return bytes(scan.tobytes())
 
 
+def scan_over_text(lines: list[str]) -> bytes:
+    """``lines`` written in black, then a picture (150 dpi) of ``VISIBLE`` drawn over the whole page: the
+    text is under the scan, as some OCR tools leave it."""
+    source = pymupdf.open()
+    page = source.new_page()
+    for i, line in enumerate(VISIBLE):
+        page.insert_text((50, 80 + 20 * i), line, fontsize=10)
+    picture = page.get_pixmap(dpi=150).tobytes("png")
+    scan = pymupdf.open()
+    scanned = scan.new_page()
+    for i, line in enumerate(lines):
+        scanned.insert_text((50, 80 + 20 * i), line, fontsize=10)
+    scanned.insert_image(scanned.rect, stream=picture)
+    return bytes(scan.tobytes())
+
+
 def _slips(line: str) -> str:
     """An OCR engine's usual slips: rn for m, 0 for o in a word or two, a dropped letter."""
     return line.replace("cooperative", "c0operative").replace("northern", "nortbern").replace("storage", "st0rage")
@@ -81,11 +97,13 @@ IMAGE_HIDDEN: dict[str, bytes] = {
     "under-a-white-picture.pdf": _text_pdf(after=_picture(64, 4, flat=True)),
     "under-a-textured-picture.pdf": _text_pdf(after=_picture(260, 10)),
     "scan-layer-says-other-words.pdf": scan_with_layer([VISIBLE[0], VISIBLE[1], PAYLOAD]),
+    "under-a-scan-other-words.pdf": scan_over_text([VISIBLE[0], VISIBLE[1], PAYLOAD]),
 }
 IMAGE_CLEAN: dict[str, bytes] = {
     "text-over-a-picture.pdf": _text_pdf(before=_picture(260, 10)),
     "under-a-translucent-picture.pdf": _text_pdf(after=_picture(260, 10, alpha=70)),
     "scan-layer-with-ocr-slips.pdf": scan_with_layer([_slips(line) for line in VISIBLE]),
+    "under-a-scan-its-words.pdf": scan_over_text(VISIBLE),
 }
 SMUGGLED_SUBJECT = f"Orchard report{TAGS} for the growers"
 METADATA_DOCUMENTS: dict[str, bytes] = {

@@ -4,18 +4,19 @@ A PDF scan made searchable carries the OCR engine's words as invisible text (ren
 page's picture; legitimate where it says what the picture shows. ``_pdf_hidden`` already flags a
 layer line over blank paper or stacked on another; a line over ink that says something else needs
 the picture read: the layer's area of the page is rendered once (at the scan's own resolution, 150-
-300 dpi) and OCR'd with Tesseract (the server's OCR, its languages and timeout), and each layer line
+200 dpi) and OCR'd with Tesseract (the server's OCR, its languages and timeout), and each layer line
 whose text is found nowhere in that OCR, even approximately (``rapidfuzz``'s best partial alignment
 under ``MATCH``: OCR errors on either side pass), is flagged. Nothing is flagged when Tesseract is
 missing, fails or times out, when it reads less than ``READABLE`` of the layer's words (a script or
 language it is not set up for, a picture with no text: it cannot judge), or once the document's
-budget of compared pages (``ProcessOptions.pdf_layer_ocr_pages``) is spent: those pages are listed in
+budget is spent (``ProcessOptions.pdf_layer_ocr_pages`` pages, ``SECONDS`` of reading): those pages are listed in
 ``metadata["ocr_layer_unchecked_pages"]``.
 """
 
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass, field
 
 import pymupdf
@@ -29,7 +30,8 @@ __all__ = ["LayerCheck", "not_read_in_scan"]
 MATCH = 70.0  # rapidfuzz partial_ratio (0-100): a layer line that aligns this well with the scan's words is the scan's
 READABLE = 0.3  # the OCR must read at least this share of the layer's words for its reading to judge the layer
 MIN_CHARS = 8  # a layer line with fewer letters and digits is too short to judge (a page number, a label)
-_DPI = (150.0, 300.0)
+SECONDS = 20.0  # a document's reading time at most (a parse has MCP_PARSE_TIMEOUT, 120 s by default)
+_DPI = (150.0, 200.0)
 _MARGIN = 6.0  # points around the layer's lines
 _MAX_PIXELS = 12_000_000
 _NOT_WORD = re.compile(r"[\W_]+")
@@ -42,6 +44,7 @@ class LayerCheck:
     languages: str = "eng"
     timeout: float = 60.0
     pages: int = 10  # pages left to read
+    seconds: float = SECONDS  # reading time left
     unchecked: list[int] = field(default_factory=list)  # pages with a layer over ink that were not read
 
 
@@ -56,10 +59,11 @@ def not_read_in_scan(page: pymupdf.Page, lines: list[tuple[pymupdf.Rect, str]], 
     judged = [(rect, text) for rect, text in judged if len(text.replace(" ", "")) >= MIN_CHARS]
     if not judged:
         return []
-    if check.pages <= 0 or not ocr_available():
+    if check.pages <= 0 or check.seconds <= 1 or not ocr_available():
         check.unchecked.append(page.number + 1)
         return []
     check.pages -= 1
+    started = time.monotonic()
     clip = pymupdf.Rect(judged[0][0])
     for rect, _ in judged[1:]:
         clip |= rect
@@ -68,10 +72,12 @@ def not_read_in_scan(page: pymupdf.Page, lines: list[tuple[pymupdf.Rect, str]], 
     try:
         pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), clip=clip, colorspace=pymupdf.csGRAY, alpha=False)
         image = Image.frombytes("L", (pix.width, pix.height), pix.samples)
-        read = ocr_words(image, languages=check.languages, timeout=check.timeout)
+        read = ocr_words(image, languages=check.languages, timeout=min(check.timeout, check.seconds))
     except Exception:  # Tesseract missing, failing or too slow: the layer is not judged
         check.unchecked.append(page.number + 1)
         return []
+    finally:
+        check.seconds -= time.monotonic() - started
     seen = _plain(" ".join(word[4] for word in read))
     layer_words = sum(len(text.split()) for _, text in judged)
     if len(seen.split()) < READABLE * layer_words:

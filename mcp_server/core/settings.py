@@ -308,8 +308,8 @@ class Settings(BaseSettings):
         10, ge=0,
         description="Scanned PDF pages per document whose invisible OCR layer is read against the scan: the layer's "
         "area is OCR'd with Tesseract (about a second or more a page) and layer lines the scan does not show are "
-        "flagged as hidden_text. Pages past this many are not read (metadata ocr_layer_unchecked_pages lists "
-        "them); 0 turns it off. Without Tesseract nothing is read.",
+        "flagged as hidden_text. Pages past this many, or past 20 s of reading a document, are not read "
+        "(metadata ocr_layer_unchecked_pages lists them); 0 turns it off. Without Tesseract nothing is read.",
     )
     max_content_chars: int = Field(50_000, ge=1000, description="Cap of returned document content.")
     max_table_chars: int = Field(5_000, ge=100, description="Cap of one returned table.")

@@ -5,8 +5,10 @@ page's picture; legitimate where it says what the picture shows. ``_pdf_hidden``
 layer line over blank paper or stacked on another; a line over ink that says something else needs
 the picture read: the layer's area of the page is rendered once (at the scan's own resolution, 150-
 200 dpi) and OCR'd with Tesseract (the server's OCR, its languages and timeout), and each layer line
-whose text is found nowhere in that OCR, even approximately (``rapidfuzz``'s best partial alignment
-under ``MATCH``: OCR errors on either side pass), is flagged. Nothing is flagged when Tesseract is
+whose text matches neither the OCR's words on its own line nor, anywhere, the page's reading, even
+approximately (``rapidfuzz`` under ``MATCH``: OCR errors on either side pass), is flagged, where the
+OCR reads that line with confidence (``CONFIDENT``: an inverted header, a script Tesseract is not set
+up for, a picture read as garbage, is not judged). Nothing is flagged when Tesseract is
 missing, fails or times out, when it reads less than ``READABLE`` of the layer's words (a script or
 language it is not set up for, a picture with no text: it cannot judge), or once the document's
 budget is spent (``ProcessOptions.pdf_layer_ocr_pages`` pages, ``SECONDS`` of reading): those pages are listed in
@@ -23,18 +25,21 @@ import pymupdf
 from PIL import Image
 from rapidfuzz import fuzz
 
-from mcp_server.processors.ocr import ocr_available, ocr_words
+from mcp_server.processors.ocr import OcrWord, ocr_available, ocr_words
 
 __all__ = ["LayerCheck", "not_read_in_scan"]
 
-MATCH = 70.0  # rapidfuzz partial_ratio (0-100): a layer line that aligns this well with the scan's words is the scan's
+MATCH = 60.0  # rapidfuzz (0-100): a layer line that aligns this well with the scan's words is the scan's
 READABLE = 0.3  # the OCR must read at least this share of the layer's words for its reading to judge the layer
+CONFIDENT = 70.0  # the reading's mean word confidence (0-100) on a layer line's place needed to judge that line
 MIN_CHARS = 8  # a layer line with fewer letters and digits is too short to judge (a page number, a label)
+MIN_WORDS = 4  # nor one of fewer words holding a letter (an OCR engine's garbled name or label: "BandjuPeysivisier:")
 SECONDS = 20.0  # a document's reading time at most (a parse has MCP_PARSE_TIMEOUT, 120 s by default)
 _DPI = (150.0, 200.0)
 _MARGIN = 6.0  # points around the layer's lines
 _MAX_PIXELS = 12_000_000
 _NOT_WORD = re.compile(r"[\W_]+")
+_LETTER = re.compile(r"[^\W\d_]")
 
 
 @dataclass
@@ -56,7 +61,8 @@ def not_read_in_scan(page: pymupdf.Page, lines: list[tuple[pymupdf.Rect, str]], 
                      ) -> list[pymupdf.Rect]:
     """The boxes of the layer ``lines`` (box, text) that the page's picture does not show."""
     judged = [(rect, _plain(text)) for rect, text in lines]
-    judged = [(rect, text) for rect, text in judged if len(text.replace(" ", "")) >= MIN_CHARS]
+    judged = [(rect, text) for rect, text in judged if len(text.replace(" ", "")) >= MIN_CHARS
+              and sum(1 for word in text.split() if _LETTER.search(word)) >= MIN_WORDS]
     if not judged:
         return []
     if check.pages <= 0 or check.seconds <= 1 or not ocr_available():
@@ -83,7 +89,23 @@ def not_read_in_scan(page: pymupdf.Page, lines: list[tuple[pymupdf.Rect, str]], 
     if len(seen.split()) < READABLE * layer_words:
         check.unchecked.append(page.number + 1)
         return []
-    return [rect for rect, text in judged if fuzz.partial_ratio(text, seen) < MATCH]
+    # the reading's words in page points
+    scale = clip.width / image.width if image.width else 1.0
+    placed = [(clip.x0 + x0 * scale, clip.y0 + y0 * scale, clip.x0 + x1 * scale, clip.y0 + y1 * scale, word, conf)
+              for x0, y0, x1, y1, word, conf in read]
+    return [rect for rect, text in judged if _other(rect, text, placed, seen)]
+
+
+def _other(rect: pymupdf.Rect, text: str, placed: list[OcrWord], seen: str) -> bool:
+    """Whether the layer line ``text`` over ``rect`` says other words than the scan: the reading's words on
+    its line (read with confidence: a region the OCR reads badly, an inverted or a foreign script, is not
+    judged) match it neither where they stand nor anywhere on the page."""
+    pad = rect.height / 2
+    near = [word for word in placed if rect.y0 - pad <= (word[1] + word[3]) / 2 <= rect.y1 + pad
+            and word[2] >= rect.x0 - rect.height and word[0] <= rect.x1 + rect.height]
+    if not near or sum(word[5] for word in near) / len(near) < CONFIDENT:
+        return False
+    return max(fuzz.ratio(text, _plain(" ".join(word[4] for word in near))), fuzz.partial_ratio(text, seen)) < MATCH
 
 
 def _zoom(page: pymupdf.Page, clip: pymupdf.Rect) -> float:

@@ -58,7 +58,7 @@ def prepare_for_ocr(image: Image.Image) -> Image.Image:
     return image
 
 
-OcrWord = tuple[float, float, float, float, str]  # x0, y0, x1, y1 in the image's pixels, the word
+OcrWord = tuple[float, float, float, float, str, float]  # x0, y0, x1, y1 in the image's pixels, word, confidence
 
 
 def ocr_image(image: Image.Image, *, languages: str, timeout: float) -> OcrResult:
@@ -67,7 +67,7 @@ def ocr_image(image: Image.Image, *, languages: str, timeout: float) -> OcrResul
 
 
 def ocr_words(image: Image.Image, *, languages: str, timeout: float) -> list[OcrWord]:
-    """The words with confidence > 0 and their boxes (in ``image``'s pixels), in reading order."""
+    """The words with confidence > 0, their boxes (in ``image``'s pixels) and confidence (0-100), in reading order."""
     prepared = prepare_for_ocr(image)
     scale = image.width / prepared.width if prepared.width else 1.0
     data = _data(prepared, languages, timeout)
@@ -81,7 +81,7 @@ def ocr_words(image: Image.Image, *, languages: str, timeout: float) -> list[Ocr
         if text and confidence > 0:
             x, y = int(str(data["left"][index])) * scale, int(str(data["top"][index])) * scale
             out.append((x, y, x + int(str(data["width"][index])) * scale,
-                        y + int(str(data["height"][index])) * scale, text))
+                        y + int(str(data["height"][index])) * scale, text, confidence))
     return out
 
 

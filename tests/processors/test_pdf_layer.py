@@ -46,13 +46,13 @@ def test_without_tesseract_nothing_new_is_flagged_and_the_page_is_listed(monkeyp
 
 
 def test_a_reading_that_finds_too_few_words_judges_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_pdf_layer, "ocr_words", lambda image, **_: [(0.0, 0.0, 9.0, 9.0, "orchard")])
+    monkeypatch.setattr(_pdf_layer, "ocr_words", lambda image, **_: [(0.0, 0.0, 9.0, 9.0, "orchard", 95.0)])
     doc = _read(scan_with_layer([VISIBLE[0], PAYLOAD, VISIBLE[2]]))
     assert doc.flags == () and doc.metadata["ocr_layer_unchecked_pages"] == [1]
 
 
 def test_short_layer_lines_are_not_judged_and_cost_no_reading(monkeypatch: pytest.MonkeyPatch) -> None:
-    def never(image: object, **_: object) -> list[tuple[float, float, float, float, str]]:
+    def never(image: object, **_: object) -> list[tuple[float, float, float, float, str, float]]:
         raise AssertionError("no OCR for lines too short to judge")
 
     monkeypatch.setattr(_pdf_layer, "ocr_words", never)

@@ -299,10 +299,10 @@ class Settings(BaseSettings):
     )
     pdf_cover_check_pages: int = Field(
         20, ge=0,
-        description="PDFs of at most this many pages are checked for text covered by an opaque filled shape or an "
-        "image drawn after it (flagged as hidden_text, or dropped, as MCP_HIDDEN_TEXT says). The check reads each page's "
-        "drawing order a second time (about the cost of the page's word extraction), so longer PDFs are not "
-        "checked; 0 turns it off, 2000 checks every PDF the page cap lets in.",
+        description="PDFs of at most this many pages are checked for text covered by an opaque filled shape or "
+        "an image drawn after it (flagged as hidden_text, or dropped, as MCP_HIDDEN_TEXT says). The check reads "
+        "each page's drawing order a second time (about the cost of the page's word extraction), so longer PDFs "
+        "are not checked; 0 turns it off, 2000 checks every PDF the page cap lets in.",
     )
     pdf_layer_ocr_pages: int = Field(
         10, ge=0,

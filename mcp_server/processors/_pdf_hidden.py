@@ -47,6 +47,7 @@ LAYER_ZOOM = 1.0  # 72 dpi: a stroke of a 6 pt line is still a pixel of ink
 INK = 176  # a grey level darker than this is ink
 STACKED = 0.5  # two layer lines overlapping over this share of the smaller: one is not the scan's
 SAME_PIXELS = 12.0  # mean grey-level difference: a word's box that shows the image over it, not the word
+_ALNUM = re.compile(r"[^\W_]")
 _PAINTED = 16 | 32  # MuPDF char_flags: filled, stroked
 # A span that is not painted (no colour), near white, or under 1 pt, in MuPDF's HTML of the page.
 _SUSPECT = re.compile(r'font-size:(?:0\.\d|[\d.]+pt">)|color:#f[0-9a-f]f[0-9a-f]f[0-9a-f]')
@@ -140,11 +141,16 @@ def _layer_spans(page: pymupdf.Page, layer: list[tuple[pymupdf.Rect, str, int]],
     if not layer:
         return []
     blank = _not_in_scan(page, [rect for rect, _, _ in layer])
-    found = [(_box(rect), "OCR layer the scan does not show") for rect in blank]
-    if check is not None:
-        found += [(_box(rect), "OCR layer other than the scan's words")
-                  for rect in not_read_in_scan(page, _lines(layer, blank), check)]
-    return found
+    spans = {_box(rect): text for rect, text, _ in layer}
+    # a mark with no letter or digit over no ink ("-", "|": thin print at 72 dpi) says nothing to flag
+    blank = [rect for rect in blank if _ALNUM.search(spans.get(_box(rect), ""))]
+    other: list[pymupdf.Rect] = []
+    if check is not None:  # the scan's reading also clears the spans over light or thin print it shows
+        other, shown = not_read_in_scan(page, _lines(layer, blank), check,
+                                        [(rect, spans.get(_box(rect), "")) for rect in blank])
+        blank = [rect for rect in blank if _box(rect) not in {_box(r) for r in shown}]
+    return ([(_box(rect), "OCR layer the scan does not show") for rect in blank]
+            + [(_box(rect), "OCR layer other than the scan's words") for rect in other])
 
 
 def _lines(layer: list[tuple[pymupdf.Rect, str, int]], blank: list[pymupdf.Rect]) -> list[tuple[pymupdf.Rect, str]]:

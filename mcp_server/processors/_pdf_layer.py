@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import pymupdf
@@ -31,7 +32,7 @@ __all__ = ["LayerCheck", "not_read_in_scan"]
 
 MATCH = 60.0  # rapidfuzz (0-100): a layer line that aligns this well with the scan's words is the scan's
 READABLE = 0.3  # the OCR must read at least this share of the layer's words for its reading to judge the layer
-CONFIDENT = 70.0  # the reading's mean word confidence (0-100) on a layer line's place needed to judge that line
+CONFIDENT = 80.0  # the reading's mean word confidence (0-100) on a layer line's place needed to judge that line
 MIN_CHARS = 8  # a layer line with fewer letters and digits is too short to judge (a page number, a label)
 MIN_WORDS = 4  # nor one of fewer words holding a letter (an OCR engine's garbled name or label: "BandjuPeysivisier:")
 SECONDS = 20.0  # a document's reading time at most (a parse has MCP_PARSE_TIMEOUT, 120 s by default)
@@ -57,21 +58,23 @@ def _plain(text: str) -> str:
     return _NOT_WORD.sub(" ", text.lower()).strip()
 
 
-def not_read_in_scan(page: pymupdf.Page, lines: list[tuple[pymupdf.Rect, str]], check: LayerCheck
-                     ) -> list[pymupdf.Rect]:
-    """The boxes of the layer ``lines`` (box, text) that the page's picture does not show."""
+def not_read_in_scan(page: pymupdf.Page, lines: list[tuple[pymupdf.Rect, str]], check: LayerCheck,
+                     blank: Sequence[tuple[pymupdf.Rect, str]] = ()) -> tuple[list[pymupdf.Rect], list[pymupdf.Rect]]:
+    """The boxes of the layer ``lines`` (box, text) that the page's picture does not show, and those of the
+    ``blank`` spans (found over no ink at 72 dpi: light or thin print) that its reading does show."""
     judged = [(rect, _plain(text)) for rect, text in lines]
     judged = [(rect, text) for rect, text in judged if len(text.replace(" ", "")) >= MIN_CHARS
               and sum(1 for word in text.split() if _LETTER.search(word)) >= MIN_WORDS]
-    if not judged:
-        return []
+    faint = [(rect, _plain(text)) for rect, text in blank]
+    if not judged and not faint:
+        return [], []
     if check.pages <= 0 or check.seconds <= 1 or not ocr_available():
         check.unchecked.append(page.number + 1)
-        return []
+        return [], []
     check.pages -= 1
     started = time.monotonic()
-    clip = pymupdf.Rect(judged[0][0])
-    for rect, _ in judged[1:]:
+    clip = pymupdf.Rect((judged or faint)[0][0])
+    for rect, _ in [*judged, *faint]:
         clip |= rect
     clip = (clip + (-_MARGIN, -_MARGIN, _MARGIN, _MARGIN)) & page.rect
     zoom = _zoom(page, clip)
@@ -81,19 +84,20 @@ def not_read_in_scan(page: pymupdf.Page, lines: list[tuple[pymupdf.Rect, str]], 
         read = ocr_words(image, languages=check.languages, timeout=min(check.timeout, check.seconds))
     except Exception:  # Tesseract missing, failing or too slow: the layer is not judged
         check.unchecked.append(page.number + 1)
-        return []
+        return [], []
     finally:
         check.seconds -= time.monotonic() - started
     seen = _plain(" ".join(word[4] for word in read))
-    layer_words = sum(len(text.split()) for _, text in judged)
+    layer_words = sum(len(text.split()) for _, text in [*judged, *faint])
     if len(seen.split()) < READABLE * layer_words:
         check.unchecked.append(page.number + 1)
-        return []
+        return [], []
     # the reading's words in page points
     scale = clip.width / image.width if image.width else 1.0
     placed = [(clip.x0 + x0 * scale, clip.y0 + y0 * scale, clip.x0 + x1 * scale, clip.y0 + y1 * scale, word, conf)
               for x0, y0, x1, y1, word, conf in read]
-    return [rect for rect, text in judged if _other(rect, text, placed, seen)]
+    shown = [rect for rect, text in faint if fuzz.partial_ratio(text, seen) >= MATCH]
+    return [rect for rect, text in judged if _other(rect, text, placed, seen)], shown
 
 
 def _other(rect: pymupdf.Rect, text: str, placed: list[OcrWord], seen: str) -> bool:

@@ -64,7 +64,7 @@ def test_a_spent_reading_time_reads_no_more_pages() -> None:
     page = pymupdf.open("pdf", scan_with_layer([VISIBLE[0], PAYLOAD, VISIBLE[2]]))[0]
     lines = [(pymupdf.Rect(50, 70 + 20 * i, 500, 84 + 20 * i), text) for i, text in enumerate([VISIBLE[0], PAYLOAD])]
     spent = _pdf_layer.LayerCheck(seconds=0.5)
-    assert _pdf_layer.not_read_in_scan(page, lines, spent) == [] and spent.unchecked == [1]
+    assert _pdf_layer.not_read_in_scan(page, lines, spent) == ([], []) and spent.unchecked == [1]
     check = _pdf_layer.LayerCheck()
-    [flagged] = _pdf_layer.not_read_in_scan(page, lines, check)
-    assert flagged.y0 == 90 and check.pages == 9 and 0 < check.seconds < _pdf_layer.SECONDS
+    [flagged], shown = _pdf_layer.not_read_in_scan(page, lines, check)
+    assert flagged.y0 == 90 and shown == [] and check.pages == 9 and 0 < check.seconds < _pdf_layer.SECONDS

@@ -7,19 +7,23 @@ out for text that is not painted; only a page where that shows a span that is un
 What is behind a span is the fill of the smallest filled shape under it, else white; a span over
 an image is never judged by colour (the image may be dark). Unpainted text on a page that an image
 covers mostly is a scan's OCR layer: legitimate where the scan shows text, so the page is rendered
-once in grey at 72 dpi and a layer line that stands over blank paper (no ink under it),
-or on a line of the layer already there (two lines of text in one place), is flagged. The layer's
-words are not read against the scan's words (OCR per page costs seconds: a limit, in SECURITY.md).
+once in grey at 72 dpi and a layer span that stands over blank paper (no ink under it; one with
+a letter or a digit), or on a line of the layer already there (two lines of text in one place), is
+flagged; the lines over ink are read against the scan's own words (``_pdf_layer``: Tesseract, within a
+budget per document), which also clears a span over blank paper that the reading shows (light print).
+Text drawn under a page-sized image (a scan over its text) is judged as such a layer.
 Text outside the page or clipped out of view never reaches the words (MuPDF drops it).
 
-Text covered by an opaque filled shape drawn after it needs the drawing order, which the words'
-text page does not keep. A second text page that collects vectors (``TEXT_COLLECT_VECTORS``) lists
-text and filled shapes as blocks in the order they were drawn; a word with a filled shape numbered
+Text covered by an opaque filled shape or an image drawn after it needs the drawing order, which the
+words' text page does not keep. A second text page that collects vectors and keeps images
+(``TEXT_COLLECT_VECTORS``, ``TEXT_PRESERVE_IMAGES``) lists text, filled shapes and images as blocks in
+the order they were drawn; a word with a filled shape numbered
 after its block over its centre is a candidate, and the candidates are confirmed by rendering the
 shape's area at 144 dpi: a word whose box shows one flat tone is covered (a strike-through bar, a
 highlight blended over the text or a half-transparent fill leaves the glyphs' ink visible, so it
-is not flagged). That second pass costs about a page's word extraction, so it runs only on PDFs of
-at most ``ProcessOptions.pdf_cover_check_pages`` pages (the vector blocks cannot be had from the
+is not flagged); under an image, a word whose box shows one flat tone or the image's own pixels (an
+upright image, resampled to the box: a translucent or masked picture shows the glyphs). That second
+pass costs about a page's word extraction, so it runs only on PDFs of at most ``ProcessOptions.pdf_cover_check_pages`` pages (the vector blocks cannot be had from the
 words' own text page: they split blocks and change words on ~70 % of a 10-K's pages).
 """
 

@@ -23,8 +23,9 @@ shape's area at 144 dpi: a word whose box shows one flat tone is covered (a stri
 highlight blended over the text or a half-transparent fill leaves the glyphs' ink visible, so it
 is not flagged); under an image, a word whose box shows one flat tone or the image's own pixels (an
 upright image, resampled to the box: a translucent or masked picture shows the glyphs). That second
-pass costs about a page's word extraction, so it runs only on PDFs of at most ``ProcessOptions.pdf_cover_check_pages`` pages (the vector blocks cannot be had from the
-words' own text page: they split blocks and change words on ~70 % of a 10-K's pages).
+pass costs about a page's word extraction, so it runs only on PDFs of at most
+``ProcessOptions.pdf_cover_check_pages`` pages (the vector blocks cannot be had from the words' own
+text page: they split blocks and change words on ~70 % of a 10-K's pages).
 """
 
 from __future__ import annotations

@@ -201,6 +201,8 @@ def _covered_spans(page: pymupdf.Page, check: LayerCheck | None, judged: list[py
         if x1 - x0 > 1 and y1 - y0 > 1:
             for band in range(int(y0) // _BAND, int(y1) // _BAND + 1):
                 rows.setdefault(band, []).append((number, x0, y0, x1, y1))
+    if scans and texts and min(texts) < max(number for number, _ in scans):  # a page-sized image after text
+        scans = _opaque(page, scans)  # one with transparency (a stamp, a watermark) lets the text show
     if not rows and not scans:
         return []
     under: list[pymupdf.Rect] = []
@@ -226,6 +228,14 @@ def _covered_spans(page: pymupdf.Page, check: LayerCheck | None, judged: list[py
     if by_image:
         out += [(_box(rect), "under an image") for rect in _under_images(page, by_image)]
     return out
+
+
+def _opaque(page: pymupdf.Page, scans: list[tuple[int, pymupdf.Rect]]) -> list[tuple[int, pymupdf.Rect]]:
+    """The page-sized images that have no soft mask or colour-key mask."""
+    masked = [pymupdf.Rect(info["bbox"]) for info in page.get_image_info() if info.get("has-mask")]
+    return [(number, rect) for number, rect in scans
+            if not any(abs(rect.x0 - m.x0) < 1 and abs(rect.y0 - m.y0) < 1 and abs(rect.x1 - m.x1) < 1
+                       and abs(rect.y1 - m.y1) < 1 for m in masked)]
 
 
 def _under_images(page: pymupdf.Page, words: list[tuple[pymupdf.Rect, Box]]) -> list[pymupdf.Rect]:

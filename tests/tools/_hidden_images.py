@@ -72,6 +72,17 @@ def scan_over_text(lines: list[str]) -> bytes:
     return bytes(scan.tobytes())
 
 
+def stamped(lines: list[str]) -> bytes:
+    """``lines`` under a page-sized translucent picture (a watermark): seen through it, never a scan."""
+    pdf = pymupdf.open()
+    page = pdf.new_page()
+    for i, line in enumerate(lines):
+        page.insert_text((50, 80 + 20 * i), line, fontsize=10)
+    stamp = pymupdf.Pixmap(pymupdf.csRGB, 60, 85, bytes((200, 40, 40, 60)) * (60 * 85), True)
+    page.insert_image(page.rect, pixmap=stamp, keep_proportion=False)
+    return bytes(pdf.tobytes())
+
+
 def _slips(line: str) -> str:
     """An OCR engine's usual slips: rn for m, 0 for o in a word or two, a dropped letter."""
     return line.replace("cooperative", "c0operative").replace("northern", "nortbern").replace("storage", "st0rage")
@@ -104,6 +115,7 @@ IMAGE_CLEAN: dict[str, bytes] = {
     "under-a-translucent-picture.pdf": _text_pdf(after=_picture(260, 10, alpha=70)),
     "scan-layer-with-ocr-slips.pdf": scan_with_layer([_slips(line) for line in VISIBLE]),
     "under-a-scan-its-words.pdf": scan_over_text(VISIBLE),
+    "under-a-page-sized-watermark.pdf": stamped([*VISIBLE, PAYLOAD]),
 }
 SMUGGLED_SUBJECT = f"Orchard report{TAGS} for the growers"
 METADATA_DOCUMENTS: dict[str, bytes] = {

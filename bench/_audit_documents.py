@@ -46,7 +46,7 @@ class Case:
     technique: str
     data: bytes
     twin: bytes
-    expected: str = "hidden"  # or "seen"
+    expected: str = "hidden"  # or "seen", or "metadata" (a payload in a metadata field)
     known: str = ""  # a limit SECURITY.md states
 
 
@@ -189,6 +189,17 @@ def _scan(layer: Callable[[pymupdf.Page], None]) -> bytes:
     return bytes(pdf.tobytes())
 
 
+def _scan_over(lines: list[str]) -> bytes:
+    """``lines`` in black ink, then a page-sized picture of the visible text over them (text under a scan)."""
+    picture = pymupdf.open("pdf", _pdf(None))[0].get_pixmap(dpi=100).tobytes("png")
+    pdf = pymupdf.open()
+    page = pdf.new_page()
+    for i, line in enumerate(lines):
+        page.insert_text((60, 90 + 18 * i), line, fontsize=10)
+    page.insert_image(page.rect, stream=picture)
+    return bytes(pdf.tobytes())
+
+
 def _layer(lines: list[str], extra: tuple[float, str] | None = None) -> Callable[[pymupdf.Page], None]:
     def write(page: pymupdf.Page) -> None:
         for i, line in enumerate(lines):
@@ -227,12 +238,12 @@ def _pdf_cases() -> list[Case]:
         Case("pdf", "0.5 pt text", _pdf(text(fontsize=0.5)), twin),
         Case("pdf", "under a white rectangle", _pdf(under((1, 1, 1))), twin),
         Case("pdf", "under a dark rectangle", _pdf(under((0.2, 0.1, 0.1))), twin),
-        Case("pdf", "under an image", _pdf(under(None)), twin, known="text under an image drawn after it"),
+        Case("pdf", "under an image", _pdf(under(None)), twin),
         Case("pdf", "outside the page box", _pdf(lambda p: p.insert_text((700, 200), PAYLOAD, fontsize=10)), twin),
         Case("pdf", "clipped out of view", _pdf(clipped), twin),
         Case("pdf", "OCR layer over blank paper", _scan(_layer(SEEN, (400, PAYLOAD))), _scan(_layer(SEEN))),
-        Case("pdf", "OCR layer over ink, other words", _scan(_layer([PAYLOAD, *SEEN[1:]])), _scan(_layer(SEEN)),
-             known="an OCR layer is not read against the scan's words"),
+        Case("pdf", "OCR layer over ink, other words", _scan(_layer([PAYLOAD, *SEEN[1:]])), _scan(_layer(SEEN))),
+        Case("pdf", "text under a scan's picture, other words", _scan_over([*SEEN[:2], PAYLOAD]), _scan_over(SEEN)),
     ]
     out += [
         Case("pdf", "white on a dark box", _pdf(lambda p: (p.draw_rect(pymupdf.Rect(55, 188, 560, 204), color=None,
@@ -408,6 +419,36 @@ def _txt_cases() -> list[Case]:
     return out
 
 
+# --- metadata --------------------------------------------------------------------------------------
+def _pdf_info(subject: str) -> bytes:
+    pdf = pymupdf.open()
+    pdf.new_page().insert_text((60, 90), SEEN[0], fontsize=10)
+    pdf.set_metadata({"title": "Delta birds", "subject": subject})
+    return bytes(pdf.tobytes())
+
+
+def _word_subject(subject: str) -> bytes:
+    document = docx.Document()
+    document.add_paragraph(SEEN[0])
+    document.core_properties.subject = subject
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+def _metadata_cases() -> list[Case]:
+    """A metadata field no page shows: an instruction in it flagged by the detector (``instructions_to_agent``
+    with the field's name), invisible code points in it removed and reported (``invisible_characters``)."""
+    clean = "Field notes on the herons of the delta"
+    out = []
+    for fmt, make in (("pdf", _pdf_info), ("docx", _word_subject)):
+        out += [Case(fmt, "metadata: instruction in the subject", make(PAYLOAD), make(clean), "metadata"),
+                Case(fmt, "metadata: tag characters in the subject", make(f"Field notes{_smuggled('tags')} on herons"),
+                     make(clean), "metadata")]
+    return out
+
+
 def cases() -> list[Case]:
     """Every case, made now (about a second)."""
-    return [*_html_cases(), *_docx_cases(), *_pdf_cases(), *_xlsx_cases(), *_pptx_cases(), *_txt_cases()]
+    return [*_html_cases(), *_docx_cases(), *_pdf_cases(), *_xlsx_cases(), *_pptx_cases(), *_txt_cases(),
+            *_metadata_cases()]

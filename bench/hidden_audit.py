@@ -30,7 +30,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _setup_path(code: str | None) -> None:
+    """This checkout's cases (``bench``), ``code``'s ``mcp_server``."""
     sys.path.insert(0, str(ROOT))
+    import bench._audit_documents  # noqa: F401  (imported before another checkout's path comes first)
+
     if code:
         sys.path.insert(0, str(Path(code).resolve()))
 
@@ -58,8 +61,54 @@ def _hidden_flags(doc: Any) -> list[Any]:
     return [f for f in doc.flags if f.kind == "hidden_text"]
 
 
+_FLAGGER: list[Any] = []
+
+
+def _field_flags(doc: Any) -> list[Any]:
+    """The document's flags on metadata fields as process_document gives them, the bundled instruction detector
+    plugged in (``pipeline.flags.document_flags``; before it existed, the tool's own field scoring)."""
+    import asyncio
+
+    from mcp_server.pipeline import flags as pipeline_flags
+
+    if not _FLAGGER:
+        from bench.instructions import load_detector
+
+        _, detector = load_detector(Path(pipeline_flags.__file__).resolve().parent.parent / "detectors"
+                                    / "instructions.npz")
+        from mcp_server.core.settings import Settings
+
+        threshold = Settings.model_fields["instruction_threshold"].default
+        _FLAGGER.append(pipeline_flags.Flagger(detector, threshold=threshold))
+    flagger = _FLAGGER[0]
+    if hasattr(pipeline_flags, "document_flags"):
+        found = asyncio.run(pipeline_flags.document_flags(flagger, doc))
+    else:  # main before: fields scored by the tool, their settle flags not kept
+        fields = [(n, v) for n, v in doc.metadata.items() if isinstance(v, str) and v.strip()]
+        scored = flagger.flags_now([pipeline_flags.Piece(start=0, text=v) for _, v in fields])
+        found = [f for one in scored for f in one]
+        found += [f for f in doc.flags if getattr(f, "field", "")]
+        return found
+    return [f for f in found if f.field]
+
+
+def _judge_metadata(case: Any, marker: str) -> dict[str, str]:
+    """A payload in a metadata field: flagged on the field (an instruction by the detector, invisible code
+    points as removed), no invisible code point returned; the twin's fields carry no flag."""
+    flagged = _read(case.data, case.format, "flag", "main")
+    twin = _read(case.twin, case.format, "flag", "main")
+    flags = _field_flags(flagged)
+    left = any(c in _texts(flagged) for c in INVISIBLE)
+    kind = "invisible_characters" if "tag characters" in case.technique else "instructions_to_agent"
+    seen = any(f.kind == kind for f in flags)
+    return {"flag": "flagged" if seen and not left else "MISSED", "drop": "LEAK" if left else "-",
+            "twin": "FLAGGED" if _field_flags(twin) else "clean"}
+
+
 def judge(case: Any, marker: str, view: str) -> dict[str, str]:
     """The three verdicts for one case in one view."""
+    if case.expected == "metadata":
+        return _judge_metadata(case, marker)
     flagged = _read(case.data, case.format, "flag", view)
     dropped = _read(case.data, case.format, "drop", view)
     twin = _read(case.twin, case.format, "flag", view)
@@ -109,7 +158,9 @@ def main() -> int:
     techniques = {(c.format, c.technique) for c, _, _, _ in rows}
     gaps = {(c.format, c.technique) for c, _, _, g in rows if g}
     hidden = sum(1 for c in cases() if c.expected == "hidden")
-    print(f"\n{len(techniques)} cases ({hidden} hidden, {len(techniques) - hidden} a reader sees), "
+    fields = sum(1 for c in cases() if c.expected == "metadata")
+    print(f"\n{len(techniques)} cases ({hidden} hidden, {fields} in metadata, "
+          f"{len(techniques) - hidden - fields} a reader sees), "
           f"{len(rows)} rows with the web pages' two views; gaps: {len(gaps)} cases "
           f"({sum(1 for *_, g in rows if g)} rows)")
     return 0

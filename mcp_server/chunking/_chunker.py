@@ -94,7 +94,7 @@ def _flags_on(flags: tuple[TextFlag, ...], location: ChunkLocation) -> tuple[Tex
     """The document's flags on the chunk's span (few per document: a scan is enough)."""
     if not flags:
         return ()
-    return tuple(f for f in flags if f.overlaps(location.start_char, location.end_char))
+    return tuple(f for f in flags if not f.field and f.overlaps(location.start_char, location.end_char))
 
 
 def _segments(layout: Layout, cuts: list[int]) -> list[tuple[int, int]]:

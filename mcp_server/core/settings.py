@@ -299,10 +299,17 @@ class Settings(BaseSettings):
     )
     pdf_cover_check_pages: int = Field(
         20, ge=0,
-        description="PDFs of at most this many pages are checked for text covered by an opaque filled shape "
-        "drawn after it (flagged as hidden_text, or dropped, as MCP_HIDDEN_TEXT says). The check reads each page's "
-        "drawing order a second time (about the cost of the page's word extraction), so longer PDFs are not "
-        "checked; 0 turns it off, 2000 checks every PDF the page cap lets in.",
+        description="PDFs of at most this many pages are checked for text covered by an opaque filled shape or "
+        "an image drawn after it (flagged as hidden_text, or dropped, as MCP_HIDDEN_TEXT says). The check reads "
+        "each page's drawing order a second time (about the cost of the page's word extraction), so longer PDFs "
+        "are not checked; 0 turns it off, 2000 checks every PDF the page cap lets in.",
+    )
+    pdf_layer_ocr_pages: int = Field(
+        10, ge=0,
+        description="Scanned PDF pages per document whose invisible OCR layer is read against the scan: the layer's "
+        "area is OCR'd with Tesseract (about a second or more a page) and layer lines the scan does not show are "
+        "flagged as hidden_text. Pages past this many, or past 20 s of reading a document, are not read "
+        "(metadata ocr_layer_unchecked_pages lists them); 0 turns it off. Without Tesseract nothing is read.",
     )
     max_content_chars: int = Field(50_000, ge=1000, description="Cap of returned document content.")
     max_table_chars: int = Field(5_000, ge=100, description="Cap of one returned table.")

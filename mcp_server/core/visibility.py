@@ -54,6 +54,8 @@ HIDDEN_REASONS: tuple[str, ...] = (
     "box collapsed with overflow hidden",
     "hidden run (w:specVanish)",
     "number format shows nothing",
+    "under an image",
+    "OCR layer other than the scan's words",
 )
 _OPEN_BASE = 0xFDD0
 _CLOSE = "\ufdef"

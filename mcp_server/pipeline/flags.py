@@ -17,6 +17,7 @@ detector's (its ``model_id``): an index read from disk costs no model call to fl
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import threading
 from collections.abc import Callable, Sequence
@@ -26,12 +27,12 @@ from typing import Protocol, cast, runtime_checkable
 from cachetools import LRUCache
 
 from mcp_server import metrics
-from mcp_server.core.models import Chunk, TextFlag
+from mcp_server.core.models import Chunk, ProcessedDocument, TextFlag
 from mcp_server.detectors.scores import ChunkScores
 from mcp_server.embedding.runner import ModelRunner
 from mcp_server.text.sentences import sentence_spans
 
-__all__ = ["Flagger", "InstructionScorer", "PassageScorer", "Piece", "Scorer", "chunk_piece"]
+__all__ = ["Flagger", "InstructionScorer", "PassageScorer", "Piece", "Scorer", "chunk_piece", "document_flags"]
 
 INSTRUCTIONS = "instructions_to_agent"
 SCORED_ENTRIES = 20_000  # sentences whose score is remembered (a warm answer scores nothing again)
@@ -74,6 +75,20 @@ def chunk_piece(chunk: Chunk, text: str | None = None, scored: ChunkScores | Non
     own = text is None or text == chunk.text
     return Piece(start=chunk.location.start_char, text=chunk.document_text(text), flags=chunk.flags,
                  scored=scored if own else None)
+
+
+async def document_flags(flagger: Flagger, doc: ProcessedDocument) -> tuple[TextFlag, ...]:
+    """A whole document's flags: its metadata fields' first (named in ``field``, offsets into the
+    field's value: invisible code points removed at parse time, and sentences addressed to the agent,
+    since metadata is text an agent reads like the content), then its content's, in document order."""
+    fields = [(name, value) for name, value in doc.metadata.items() if isinstance(value, str) and value.strip()]
+    content = tuple(f for f in doc.flags if not f.field)
+    [flags, *of_fields] = await flagger.flags(
+        [Piece(start=0, text=doc.content, flags=content), *(Piece(start=0, text=value) for _, value in fields)])
+    named = [f for f in doc.flags if f.field]
+    named += [dataclasses.replace(f, field=name) for (name, _), found in zip(fields, of_fields, strict=True)
+              for f in found]
+    return (*sorted(named, key=lambda f: (f.field, f.start, f.end)), *flags)
 
 
 class Flagger:

@@ -146,7 +146,7 @@ class Reading:
         """The flags on the text read: ``[at, end)`` within the spans the pages filter selected."""
         if end <= at:
             return ()
-        own = tuple(f for f in doc.flags if f.overlaps(at, end))
+        own = tuple(f for f in doc.flags if not f.field and f.overlaps(at, end))
         [flags] = await self.service.flagger.flags([Piece(start=at, text=doc.content[at:end], flags=own)])
         return tuple(f for f in flags if any(f.overlaps(a, b) for a, b in spans))
 

@@ -57,8 +57,9 @@ __all__ = ["DocumentService", "Indexed", "Processed", "Retrieval", "Source", "Vi
 # under 2 would lack those flags, and under drop still hold that text); 4: PDF text under a shape drawn
 # after it; 5: more hidden text (HTML clip, scale(0), collapsed boxes, tiny and faint text; Word specVanish
 # and theme colours; cells of 1 pt or a ";;;" format; slide runs of 1 pt, transparent or coloured like their
-# fill) and more invisible code points (U+2061-2064, U+180E, U+034F, runs of variation selectors)
-PROCESSING_VERSION = "5"
+# fill) and more invisible code points (U+2061-2064, U+180E, U+034F, runs of variation selectors); 6: PDF text
+# under an image drawn after it, a scan's OCR layer read against the scan, metadata fields' flags
+PROCESSING_VERSION = "6"
 # Bump when a web page's main content changes (the whole-page view keeps PROCESSING_VERSION's keys).
 MAIN_CONTENT_VERSION = "2"  # 2: images' alt text
 
@@ -130,6 +131,7 @@ def _ms(since: float) -> float:
 
 
 _DEFAULT_COVER_CHECK = ProcessOptions().pdf_cover_check_pages
+_DEFAULT_LAYER_OCR = ProcessOptions().pdf_layer_ocr_pages
 
 
 def _policy_parts(options: ProcessOptions) -> list[str]:
@@ -137,6 +139,8 @@ def _policy_parts(options: ProcessOptions) -> list[str]:
     parts = [] if options.hidden_text == "flag" else [f"hidden-{options.hidden_text}"]
     if options.pdf_cover_check_pages != _DEFAULT_COVER_CHECK:  # the default keeps the key
         parts.append(f"cover-{options.pdf_cover_check_pages}")
+    if options.pdf_layer_ocr_pages != _DEFAULT_LAYER_OCR:
+        parts.append(f"layer-{options.pdf_layer_ocr_pages}")
     return parts
 
 

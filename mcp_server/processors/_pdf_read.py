@@ -15,11 +15,12 @@ from PIL import Image
 
 from mcp_server.core.errors import ProcessingError
 from mcp_server.processors._pdf_hidden import mark_hidden_words
+from mcp_server.processors._pdf_layer import LayerCheck
 from mcp_server.processors._pdf_layout import PageWords
 from mcp_server.processors.base import ProcessOptions
 from mcp_server.processors.ocr import ocr_available, ocr_image
 
-__all__ = ["PageRead", "horizontal_rules", "open_pdf", "pdf_metadata", "read_page"]
+__all__ = ["LayerCheck", "PageRead", "horizontal_rules", "open_pdf", "pdf_metadata", "read_page"]
 
 _OCR_DPI = (150, 300)  # rendering range; within it, the scan's own resolution
 _OCR_MAX_PIXELS = 40_000_000  # a huge page renders at a lower resolution instead
@@ -70,12 +71,13 @@ def pdf_metadata(pdf: pymupdf.Document) -> dict[str, Any]:
     return out
 
 
-def read_page(page: pymupdf.Page, options: ProcessOptions) -> PageRead | None:
-    """The page's words; plain text when word extraction fails; OCR when it has no text layer."""
+def read_page(page: pymupdf.Page, options: ProcessOptions, layer: LayerCheck | None = None) -> PageRead | None:
+    """The page's words; plain text when word extraction fails; OCR when it has no text layer;
+    ``layer``: the document's budget for reading a scan against its OCR layer."""
     try:
         textpage = page.get_textpage(flags=pymupdf.TEXTFLAGS_WORDS)
         covered = page.parent.page_count <= options.pdf_cover_check_pages
-        words = mark_hidden_words(page, textpage, textpage.extractWORDS(), covered=covered)
+        words = mark_hidden_words(page, textpage, textpage.extractWORDS(), covered=covered, layer=layer)
         result = PageRead(words=PageWords(words, page.rect.width, page.rect.height))
         empty = not result.words.words  # type: ignore[union-attr]
     except Exception:  # MuPDF raises plain RuntimeError/ValueError subclasses for broken content

@@ -2,7 +2,8 @@
 
 ``process_document`` calls ``settle_document`` on each processor's result, so content, locations,
 tables, OCR text, metadata (and through them chunks, passages, read windows and the index) all
-see the same cleaned text; the flags land on ``ProcessedDocument.flags`` in the new offsets.
+see the same cleaned text; the flags land on ``ProcessedDocument.flags`` in the new offsets (a metadata
+field's with its name in ``TextFlag.field``, offsets into the field's value).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from mcp_server.core.models import ExtractedImage, ExtractedTable, ExtractedURL, Location, ProcessedDocument
+from mcp_server.core.models import ExtractedImage, ExtractedTable, ExtractedURL, Location, ProcessedDocument, TextFlag
 from mcp_server.core.visibility import HiddenPolicy, Settled, clean_text, settle
 
 __all__ = ["settle_document"]
@@ -33,9 +34,12 @@ def settle_document(doc: ProcessedDocument, policy: HiddenPolicy) -> ProcessedDo
     urls = tuple(_url(u, policy) for u in doc.extracted_urls)
     if any(new is not old for new, old in zip(urls, doc.extracted_urls, strict=True)):
         changes["extracted_urls"] = urls
-    metadata = _value(doc.metadata, policy)
+    found: list[TextFlag] = []
+    metadata = _value(doc.metadata, policy, "", found)
     if metadata is not doc.metadata:
         changes["metadata"] = metadata
+    if found:  # a metadata field's flags name it (``field``): their offsets are into its value
+        changes["flags"] = (*changes.get("flags", doc.flags), *found)
     return dataclasses.replace(doc, **changes) if changes else doc
 
 
@@ -65,15 +69,20 @@ def _image(image: ExtractedImage, policy: HiddenPolicy) -> ExtractedImage:
     return image if text == image.ocr_text else dataclasses.replace(image, ocr_text=text)
 
 
-def _value(value: Any, policy: HiddenPolicy) -> Any:
-    """Metadata strings settled like the content, however deep they sit; the same object if none changed."""
+def _value(value: Any, policy: HiddenPolicy, name: str, found: list[TextFlag]) -> Any:
+    """Metadata strings settled like the content, however deep they sit, their flags added to ``found``
+    with the field's name (``subject``, ``attachments[0].title``); the same object if none changed."""
     if isinstance(value, str):
-        text = settle(value, policy).text
-        return value if text == value else text
+        settled = settle(value, policy)
+        if settled.text == value:
+            return value
+        found.extend(dataclasses.replace(flag, field=name) for flag in settled.flags)
+        return settled.text
     if isinstance(value, dict):
-        items = {key: _value(item, policy) for key, item in value.items()}
+        items = {key: _value(item, policy, f"{name}.{key}" if name else str(key), found)
+                 for key, item in value.items()}
         return value if all(items[k] is value[k] for k in value) else items
     if isinstance(value, list | tuple):
-        new = [_value(item, policy) for item in value]
+        new = [_value(item, policy, f"{name}[{i}]", found) for i, item in enumerate(value)]
         return value if all(a is b for a, b in zip(new, value, strict=True)) else type(value)(new)
     return value

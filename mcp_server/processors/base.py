@@ -63,6 +63,7 @@ class ProcessOptions:
     max_html_bytes: int = 32 * 1024 * 1024
     hidden_text: HiddenPolicy = "flag"  # what becomes of text a reader cannot see (settle_document)
     pdf_cover_check_pages: int = 20  # PDFs up to this many pages are checked for text under a later shape
+    pdf_layer_ocr_pages: int = 10  # scanned pages per PDF whose OCR layer is read against the scan (Tesseract)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ProcessOptions:
@@ -84,6 +85,7 @@ class ProcessOptions:
             max_html_bytes=settings.max_html_bytes,
             hidden_text=settings.hidden_text,
             pdf_cover_check_pages=settings.pdf_cover_check_pages,
+            pdf_layer_ocr_pages=settings.pdf_layer_ocr_pages,
         )
 
 

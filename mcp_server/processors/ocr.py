@@ -11,7 +11,7 @@ from PIL import Image
 
 from mcp_server.core.errors import ProcessingError
 
-__all__ = ["INSTALL_HINT", "OcrResult", "ocr_available", "ocr_image", "prepare_for_ocr"]
+__all__ = ["INSTALL_HINT", "OcrResult", "OcrWord", "ocr_available", "ocr_image", "ocr_words", "prepare_for_ocr"]
 
 _MIN_SIDE = 300  # tesseract misses glyphs under ~20 px high; small images are scaled up
 _MAX_UPSCALE = 4.0
@@ -58,14 +58,40 @@ def prepare_for_ocr(image: Image.Image) -> Image.Image:
     return image
 
 
+OcrWord = tuple[float, float, float, float, str, float]  # x0, y0, x1, y1 in the image's pixels, word, confidence
+
+
 def ocr_image(image: Image.Image, *, languages: str, timeout: float) -> OcrResult:
     """Words with confidence > 0, laid out as lines and paragraphs."""
+    return _assemble(_data(prepare_for_ocr(image), languages, timeout))
+
+
+def ocr_words(image: Image.Image, *, languages: str, timeout: float) -> list[OcrWord]:
+    """The words with confidence > 0, their boxes (in ``image``'s pixels) and confidence (0-100), in reading order."""
+    prepared = prepare_for_ocr(image)
+    scale = image.width / prepared.width if prepared.width else 1.0
+    data = _data(prepared, languages, timeout)
+    out = []
+    for index, word in enumerate(data["text"]):
+        text = str(word).strip()
+        try:
+            confidence = float(str(data["conf"][index]))
+        except ValueError:
+            continue
+        if text and confidence > 0:
+            x, y = int(str(data["left"][index])) * scale, int(str(data["top"][index])) * scale
+            out.append((x, y, x + int(str(data["width"][index])) * scale,
+                        y + int(str(data["height"][index])) * scale, text, confidence))
+    return out
+
+
+def _data(prepared: Image.Image, languages: str, timeout: float) -> dict[str, list[object]]:
     if not ocr_available():
         raise ProcessingError(INSTALL_HINT, reason="ocr_missing")
     pytesseract = _pytesseract()
     try:
-        data = pytesseract.image_to_data(
-            prepare_for_ocr(image), lang=languages, timeout=timeout, output_type=pytesseract.Output.DICT
+        data: dict[str, list[object]] = pytesseract.image_to_data(
+            prepared, lang=languages, timeout=timeout, output_type=pytesseract.Output.DICT
         )
     except pytesseract.TesseractNotFoundError as exc:
         raise ProcessingError(INSTALL_HINT, reason="ocr_missing") from exc
@@ -73,7 +99,7 @@ def ocr_image(image: Image.Image, *, languages: str, timeout: float) -> OcrResul
         raise ProcessingError(f"OCR failed: {str(exc.message).strip()[:200]}") from exc
     except RuntimeError as exc:  # pytesseract reports its timeout as a bare RuntimeError
         raise ProcessingError(f"OCR took longer than {timeout:g} s", reason="timeout") from exc
-    return _assemble(data)
+    return data
 
 
 def _assemble(data: dict[str, list[object]]) -> OcrResult:

@@ -31,7 +31,7 @@ from mcp_server.processors.formats import Chunking, Format
 if TYPE_CHECKING:
     import pymupdf
 
-    from mcp_server.processors._pdf_read import PageRead
+    from mcp_server.processors._pdf_read import LayerCheck, PageRead
 
 __all__ = ["PdfProcessor"]
 
@@ -79,8 +79,10 @@ class PdfProcessor:
                 )
             pages: list[_Page] = []
             skipped: list[int] = []
+            layer = _pdf_read.LayerCheck(languages=options.ocr_languages, timeout=options.ocr_timeout,
+                                         pages=options.pdf_layer_ocr_pages)
             for number in range(1, pdf.page_count + 1):
-                page = _read(pdf, number, options)
+                page = _read(pdf, number, options, layer)
                 if page is None:
                     skipped.append(number)
                 else:
@@ -88,10 +90,13 @@ class PdfProcessor:
             if skipped and not pages:
                 raise ProcessingError("no page of the PDF could be read", skipped_pages=skipped)
             furniture = _drop_furniture(pages)  # may read a page's rules again: the PDF stays open
-            return _assemble(pages, furniture, skipped, _pdf_read.pdf_metadata(pdf))
+            metadata = _pdf_read.pdf_metadata(pdf)
+            if layer.unchecked:
+                metadata["ocr_layer_unchecked_pages"] = layer.unchecked
+            return _assemble(pages, furniture, skipped, metadata)
 
 
-def _read(pdf: pymupdf.Document, number: int, options: ProcessOptions) -> _Page | None:
+def _read(pdf: pymupdf.Document, number: int, options: ProcessOptions, layer: LayerCheck) -> _Page | None:
     """Words, page numbers, tables and their titles of one page; None when it cannot be read."""
     from mcp_server.processors import _pdf_read
 
@@ -99,7 +104,7 @@ def _read(pdf: pymupdf.Document, number: int, options: ProcessOptions) -> _Page 
         page = pdf.load_page(number - 1)
     except Exception:  # MuPDF raises plain RuntimeError/ValueError subclasses for broken pages
         return None
-    read = _pdf_read.read_page(page, options)
+    read = _pdf_read.read_page(page, options, layer)
     if read is None:
         return None
     loaded = [page]  # held for the first reading only: 250 pages stay light

@@ -9,9 +9,20 @@ from mcp.server.mcpserver import Context
 from pydantic import Field
 
 from mcp_server.fetch import validate_url
+from mcp_server.pipeline.flags import document_flags
 from mcp_server.pipeline.service import Processed
 from mcp_server.tools.common import DocumentUrl, app_of, tool
-from mcp_server.tools.schemas import OcrItem, OcrResult, TablesResult, TextResult, capped, table_item
+from mcp_server.tools.schemas import (
+    MAX_DOCUMENT_FLAGS,
+    OcrItem,
+    OcrResult,
+    TablesResult,
+    TextResult,
+    capped,
+    flag_counts,
+    flag_items,
+    table_item,
+)
 
 __all__ = [
     "extract_csv_tables", "extract_docx_text", "extract_image_text", "extract_pdf_text", "extract_pptx_text",
@@ -33,7 +44,9 @@ async def _process(ctx: Context, url: str, expect: tuple[str, ...], tool_name: s
 async def _text_of(ctx: Context, url: str, expect: tuple[str, ...], tool_name: str) -> TextResult:
     document = (await _process(ctx, url, expect, tool_name)).document
     text, length, truncated = capped(document.content, app_of(ctx).settings.max_content_chars)
-    return TextResult(text=text, char_count=length, truncated=truncated, metadata=dict(document.metadata))
+    flags = await document_flags(app_of(ctx).service.flagger, document)  # metadata is text an agent reads too
+    return TextResult(text=text, char_count=length, truncated=truncated, metadata=dict(document.metadata),
+                      flags=flag_items(flags[:MAX_DOCUMENT_FLAGS]), flag_counts=flag_counts(flags))
 
 
 async def _tables_of(ctx: Context, url: str, expect: tuple[str, ...], tool_name: str) -> TablesResult:
@@ -44,7 +57,8 @@ async def _tables_of(ctx: Context, url: str, expect: tuple[str, ...], tool_name:
 
 
 # the text tools' and the table tools' rows in the tool tables (scripts/config_docs.py docs)
-_TEXT_SUMMARY, _TEXT_RETURNS = "the plain text of one format", "`{text (<= 50k), char_count, truncated, metadata}`"
+_TEXT_SUMMARY = "the plain text of one format"
+_TEXT_RETURNS = "`{text (<= 50k), char_count, truncated, metadata, flags[], flag_counts}`"
 _TABLES_SUMMARY = "the tables of a workbook or CSV"
 _TABLES_RETURNS = ("`{tables[{content (<= 5k), content_length, truncated, table_type, location, metadata}], "
                    "table_count}`")

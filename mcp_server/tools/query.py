@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Annotated
 
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
 from mcp_server.fetch import validate_url
-from mcp_server.pipeline.flags import Piece, chunk_piece
+from mcp_server.pipeline.flags import chunk_piece, document_flags
 from mcp_server.retrieval.index import stored_scores
 from mcp_server.text.language import language_name
 from mcp_server.tools.common import (
@@ -55,12 +54,7 @@ async def process_document(document_url: DocumentUrl, ctx: Context, view: PageVi
     settings = app.settings
     processed = await app.service.process(validate_url(document_url, settings), progress=progress_of(ctx), view=view)
     doc = processed.document
-    # metadata fields are text a reader of the page does not see: scored like it, flagged with their name
-    fields = [(name, value) for name, value in doc.metadata.items() if isinstance(value, str) and value.strip()]
-    [flags, *of_fields] = await app.service.flagger.flags(
-        [Piece(start=0, text=doc.content, flags=doc.flags), *(Piece(start=0, text=value) for _, value in fields)])
-    flags = (*(dataclasses.replace(f, field=name) for (name, _), found in zip(fields, of_fields, strict=True)
-               for f in found), *flags)
+    flags = await document_flags(app.service.flagger, doc)  # the metadata fields' too, with their name
     return document_result(doc, max_content=settings.max_content_chars, max_table=settings.max_table_chars,
                            cached=processed.cached, language_name=language_name(doc.detected_language),
                            source=source_info(processed.source), flags=flags)

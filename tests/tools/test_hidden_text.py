@@ -26,6 +26,7 @@ from tests.tools._hidden_documents import (
     docx_with_subject,
 )
 from tests.tools._hidden_gaps import GAP_CLEAN, GAP_HIDDEN
+from tests.tools._hidden_images import IMAGE_CLEAN, IMAGE_HIDDEN, METADATA_DOCUMENTS, SMUGGLED_SUBJECT
 from tests.tools._hidden_styled import MORE_CLEAN, MORE_HIDDEN, clipped_pdf
 
 pytestmark = pytest.mark.anyio
@@ -42,8 +43,8 @@ INVISIBLE = ("\u200b", "\u202e", "\u202c", TAGS[0], "\u2063", "\u034f", "\ufe01"
 @pytest.fixture(scope="module")
 def files(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FileServer]:
     root = tmp_path_factory.mktemp("served")
-    for name, data in {**HIDDEN, **CLEAN, **MORE_HIDDEN, **MORE_CLEAN, **GAP_HIDDEN, **GAP_CLEAN,
-                       "clipped.pdf": clipped_pdf()}.items():
+    for name, data in {**HIDDEN, **CLEAN, **MORE_HIDDEN, **MORE_CLEAN, **GAP_HIDDEN, **GAP_CLEAN, **IMAGE_HIDDEN,
+                       **IMAGE_CLEAN, **METADATA_DOCUMENTS, "clipped.pdf": clipped_pdf()}.items():
         (root / name).write_bytes(data)
     (root / "invisible.txt").write_text(INVISIBLE_TEXT, encoding="utf-8")
     (root / "invisible.html").write_text(
@@ -100,7 +101,7 @@ def _covers_payload(text: str, offset: int, flags: Sequence[dict[str, Any]]) -> 
 # --- flag ------------------------------------------------------------------------------------------
 # Web pages in both views: the main view's extractor drops some hidden elements itself (then nothing
 # reaches the agent); the whole page keeps them all.
-CASES = [(name, view) for name in sorted({**HIDDEN, **MORE_HIDDEN, **GAP_HIDDEN})
+CASES = [(name, view) for name in sorted({**HIDDEN, **MORE_HIDDEN, **GAP_HIDDEN, **IMAGE_HIDDEN})
          for view in (("main", "full") if name.endswith(".html") else (None,))]
 
 
@@ -135,7 +136,7 @@ async def test_a_hidden_payload_is_flagged_in_every_result_that_holds_it(name: s
     assert PAYLOAD_WORD in read["text"] and _hidden(read["flags"])
 
 
-@pytest.mark.parametrize("name", sorted({**CLEAN, **MORE_CLEAN, **GAP_CLEAN}))
+@pytest.mark.parametrize("name", sorted({**CLEAN, **MORE_CLEAN, **GAP_CLEAN, **IMAGE_CLEAN}))
 async def test_clean_twins_and_text_a_reader_sees_are_never_flagged(name: str, flag: ThreadedServer,
                                                                    files: FileServer) -> None:
     url = files.url(name)
@@ -191,6 +192,55 @@ async def test_pdf_text_under_a_shape_drawn_after_it_is_flagged_as_covered_and_t
     for server in _server(tmp_path_factory, pdf_cover_check_pages=0):
         unchecked = await _ok(server, "process_document", document_url=url)
         assert PAYLOAD_WORD in unchecked["content"] and unchecked["flags"] == []
+
+
+async def test_a_scans_ocr_layer_is_read_against_the_scan_within_a_page_budget(
+    flag: ThreadedServer, files: FileServer, tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    url = files.url("scan-layer-says-other-words.pdf")
+    processed = await _ok(flag, "process_document", document_url=url)
+    [other] = _hidden(processed["flags"])  # the layer's two lines that say what the scan shows are not flagged
+    assert other["reason"] == "OCR layer other than the scan's words"
+    assert processed["content"][other["start"]:other["end"]] == PAYLOAD
+    assert "ocr_layer_unchecked_pages" not in processed["metadata"]
+    # past the budget a page is not read, and says so
+    for server in _server(tmp_path_factory, pdf_layer_ocr_pages=0):
+        unchecked = await _ok(server, "process_document", document_url=url)
+        assert PAYLOAD_WORD in unchecked["content"] and unchecked["flags"] == []
+        assert unchecked["metadata"]["ocr_layer_unchecked_pages"] == [1]
+
+
+async def test_metadata_fields_are_settled_and_flagged_with_their_name_wherever_they_are_returned(
+    rag_flag: RagMCP, flag: ThreadedServer, files: FileServer,
+) -> None:
+    for name, tool in (("subject-smuggled.pdf", "extract_pdf_text"), ("subject-smuggled.docx", "extract_docx_text")):
+        processed = await _ok(flag, "process_document", document_url=files.url(name))
+        extracted = await _ok(flag, tool, document_url=files.url(name))
+        for result in (processed, extracted):
+            assert result["metadata"]["subject"] == SMUGGLED_SUBJECT.replace(TAGS, "")
+            assert not any(c in str(result) for c in INVISIBLE)
+            [smuggled] = result["flags"]
+            assert (smuggled["kind"], smuggled["field"]) == ("invisible_characters", "subject")
+            assert result["metadata"]["subject"][smuggled["start"]:smuggled["end"]] == "report"
+            assert result["flag_counts"] == {"invisible_characters": 1}
+    clean = await _ok(flag, "extract_pdf_text", document_url=files.url("subject-clean.pdf"))
+    assert clean["flags"] == [] and clean["flag_counts"] == {}
+    assert rag_flag.shared_context is not None
+    flagger = rag_flag.shared_context.service.flagger
+    plugged, threshold = flagger.scorer, flagger.threshold
+    flagger.scorer, flagger.threshold = _FakeDetector(), 0.5
+    try:
+        for tool in ("process_document", "extract_pdf_text"):
+            result = await _ok(flag, tool, document_url=files.url("subject-payload.pdf"))
+            [in_subject] = result["flags"]
+            assert (in_subject["kind"], in_subject["field"]) == ("instructions_to_agent", "subject")
+            assert result["metadata"]["subject"][in_subject["start"]:in_subject["end"]] == PAYLOAD
+    finally:
+        flagger.scorer, flagger.threshold = plugged, threshold
+    chunked = await _ok(flag, "chunk_document", document_url=files.url("subject-smuggled.pdf"))
+    assert all(c["flags"] == [] for c in chunked["chunks"])  # a field's flags are not the content's
+    read = await _ok(flag, "read_document", document_url=files.url("subject-smuggled.pdf"))
+    assert read["flags"] == []
 
 
 async def test_the_policy_is_part_of_the_cache_key(drop: ThreadedServer, flag: ThreadedServer,

@@ -18,6 +18,7 @@ import pymupdf
 from docx.oxml import OxmlElement
 from docx.oxml.ns import qn
 from docx.shared import Pt, RGBColor
+from openpyxl.worksheet.worksheet import Worksheet
 from pptx import Presentation
 from pptx.util import Inches
 
@@ -61,6 +62,34 @@ HTML_WHITE_ON_DARK = _page(f'<div style="background:#1a1a1a"><p style="color:#ff
 HTML_WHITE_ON_STYLED = _page(f'<div class="banner"><p style="color:white">{PAYLOAD}</p></div>', STYLE_SHEET)
 
 
+# --- shared builders ---------------------------------------------------------------------------
+def shaded(properties: object, fill: str) -> None:
+    """A clear ``w:shd`` of colour ``fill`` on a paragraph's or a cell's properties (``w:pPr``, ``w:tcPr``)."""
+    shd = OxmlElement("w:shd")
+    shd.set(qn("w:val"), "clear")
+    shd.set(qn("w:fill"), fill)
+    properties.append(shd)  # type: ignore[attr-defined]
+
+
+def saved(document: object) -> bytes:
+    """A python-docx document or an openpyxl workbook as the bytes of its file."""
+    out = io.BytesIO()
+    document.save(out)  # type: ignore[attr-defined]
+    return out.getvalue()
+
+
+def harvest_book() -> tuple[openpyxl.Workbook, Worksheet]:
+    """A workbook whose sheet "Harvest" lists the visible lines (B2:B6...) under a header row."""
+    book = openpyxl.Workbook()
+    sheet = book.active
+    assert isinstance(sheet, Worksheet)
+    sheet.title = "Harvest"
+    sheet.append(["Line", "Text"])
+    for i, line in enumerate(VISIBLE, start=1):
+        sheet.append([i, line])
+    return book, sheet
+
+
 # --- DOCX ------------------------------------------------------------------------------------------
 def _docx(hide: Callable[[docx.text.run.Run], None] | None, *, shade: str | None = None) -> bytes:
     document = docx.Document()
@@ -72,22 +101,15 @@ def _docx(hide: Callable[[docx.text.run.Run], None] | None, *, shade: str | None
         run = paragraph.add_run(PAYLOAD)
         hide(run)
         if shade is not None:
-            shd = OxmlElement("w:shd")
-            shd.set(qn("w:val"), "clear")
-            shd.set(qn("w:fill"), shade)
-            paragraph._p.get_or_add_pPr().append(shd)
-    out = io.BytesIO()
-    document.save(out)
-    return out.getvalue()
+            shaded(paragraph._p.get_or_add_pPr(), shade)
+    return saved(document)
 
 
 def docx_with_subject(subject: str) -> bytes:
     """The clean document with ``subject`` in its core properties (shown by no page)."""
     document = docx.Document(io.BytesIO(_docx(None)))
     document.core_properties.subject = subject
-    out = io.BytesIO()
-    document.save(out)
-    return out.getvalue()
+    return saved(document)
 
 
 def _vanish(run: docx.text.run.Run) -> None:
@@ -160,12 +182,7 @@ def scanned_pdf_with_ocr_layer(extra: str | None = None) -> bytes:
 
 # --- XLSX ------------------------------------------------------------------------------------------
 def _xlsx(hide: str | None) -> bytes:
-    book = openpyxl.Workbook()
-    sheet = book.active
-    sheet.title = "Harvest"
-    sheet.append(["Line", "Text"])
-    for i, line in enumerate(VISIBLE, start=1):
-        sheet.append([i, line])
+    book, sheet = harvest_book()
     if hide == "row":
         sheet.append([9, PAYLOAD])
         sheet.row_dimensions[sheet.max_row].hidden = True
@@ -177,9 +194,7 @@ def _xlsx(hide: str | None) -> bytes:
         other.append(["Note"])
         other.append([PAYLOAD])
         other.sheet_state = hide
-    out = io.BytesIO()
-    book.save(out)
-    return out.getvalue()
+    return saved(book)
 
 
 XLSX_HIDDEN = {"hidden-row.xlsx": _xlsx("row"), "hidden-column.xlsx": _xlsx("column"),

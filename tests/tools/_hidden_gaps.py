@@ -11,7 +11,6 @@ from __future__ import annotations
 import io
 
 import docx
-import openpyxl
 from docx.oxml import OxmlElement
 from docx.oxml.ns import qn
 from openpyxl.styles import Font
@@ -19,7 +18,7 @@ from pptx import Presentation
 from pptx.dml.color import RGBColor as PptxColour
 from pptx.util import Inches, Pt
 
-from tests.tools._hidden_documents import PAYLOAD, VISIBLE, _page
+from tests.tools._hidden_documents import PAYLOAD, VISIBLE, _page, harvest_book, saved, shaded
 
 # --- HTML ------------------------------------------------------------------------------------------
 _INLINE = {
@@ -61,13 +60,8 @@ def _word(kind: str | None) -> bytes:
             colour.set(qn("w:themeColor"), "background1")
             properties.append(colour)
             if kind == "theme-white-on-dark":
-                shading = OxmlElement("w:shd")
-                shading.set(qn("w:val"), "clear")
-                shading.set(qn("w:fill"), "1F1F1F")
-                paragraph._p.get_or_add_pPr().append(shading)
-    out = io.BytesIO()
-    document.save(out)
-    return out.getvalue()
+                shaded(paragraph._p.get_or_add_pPr(), "1F1F1F")
+    return saved(document)
 
 
 GAP_DOCX_HIDDEN = {"spec-vanish.docx": _word("spec-vanish"), "theme-background-colour.docx": _word("theme-white")}
@@ -76,12 +70,7 @@ GAP_DOCX_CLEAN = {"theme-white-on-dark.docx": _word("theme-white-on-dark")}
 
 # --- XLSX ------------------------------------------------------------------------------------------
 def _book(kind: str) -> bytes:
-    book = openpyxl.Workbook()
-    sheet = book.active
-    sheet.title = "Harvest"
-    sheet.append(["Line", "Text"])
-    for i, line in enumerate(VISIBLE, start=1):
-        sheet.append([i, line])
+    book, sheet = harvest_book()
     sheet["B6"] = PAYLOAD
     if kind == "tiny":
         sheet["B6"].font = Font(size=1)
@@ -89,9 +78,7 @@ def _book(kind: str) -> bytes:
         sheet["B6"].number_format = ";;;"
     elif kind == "small":
         sheet["B6"].font = Font(size=9)
-    out = io.BytesIO()
-    book.save(out)
-    return out.getvalue()
+    return saved(book)
 
 
 GAP_XLSX_HIDDEN = {"one-point-cell.xlsx": _book("tiny"), "blank-number-format.xlsx": _book("blank-format")}

@@ -11,11 +11,8 @@ import io
 import zipfile
 
 import docx
-import openpyxl
 import pymupdf
 from docx.enum.style import WD_STYLE_TYPE
-from docx.oxml import OxmlElement
-from docx.oxml.ns import qn
 from docx.shared import Pt, RGBColor
 from openpyxl.styles import Font, PatternFill
 from pptx import Presentation
@@ -23,7 +20,15 @@ from pptx.dml.color import RGBColor as PptxColour
 from pptx.enum.shapes import MSO_SHAPE
 from pptx.util import Inches
 
-from tests.tools._hidden_documents import PAYLOAD, VISIBLE, _page, scanned_pdf_with_ocr_layer
+from tests.tools._hidden_documents import (
+    PAYLOAD,
+    VISIBLE,
+    _page,
+    harvest_book,
+    saved,
+    scanned_pdf_with_ocr_layer,
+    shaded,
+)
 
 # --- HTML: the page's own style sheet -----------------------------------------------------------
 SHEET_HIDDEN: dict[str, bytes] = {
@@ -103,20 +108,12 @@ def _styled_docx(kind: str | None) -> bytes:
         paragraph = document.add_paragraph()
         paragraph.add_run(PAYLOAD, style="Quiet")
         if kind == "white-on-dark":
-            shd = OxmlElement("w:shd")
-            shd.set(qn("w:val"), "clear")
-            shd.set(qn("w:fill"), "1F1F1F")
-            paragraph._p.get_or_add_pPr().append(shd)
+            shaded(paragraph._p.get_or_add_pPr(), "1F1F1F")
     elif kind == "cell-shading":
         cell = document.add_table(rows=1, cols=2).cell(0, 1)
         cell.paragraphs[0].add_run(PAYLOAD).font.color.rgb = RGBColor(0xC0, 0x00, 0x00)
-        shd = OxmlElement("w:shd")
-        shd.set(qn("w:val"), "clear")
-        shd.set(qn("w:fill"), "C00000")
-        cell._tc.get_or_add_tcPr().append(shd)
-    out = io.BytesIO()
-    document.save(out)
-    return out.getvalue()
+        shaded(cell._tc.get_or_add_tcPr(), "C00000")
+    return saved(document)
 
 
 DOCX_STYLED_HIDDEN = {f"style-{kind}.docx": _styled_docx(kind)
@@ -166,20 +163,13 @@ CONVERTED_CLEAN: dict[str, bytes] = {"clean.rtf": _rtf(""), "clean.odt": _odt(""
 
 # --- XLSX: the cell's font the colour of its fill --------------------------------------------------
 def _coloured_xlsx(font: str | None, fill: str | None) -> bytes:
-    book = openpyxl.Workbook()
-    sheet = book.active
-    sheet.title = "Harvest"
-    sheet.append(["Line", "Text"])
-    for i, line in enumerate(VISIBLE, start=1):
-        sheet.append([i, line])
+    book, sheet = harvest_book()
     if font is not None:
         sheet["B6"] = PAYLOAD
         sheet["B6"].font = Font(color=font)
         if fill is not None:
             sheet["B6"].fill = PatternFill(fill_type="solid", fgColor=fill)
-    out = io.BytesIO()
-    book.save(out)
-    return out.getvalue()
+    return saved(book)
 
 
 XLSX_COLOUR_HIDDEN = {"white-text.xlsx": _coloured_xlsx("FFFFFFFF", None),

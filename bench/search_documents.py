@@ -418,7 +418,8 @@ async def cold_shelf(args: argparse.Namespace) -> None:
         for name in names:
             os.symlink(paths[name], Path(docs) / name)
         with FileServer(Path(docs)) as files, \
-                server_process(env={**SERVER_ENV, "MCP_INDEX_DIR": index_dir}, ready_timeout=600) as server, \
+                server_process(env={**SERVER_ENV, "MCP_INDEX_DIR": index_dir}, ready_timeout=600,
+                               code=args.baseline) as server, \
                 RssSampler(server.process.pid) as rss:
             megabytes = sum(paths[n].stat().st_size for n in names) / 2**20
             print(f"cold shelf of {len(names)} filings ({megabytes:.0f} MB), load average {load_average()}", flush=True)
@@ -473,7 +474,8 @@ def main() -> None:
     parser.add_argument("--first-only", action="store_true", help="--cold-shelf: stop at the first answer")
     parser.add_argument("--others-max-mb", type=float, help="--pool: leave out other documents larger than this")
     parser.add_argument("--shelves", action="store_true", help="warm shelves of 20 and of every filing")
-    parser.add_argument("--baseline", type=Path, help="--shelves: also a server on this checkout's code")
+    parser.add_argument("--baseline", type=Path, help="--shelves: also a server on this checkout's code; "
+                        "--cold-shelf: the server on this checkout's code instead")
     parser.add_argument("--seed", type=int, default=47, help="--shelves: the questions' and shelves' draws")
     parser.add_argument("--shelf", type=int, default=20, help="--shelves: documents per drawn and fixed shelf")
     parser.add_argument("--big", type=int, default=50, help="--shelves: documents per bigger drawn shelf")

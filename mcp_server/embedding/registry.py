@@ -25,6 +25,7 @@ MiniLM loaded for it.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import socket
@@ -41,7 +42,7 @@ from mcp_server.core.errors import ModelLoadError
 from mcp_server.core.settings import Settings
 from mcp_server.detectors.instructions import EmbeddingInstructionDetector, FakeInstructionDetector, InstructionDetector
 from mcp_server.encoders.embedders import Embedder, FakeEmbedder, SentenceTransformerEmbedder
-from mcp_server.encoders.onnx_encoder import INT8_SUFFIX, local_folder
+from mcp_server.encoders.onnx_encoder import local_folder
 from mcp_server.rerankers.cross_encoders import CrossEncoderReranker, FakeReranker, Reranker
 from mcp_server.rerankers.onnx_cross_encoder import BUNDLED_ID, MODEL_DIR, OnnxCrossEncoder
 from mcp_server.text.analysis import base_language
@@ -219,9 +220,10 @@ class ModelRegistry:
         loader = _Loader(settings, device, probe)
         batch = settings.embed_batch_size
 
-        def embedder(source: str, **kw: Any) -> SentenceTransformerEmbedder:
+        def embedder(source: str, *, precision: str = settings.embedding_precision,
+                     **kw: Any) -> SentenceTransformerEmbedder:
             return SentenceTransformerEmbedder.load(source, batch_size=batch, runtime=settings.embedding_runtime,
-                                                    threads=threads, precision=settings.embedding_precision, **kw)
+                                                    threads=threads, precision=precision, **kw)
 
         status: dict[str, RoleStatus] = {}
         fast, fast_id = _load_fast(settings, loader, embedder, status)
@@ -485,8 +487,10 @@ def _load_instructions(
         status["instructions"] = RoleStatus(configured="", model_id=None, weights=None, loaded=False, fallback=None)
         return None
     try:
-        # MiniLM's int8 graph (embedding_precision) serves it too: its vectors are within a cosine of ~0.99
-        minilm = fast if fast.model_id in (MINILM_ID, MINILM_ID + INT8_SUFFIX) else loader.load(MINILM_ID, embedder)[0]
+        # the classifier reads MiniLM's float vectors: an int8 graph's (embedding_precision) cost it recall
+        # (tests/detectors: plain requests 3 of 5 flagged instead of 4-5), so it keeps a float MiniLM of its own
+        minilm = fast if fast.model_id == MINILM_ID else loader.load(
+            MINILM_ID, functools.partial(embedder, precision="float32"))[0]
         detector = EmbeddingInstructionDetector.load(minilm)
     except ModelLoadError as exc:
         log.warning("models.fallback", extra={"role": "instructions", "configured": "bundled", "instead": None,

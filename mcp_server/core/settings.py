@@ -396,8 +396,8 @@ class Settings(BaseSettings):
         "the float ones, at a small quality cost (hit@5 / MRR: FinanceBench dev 0.700 / 0.538 -> 0.675 / 0.511, "
         "dev2 0.700 / 0.498 -> 0.700 / 0.482, SQuAD hybrid 0.993 / 0.921 -> 0.993 / 0.913; bench/HISTORY.md "
         "2026-11-29, cold8); 'float32' runs PyTorch's own vectors. Each is a model of its own "
-        "to the index (model id '...@int8'); the instruction detector then reads the fast embedder's int8 vectors "
-        "(its recall not measured on them).",
+        "to the index (model id '...@int8'); the instruction detector keeps a float MiniLM of its own (~90 MB more; "
+        "it embeds the sentences it scores once more: on int8 vectors it lost recall).",
     )
     model_idle_unload: float = Field(
         120, ge=0,

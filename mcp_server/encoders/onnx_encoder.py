@@ -323,7 +323,8 @@ def quantized(path: Path) -> Path | None:
                              extra_options={"DefaultTensorType": 1})
             os.replace(made, target)
     except Exception as exc:  # noqa: BLE001 - the float graph serves
-        log.warning("models.quantized_failed", extra={"graph": str(path), "reason": f"{type(exc).__name__}: {exc}"[:300]})
+        reason = f"{type(exc).__name__}: {exc}"[:300]
+        log.warning("models.quantized_failed", extra={"graph": str(path), "reason": reason})
         return None
     return target
 

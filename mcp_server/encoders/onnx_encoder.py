@@ -53,6 +53,10 @@ log = logging.getLogger(__name__)
 MAX_STREAMS = 4  # batches run side by side at most: beyond, activations cost memory for little speed
 KEEP_GRAPHS = 3  # graphs of one model kept in the cache folder (the most recently used)
 _SAMPLE = 1 << 20  # bytes hashed at each end of a big model file (content_key)
+# An int8 graph (``precision="int8"``) is not the float graph: its probe vectors must stay this close to
+# PyTorch's (cosine; MiniLM's per-channel int8 measured 0.97-1.0 on a 10-K's sentences, mean 0.992)
+INT8_MIN_COSINE = 0.95
+INT8_SUFFIX = "@int8"  # the model id of an int8 graph's vectors: an index never mixes them with float ones
 
 
 class OnnxEncoder:
@@ -205,6 +209,7 @@ class ServedGraph:
     dimension: int
     prompts: dict[str, str]
     how: str  # the runtime line of health
+    int8: bool = False  # the int8 graph serves (``quantized``): its vectors are a model of their own
 
 
 def local_folder(source: str, token: str | None = None) -> Path | None:
@@ -223,11 +228,14 @@ def local_folder(source: str, token: str | None = None) -> Path | None:
 
 def load_graph(
     source: str, *, threads: int | None, token: str | None = None, cache_dir: Path | None = None,
+    precision: str = "float32",
 ) -> tuple[ServedGraph | None, str]:
     """The graph of the local model ``source`` ready to embed, loaded without PyTorch, or None and
     why not. Exported first (by the child process, which imports PyTorch and exits) when the cache
     folder has no graph with its sidecar yet; a graph whose vectors are not PyTorch's on the probes
-    is exported again once, else refused (``build_encoder`` then tries with PyTorch loaded)."""
+    is exported again once, else refused (``build_encoder`` then tries with PyTorch loaded).
+    ``precision="int8"``: the graph's matrix products with int8 weights (``quantized``), made once
+    beside it; where that fails the float graph serves (``ServedGraph.int8`` says which)."""
     try:
         import onnxruntime as ort
     except ImportError as exc:
@@ -248,7 +256,7 @@ def load_graph(
             if not _sidecar_path(path).is_file():  # the graph stays: build_encoder runs it with PyTorch's tokenizer
                 return None, "the model's tokenizer cannot run without PyTorch"
         try:
-            return _open_served(path, threads, ort), ""
+            return _open_served(path, threads, ort, int8=precision == "int8"), ""
         except Exception as exc:  # noqa: BLE001 - a damaged, stale or drifting file: exported again once
             reason = f"{type(exc).__name__}: {str(exc)[:200]}"
         if fresh:
@@ -260,7 +268,7 @@ def load_graph(
     return None, reason
 
 
-def _open_served(path: Path, threads: int | None, ort: Any) -> ServedGraph:
+def _open_served(path: Path, threads: int | None, ort: Any, *, int8: bool = False) -> ServedGraph:
     from tokenizers import Tokenizer
 
     side = json.loads(_sidecar_path(path).read_text(encoding="utf-8"))
@@ -271,17 +279,54 @@ def _open_served(path: Path, threads: int | None, ort: Any) -> ServedGraph:
         return encode_texts(tokenizer, texts, lower_case=lower_case, names=names)
 
     options = _session_options(threads)
+    expected = np.asarray(side["vectors"], dtype=np.float32)
+    served = quantized(path) if int8 else None
+    if served is not None:
+        encoder = _encoder(served, options, tokenize, names, ort)
+        cosine = float(np.min(np.sum(encoder.encode(side["probes"]) * expected, axis=1)))
+        if cosine < INT8_MIN_COSINE:
+            log.warning("models.quantized_refused", extra={"graph": str(served), "cosine": round(cosine, 4)})
+            served = None
+    if served is None:
+        encoder = _encoder(path, options, tokenize, names, ort)
+        drift = float(np.abs(encoder.encode(side["probes"]) - expected).max())
+        if drift > TOLERANCE:
+            raise ValueError(f"the ONNX graph's vectors differ from PyTorch's by {drift:.2g}")
+    how = (f"onnxruntime {ort.__version__}, {options.intra_op_num_threads} thread(s) per run, up to {encoder.streams} "
+           f"batch(es) side by side, without PyTorch" + (", int8 weights" if served is not None else ""))
+    return ServedGraph(encoder=encoder, tokenizer=tokenizer, max_tokens=int(side["max_tokens"]),
+                       dimension=int(side["dimension"]), prompts=dict(side["prompts"]), how=how,
+                       int8=served is not None)
+
+
+def _encoder(path: Path, options: Any, tokenize: Any, names: list[str], ort: Any) -> OnnxEncoder:
     session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
     streams = min(MAX_STREAMS, max(1, (os.cpu_count() or 1) // options.intra_op_num_threads))
-    encoder = OnnxEncoder(session, tokenize, names, streams=streams)
-    expected = np.asarray(side["vectors"], dtype=np.float32)
-    drift = float(np.abs(encoder.encode(side["probes"]) - expected).max())
-    if drift > TOLERANCE:
-        raise ValueError(f"the ONNX graph's vectors differ from PyTorch's by {drift:.2g}")
-    how = (f"onnxruntime {ort.__version__}, {options.intra_op_num_threads} thread(s) per run, up to {streams} "
-           f"batch(es) side by side, without PyTorch")
-    return ServedGraph(encoder=encoder, tokenizer=tokenizer, max_tokens=int(side["max_tokens"]),
-                       dimension=int(side["dimension"]), prompts=dict(side["prompts"]), how=how)
+    return OnnxEncoder(session, tokenize, names, streams=streams)
+
+
+def quantized(path: Path) -> Path | None:
+    """The int8 graph beside the float graph ``path``, made once (ONNX Runtime's dynamic quantization: every
+    matrix product's weights int8 per output channel, activations quantized per run; about half the CPU
+    of the float graph on a 10-K's sentences, bench/build_stages.py), or None where it cannot be made."""
+    target = path.with_name(f"{path.stem}-int8.onnx")
+    if target.is_file():
+        used(target)
+        return target
+    try:
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+
+        with tempfile.TemporaryDirectory(dir=path.parent, prefix=".int8-") as tmp:
+            made = Path(tmp) / target.name
+            # DefaultTensorType: the exporter's graph leaves some products' outputs untyped for the quantizer
+            quantize_dynamic(str(path), str(made), weight_type=QuantType.QInt8, per_channel=True,
+                             extra_options={"DefaultTensorType": 1})
+            os.replace(made, target)
+    except Exception as exc:  # noqa: BLE001 - the float graph serves
+        reason = f"{type(exc).__name__}: {exc}"[:300]
+        log.warning("models.quantized_failed", extra={"graph": str(path), "reason": reason})
+        return None
+    return target
 
 
 def _sidecar_path(graph: Path) -> Path:
@@ -364,8 +409,9 @@ def prune_cache(path: Path, *, keep: int = KEEP_GRAPHS) -> None:
                     and entry.stat().st_mtime < stale:
                 entry.unlink()
     for _, graph in sorted(graphs, reverse=True)[max(0, keep - 1):]:
-        # the graph and every file named after it (its sidecar, the multilingual graph's probes)
-        for companion in [graph, *graph.parent.glob(glob.escape(graph.stem) + ".*")]:
+        # the graph and every file named after it (its sidecar, the multilingual graph's probes, its int8 graph)
+        for companion in [graph, *graph.parent.glob(glob.escape(graph.stem) + ".*"),
+                          graph.with_name(f"{graph.stem}-int8.onnx")]:
             with contextlib.suppress(OSError):
                 companion.unlink()
 

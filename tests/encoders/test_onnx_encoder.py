@@ -226,3 +226,41 @@ def test_the_cache_keeps_the_most_recently_used_graphs_of_a_model_and_drops_left
     onnx_encoder.prune_cache(new, keep=1)
     assert sorted(path.name for path in tmp_path.glob("model-*")) == sorted(
         [new.name, new.with_suffix(".json").name])
+
+
+def test_the_int8_graph_is_made_once_beside_the_float_one_and_its_vectors_are_a_model_of_their_own(
+    minilm_registry: ModelRegistry, tmp_path: Path,
+) -> None:
+    served, _ = onnx_encoder.load_graph(MINILM, threads=1, cache_dir=tmp_path, precision="int8")
+    assert served is not None and served.int8 and served.how.endswith("int8 weights")
+    [made] = list(tmp_path.glob("*-int8.onnx"))
+    texts = ["  Revenue GREW in Q2 ", QUERIES[1], QUERIES[2], "The board approved a dividend of $0.25 per share."]
+    floats = fast(minilm_registry)._torch(texts)
+    vectors = served.encoder.encode(texts)
+    cosines = np.sum(vectors * floats, axis=1)
+    assert cosines.min() >= onnx_encoder.INT8_MIN_COSINE and np.abs(vectors - floats).max() > 1e-4  # near, not equal
+    again, _ = onnx_encoder.load_graph(MINILM, threads=1, cache_dir=tmp_path, precision="int8")
+    assert again is not None and again.int8 and list(tmp_path.glob("*-int8.onnx")) == [made]
+    embedder = SentenceTransformerEmbedder.load(MINILM, model_id="m", device="cpu", local_files_only=True,
+                                                runtime="onnx", threads=1, precision="int8")
+    assert embedder.model_id == "m" + onnx_encoder.INT8_SUFFIX
+    plain, _ = onnx_encoder.load_graph(MINILM, threads=1, cache_dir=tmp_path)
+    assert plain is not None and not plain.int8
+
+
+def test_an_int8_graph_that_cannot_be_made_leaves_the_float_graph_serving(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+) -> None:
+    monkeypatch.setattr(onnx_encoder, "quantized", lambda path: None)
+    served, _ = onnx_encoder.load_graph(MINILM, threads=1, cache_dir=tmp_path, precision="int8")
+    assert served is not None and not served.int8 and not served.how.endswith("int8 weights")
+
+
+def test_a_pruned_graph_takes_its_int8_graph_with_it(tmp_path: Path) -> None:
+    digests = [f"{n:024x}" for n in range(2)]
+    new, old = tmp_path / f"model-{digests[0]}.onnx", tmp_path / f"model-{digests[1]}.onnx"
+    for path in (new, old, old.with_name(f"{old.stem}-int8.onnx"), new.with_name(f"{new.stem}-int8.onnx")):
+        path.write_bytes(b"x")
+    os.utime(old, (time.time() - 60, time.time() - 60))
+    onnx_encoder.prune_cache(new, keep=1)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([new.name, f"{new.stem}-int8.onnx"])

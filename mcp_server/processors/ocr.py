@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,16 +73,10 @@ def ocr_words(image: Image.Image, *, languages: str, timeout: float) -> list[Ocr
     scale = image.width / prepared.width if prepared.width else 1.0
     data = _data(prepared, languages, timeout)
     out = []
-    for index, word in enumerate(data["text"]):
-        text = str(word).strip()
-        try:
-            confidence = float(str(data["conf"][index]))
-        except ValueError:
-            continue
-        if text and confidence > 0:
-            x, y = int(str(data["left"][index])) * scale, int(str(data["top"][index])) * scale
-            out.append((x, y, x + int(str(data["width"][index])) * scale,
-                        y + int(str(data["height"][index])) * scale, text, confidence))
+    for index, text, confidence in _confident(data):
+        x, y = int(str(data["left"][index])) * scale, int(str(data["top"][index])) * scale
+        out.append((x, y, x + int(str(data["width"][index])) * scale,
+                    y + int(str(data["height"][index])) * scale, text, confidence))
     return out
 
 
@@ -102,17 +97,22 @@ def _data(prepared: Image.Image, languages: str, timeout: float) -> dict[str, li
     return data
 
 
-def _assemble(data: dict[str, list[object]]) -> OcrResult:
-    lines: dict[tuple[int, int, int], list[str]] = {}
-    confidences: list[float] = []
+def _confident(data: dict[str, list[object]]) -> Iterator[tuple[int, str, float]]:
+    """Tesseract's words (their index in ``data``, text, confidence) with text and a confidence above 0."""
     for index, word in enumerate(data["text"]):
         text = str(word).strip()
         try:
             confidence = float(str(data["conf"][index]))
         except ValueError:
             continue
-        if not text or confidence <= 0:
-            continue
+        if text and confidence > 0:
+            yield index, text, confidence
+
+
+def _assemble(data: dict[str, list[object]]) -> OcrResult:
+    lines: dict[tuple[int, int, int], list[str]] = {}
+    confidences: list[float] = []
+    for index, text, confidence in _confident(data):
         key = (int(str(data["block_num"][index])), int(str(data["par_num"][index])),
                int(str(data["line_num"][index])))
         lines.setdefault(key, []).append(text)

@@ -162,14 +162,19 @@ PDF_CLEAN = _pdf(None)
 PDF_WHITE_ON_DARK = _pdf(_white_on_dark)
 
 
-def scanned_pdf_with_ocr_layer(extra: str | None = None) -> bytes:
-    """A page that is one image of its text, with the same text in an invisible layer (as OCR writes it),
-    and ``extra`` in the layer too, over a blank part of the scan."""
+def picture_of_visible(dpi: int) -> bytes:
+    """A PNG of a page holding the visible lines (a scan of it at ``dpi``)."""
     source = pymupdf.open()
     page = source.new_page()
     for i, line in enumerate(VISIBLE):
         page.insert_text((50, 80 + 20 * i), line, fontsize=10)
-    picture = page.get_pixmap(dpi=100).tobytes("png")
+    return bytes(page.get_pixmap(dpi=dpi).tobytes("png"))
+
+
+def scanned_pdf_with_ocr_layer(extra: str | None = None) -> bytes:
+    """A page that is one image of its text, with the same text in an invisible layer (as OCR writes it),
+    and ``extra`` in the layer too, over a blank part of the scan."""
+    picture = picture_of_visible(100)
     scan = pymupdf.open()
     scanned = scan.new_page()
     scanned.insert_image(scanned.rect, stream=picture)

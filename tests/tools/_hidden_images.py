@@ -6,12 +6,10 @@ And metadata fields that carry invisible code points. Built here, like ``_hidden
 
 from __future__ import annotations
 
-import io
-
 import docx
 import pymupdf
 
-from tests.tools._hidden_documents import PAYLOAD, TAGS, VISIBLE
+from tests.tools._hidden_documents import PAYLOAD, TAGS, VISIBLE, picture_of_visible, saved
 
 _LINE = pymupdf.Rect(40, 186, 560, 206)  # the payload's line (written at y 200)
 
@@ -43,11 +41,7 @@ def _text_pdf(*, before: pymupdf.Pixmap | None = None, after: pymupdf.Pixmap | N
 
 def scan_with_layer(layer: list[str]) -> bytes:
     """A page that is one picture (150 dpi) of ``VISIBLE``, with ``layer`` as its invisible text layer, line by line."""
-    source = pymupdf.open()
-    page = source.new_page()
-    for i, line in enumerate(VISIBLE):
-        page.insert_text((50, 80 + 20 * i), line, fontsize=10)
-    picture = page.get_pixmap(dpi=150).tobytes("png")
+    picture = picture_of_visible(150)
     scan = pymupdf.open()
     scanned = scan.new_page()
     scanned.insert_image(scanned.rect, stream=picture)
@@ -59,11 +53,7 @@ def scan_with_layer(layer: list[str]) -> bytes:
 def scan_over_text(lines: list[str]) -> bytes:
     """``lines`` written in black, then a picture (150 dpi) of ``VISIBLE`` drawn over the whole page: the
     text is under the scan, as some OCR tools leave it."""
-    source = pymupdf.open()
-    page = source.new_page()
-    for i, line in enumerate(VISIBLE):
-        page.insert_text((50, 80 + 20 * i), line, fontsize=10)
-    picture = page.get_pixmap(dpi=150).tobytes("png")
+    picture = picture_of_visible(150)
     scan = pymupdf.open()
     scanned = scan.new_page()
     for i, line in enumerate(lines):
@@ -99,9 +89,7 @@ def docx_with_subject_of(subject: str) -> bytes:
     document = docx.Document()
     document.add_paragraph(VISIBLE[0])
     document.core_properties.subject = subject
-    out = io.BytesIO()
-    document.save(out)
-    return out.getvalue()
+    return saved(document)
 
 
 IMAGE_HIDDEN: dict[str, bytes] = {

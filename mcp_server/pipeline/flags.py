@@ -77,14 +77,17 @@ def chunk_piece(chunk: Chunk, text: str | None = None, scored: ChunkScores | Non
                  scored=scored if own else None)
 
 
-async def document_flags(flagger: Flagger, doc: ProcessedDocument) -> tuple[TextFlag, ...]:
+async def document_flags(flagger: Flagger, doc: ProcessedDocument, *, upto: int | None = None) -> tuple[TextFlag, ...]:
     """A whole document's flags: its metadata fields' first (named in ``field``, offsets into the
     field's value: invisible code points removed at parse time, and sentences addressed to the agent,
-    since metadata is text an agent reads like the content), then its content's, in document order."""
+    since metadata is text an agent reads like the content), then its content's, in document order;
+    ``upto``: the content's first ``upto`` characters only (the text a tool returns: the detector
+    scores no sentence the agent is not given)."""
     fields = [(name, value) for name, value in doc.metadata.items() if isinstance(value, str) and value.strip()]
-    content = tuple(f for f in doc.flags if not f.field)
+    text = doc.content if upto is None else doc.content[:upto]
+    content = tuple(f for f in doc.flags if not f.field and (upto is None or f.overlaps(0, upto)))
     [flags, *of_fields] = await flagger.flags(
-        [Piece(start=0, text=doc.content, flags=content), *(Piece(start=0, text=value) for _, value in fields)])
+        [Piece(start=0, text=text, flags=content), *(Piece(start=0, text=value) for _, value in fields)])
     named = [f for f in doc.flags if f.field]
     named += [dataclasses.replace(f, field=name) for (name, _), found in zip(fields, of_fields, strict=True)
               for f in found]

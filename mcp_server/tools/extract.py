@@ -44,7 +44,8 @@ async def _process(ctx: Context, url: str, expect: tuple[str, ...], tool_name: s
 async def _text_of(ctx: Context, url: str, expect: tuple[str, ...], tool_name: str) -> TextResult:
     document = (await _process(ctx, url, expect, tool_name)).document
     text, length, truncated = capped(document.content, app_of(ctx).settings.max_content_chars)
-    flags = await document_flags(app_of(ctx).service.flagger, document)  # metadata is text an agent reads too
+    # the metadata's flags (text an agent reads too) and the returned text's: no sentence past the cap is scored
+    flags = await document_flags(app_of(ctx).service.flagger, document, upto=len(text))
     return TextResult(text=text, char_count=length, truncated=truncated, metadata=dict(document.metadata),
                       flags=flag_items(flags[:MAX_DOCUMENT_FLAGS]), flag_counts=flag_counts(flags))
 

@@ -265,10 +265,10 @@ class TextResult(BaseModel):
     truncated: bool
     metadata: dict[str, Any]
     flags: list[FlagItem] = Field(default_factory=list, description=(
-        f"The document's flags, as process_document gives them (at most {MAX_DOCUMENT_FLAGS}): the metadata "
-        "fields' (with field) and the text's. " + FLAGS_DESCRIPTION))
+        f"The flags of the metadata fields (with field) and of the text returned (at most {MAX_DOCUMENT_FLAGS}; "
+        "process_document gives the whole document's). " + FLAGS_DESCRIPTION))
     flag_counts: dict[str, int] = Field(default_factory=dict, description="How many flags of each kind the "
-                                                                         "document has (all of them).")
+                                                                         "metadata and the text returned have.")
 
 
 class TablesResult(BaseModel):

@@ -9,8 +9,7 @@ import pytest
 
 from mcp_server.core.models import ProcessedDocument
 from mcp_server.processors import DocumentInput, ProcessOptions, _pdf_layer, process_document
-from tests.tools._hidden_documents import PAYLOAD, VISIBLE
-from tests.tools._hidden_images import scan_with_layer
+from tests.tools._hidden_documents import PAYLOAD, VISIBLE, scan_with_layer
 
 OTHER = "OCR layer other than the scan's words"
 

@@ -171,18 +171,24 @@ def picture_of_visible(dpi: int) -> bytes:
     return bytes(page.get_pixmap(dpi=dpi).tobytes("png"))
 
 
-def scanned_pdf_with_ocr_layer(extra: str | None = None) -> bytes:
-    """A page that is one image of its text, with the same text in an invisible layer (as OCR writes it),
-    and ``extra`` in the layer too, over a blank part of the scan."""
-    picture = picture_of_visible(100)
+def scan_with_layer(layer: list[str], *, dpi: int = 150, extra: str | None = None) -> bytes:
+    """A page that is one picture (at ``dpi``) of ``VISIBLE``, with ``layer`` as its invisible text layer, line
+    by line, and ``extra`` in the layer too, over a blank part of the scan."""
+    picture = picture_of_visible(dpi)
     scan = pymupdf.open()
     scanned = scan.new_page()
     scanned.insert_image(scanned.rect, stream=picture)
-    for i, line in enumerate(VISIBLE):
+    for i, line in enumerate(layer):
         scanned.insert_text((50, 80 + 20 * i), line, fontsize=10, render_mode=3)
     if extra:
         scanned.insert_text((50, 400), extra, fontsize=10, render_mode=3)
     return bytes(scan.tobytes())
+
+
+def scanned_pdf_with_ocr_layer(extra: str | None = None) -> bytes:
+    """A page that is one image of its text (100 dpi), with the same text in an invisible layer (as OCR writes
+    it), and ``extra`` in the layer too."""
+    return scan_with_layer(VISIBLE, dpi=100, extra=extra)
 
 
 # --- XLSX ------------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from __future__ import annotations
 import docx
 import pymupdf
 
-from tests.tools._hidden_documents import PAYLOAD, TAGS, VISIBLE, picture_of_visible, saved
+from tests.tools._hidden_documents import PAYLOAD, TAGS, VISIBLE, picture_of_visible, saved, scan_with_layer
 
 _LINE = pymupdf.Rect(40, 186, 560, 206)  # the payload's line (written at y 200)
 
@@ -37,17 +37,6 @@ def _text_pdf(*, before: pymupdf.Pixmap | None = None, after: pymupdf.Pixmap | N
     if after is not None:
         page.insert_image(_LINE, pixmap=after, keep_proportion=False)
     return bytes(pdf.tobytes())
-
-
-def scan_with_layer(layer: list[str]) -> bytes:
-    """A page that is one picture (150 dpi) of ``VISIBLE``, with ``layer`` as its invisible text layer, line by line."""
-    picture = picture_of_visible(150)
-    scan = pymupdf.open()
-    scanned = scan.new_page()
-    scanned.insert_image(scanned.rect, stream=picture)
-    for i, line in enumerate(layer):
-        scanned.insert_text((50, 80 + 20 * i), line, fontsize=10, render_mode=3)
-    return bytes(scan.tobytes())
 
 
 def scan_over_text(lines: list[str]) -> bytes:

@@ -7,6 +7,7 @@
     .venv/bin/python bench/financebench.py --mcp --settled    # + the same questions once each index is complete
     .venv/bin/python bench/financebench.py --docs 3M_2022_10K,ULTABEAUTY_2023Q4_EARNINGS --per-doc
     .venv/bin/python bench/financebench.py --set dev2         # financebench-dev2: 30 questions, 23 other filings
+    .venv/bin/python bench/financebench.py --modes hybrid --ranker a.json   # + a candidate learned ranker's row
 
 A question is a hit when a returned result's pages include one of its 1-based evidence pages;
 MRR uses the rank of the first such result (``../shared/corpus/qa/financebench-dev/README.md``).
@@ -150,6 +151,10 @@ def by_document(questions: Sequence[dict[str, Any]]) -> dict[str, list[dict[str,
     return grouped
 
 
+CANDIDATE = "+candidate"  # a mode's suffix: searched with --ranker's model
+CANDIDATE_RANKER: list[Any] = []
+
+
 def search_modes() -> list[str]:
     """Every mode the index offers (``SearchMode`` as a Literal or an Enum)."""
     from mcp_server.retrieval.index import SearchMode
@@ -285,6 +290,10 @@ class ServerPipeline:
         # and the reranker (MCP_RERANKER) as the manager passes it
         if getattr(self.models, "reranker", None) is not None:
             extra["reranker"] = self.models.reranker
+        if mode.endswith(CANDIDATE):  # --ranker: the candidate model instead of the bundled one
+            mode, extra["ranker"] = mode.removesuffix(CANDIDATE), CANDIDATE_RANKER[0]
+            if hasattr(extra["ranker"], "gate"):  # a gated model reads the question's vector
+                extra["ranker"].vector = query_vec
         hits = index.search(query_vec, question, k, mode=mode, **extra)
         return [Result(text=h.text or h.chunk.text, pages=tuple(h.chunk.location.pages)) for h in hits]
 
@@ -457,6 +466,9 @@ def main() -> None:
                              "(a second row: the answers of later calls)")
     parser.add_argument("--parse-timeout", type=float, default=None,
                         help="the server's MCP_PARSE_TIMEOUT for --mcp (default: the server's own, 120 s)")
+    parser.add_argument("--ranker", type=Path,
+                        help="a candidate learned-ranker file (scripts/train_ranker.py --out; gated or not): "
+                             "a 'hybrid+candidate' row beside the modes")
     parser.add_argument("--code", type=Path, help="import mcp_server from this folder (e.g. an export of main)")
     args = parser.parse_args()
     global FINANCEBENCH
@@ -478,6 +490,12 @@ def main() -> None:
     grouped = by_document(questions)
     log(f"{len(questions)} questions over {len(grouped)} documents ({args.split})")
     modes = [m for m in args.modes.split(",") if m] or search_modes()
+    if args.ranker is not None:
+        sys.path.insert(0, str(ROOT / "scripts"))
+        import ranker_gate
+
+        CANDIDATE_RANKER.append(ranker_gate.load(args.ranker))
+        modes.append("hybrid" + CANDIDATE)
     rows: list[Row] = []
     if not args.no_reference:
         rows += reference_rows(grouped, not args.no_cache)

@@ -3,6 +3,9 @@
     .venv/bin/python bench/ranker_heads.py                          # the bundled ranker.json
     .venv/bin/python bench/ranker_heads.py --model a.json b.json    # several candidate models at once
 
+A model trained with ``scripts/train_ranker.py --gate`` (its gate in ``<model>.gate.npz``) reads each
+question's vector (the dense search's, kept in the heads) through ``scripts/ranker_gate.py``.
+
 For every question of financebench-dev (plain and named phrasings) and financebench-dev2, the
 document's complete index is built in process (as ``bench/financebench.py`` builds it, searched
 under its file name) and the fusion's head is read as the learned ranker reads it
@@ -74,11 +77,12 @@ def heads(log: Any, max_bytes: int) -> dict[str, list[dict[str, Any]]]:
         rows = out.setdefault(name, [])
         for q in group:
             query = index.asked(q["question"])
-            head = fused_head(index, index.query_vector(q["question"], embed), query, fb.K)[:HEAD_MAX]
+            vector = index.query_vector(q["question"], embed)
+            head = fused_head(index, vector, query, fb.K)[:HEAD_MAX]
             gold = {e["page"] for e in q["evidence"]}
             labels = np.array([bool(gold & set(index.chunks[c.pos].location.pages)) for c in head])
             rows.append({"id": q["id"], "doc": doc, "y": labels, "signals": signals(index, query, head),
-                         "query": query, "texts": [index.chunks[c.pos].text for c in head]})
+                         "query": query, "vector": vector, "texts": [index.chunks[c.pos].text for c in head]})
         saved.write_bytes(pickle.dumps(out))
         log(f"{name} {doc}: {len(group)} questions, {stats['chunks']} chunks")
     return out
@@ -94,7 +98,8 @@ def evaluate(rows: list[dict[str, Any]], model: Any | None) -> dict[str, float]:
         y = row["y"]
         if model is not None:
             n = min(model.head, len(row["signals"].fused))
-            order = model.order(_head(row["signals"], n))
+            cut = _head(row["signals"], n)
+            order = model.order(cut, row["vector"]) if hasattr(model, "gate") else model.order(cut)
             y = np.concatenate([y[:n][order], y[n:]])
         hits = np.flatnonzero(y)
         ranks.append(int(hits[0]) + 1 if len(hits) else None)
@@ -127,10 +132,12 @@ def main() -> None:
         print(f"[{time.perf_counter() - started:6.1f}s] {message}", file=sys.stderr, flush=True)
 
     from mcp_server.retrieval.learned import LearnedRanker
+    from scripts.ranker_gate import GatedRanker, is_gated
 
     data = heads(log, 0 if args.no_build else int(args.max_mb * 1e6))
     models: list[tuple[str, Any]] = [("fusion", None)]
-    models += [(str(p), LearnedRanker.load(p)) for p in args.model] or [("ranker.json", LearnedRanker.load())]
+    models += [(str(p), GatedRanker(p) if is_gated(p) else LearnedRanker.load(p)) for p in args.model] or [
+        ("ranker.json", LearnedRanker.load())]
     print(f"{'model':40s} " + " ".join(f"{name:>22s}" for name in data))
     for label, model in models:
         cells = []

@@ -1,6 +1,7 @@
 """Retrieval quality on SQuAD-v2-small (293 answerable questions over 2 documents), k=5.
 
     .venv/bin/python bench/squad.py [--sizes 600,800,1000,1200] [--k 5] [--rrf-k 60]
+    .venv/bin/python bench/squad.py --sizes 0 --ranker a.json   # + a candidate learned ranker's row
 
 Metrics per (chunk size, mode):
   hit     a returned chunk contains one of the gold answer strings
@@ -80,6 +81,8 @@ class LocalRetriever:
         idx = self.index(doc)
         started = time.perf_counter()
         query_vec = self.models.embedder_by_id(idx.model_id).embed_query(question)
+        if hasattr(self.ranker, "gate"):  # a gated candidate (--ranker) reads the question's vector
+            self.ranker.vector = query_vec  # type: ignore[union-attr]
         hits = idx.search(query_vec, question, k, mode=self.mode,  # type: ignore[arg-type]
                           reranker=self.models.reranker if self.rerank else None, ranker=self.ranker)
         self.search_seconds.append(time.perf_counter() - started)
@@ -92,6 +95,7 @@ def main() -> None:
                         help="chunk sizes in characters; 0 = the chunker's default, para = one per paragraph")
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--rrf-k", type=int, default=ranking.RRF_K)
+    parser.add_argument("--ranker", type=Path, help="a candidate learned-ranker file: a hybrid+candidate row")
     args = parser.parse_args()
     qa_set("squad-v2-small")
     ranking.RRF_K = args.rrf_k
@@ -102,6 +106,13 @@ def main() -> None:
           f"{json.dumps(models.health()['roles'], indent=None)[:400]}")
     questions = squad_questions()
     modes = [("dense", False), ("bm25", False), ("hybrid", False), ("hybrid+learned", False), ("hybrid+rerank", True)]
+    candidate = None
+    if args.ranker is not None:
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+        import ranker_gate
+
+        candidate = ranker_gate.load(args.ranker)
+        modes.append(("hybrid+candidate", False))
     print(f"\nSQuAD-v2-small, {len(questions)} answerable questions, k={args.k}, RRF k={args.rrf_k}\n")
     print(f"{'size':>6} {'chunks':>7} {'mode':<14} {'hit':>6} {'strict':>7} {'MRR':>6} {'ms/query':>9}")
     for size_text in args.sizes.split(","):
@@ -112,7 +123,8 @@ def main() -> None:
                 print(f"{size or 'dflt':>6} {'':>7} {mode:<14} {'n/a (no cross-encoder loaded)':>30}")
                 continue
             retriever = LocalRetriever(models, size, mode.split("+")[0], rerank,
-                                       bundled() if mode.endswith("+learned") else None)
+                                       bundled() if mode.endswith("+learned") else
+                                       candidate if mode.endswith("+candidate") else None)
             retriever.indexes = shared  # same chunks and vectors for every mode
             result = squad_scores(questions, retriever, args.k)
             n_chunks = sum(len(i) for i in shared.values())

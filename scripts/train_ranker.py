@@ -25,7 +25,10 @@ compared there (hit@5, MRR); then the model is refitted on all of them. Determin
 Tried and not kept (docs/architecture.md "The learned ranker"): ``--sections`` adds the self-supervised
 heads of ``scripts/ranker_sections.py`` (a long manual's section headings or first sentences asked of
 it) to the training, never to the held-out figures; ``--strict-labels`` labels TAT-QA's heads with
-``train_reranker.gold_tests`` (the gold table's own values) instead of ``gold_tests`` here.
+``train_reranker.gold_tests`` (the gold table's own values) instead of ``gold_tests`` here;
+``--gate`` adds ``scripts/ranker_gate.py``'s question gate (P(the answer needs a table), out of fold)
+as two features and writes the gate beside ``--out`` (bench/HISTORY.md 2026-11-29, ninth round);
+``--seed`` (feature bagging) and ``--rising`` (monotone features) measure how much a model moves by chance.
 """
 
 from __future__ import annotations
@@ -162,16 +165,21 @@ def fit_linear(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return {"mean": mean, "scale": scale, "weights": model.coef_[0]}
 
 
-def fit_trees(rows: list[dict[str, Any]], trees: int = TREES, leaves: int = LEAVES) -> dict[str, Any]:
-    """LambdaMART (LightGBM's lambdarank) over the raw features, flattened for ``learned.Trees``."""
+def fit_trees(rows: list[dict[str, Any]], trees: int = TREES, leaves: int = LEAVES, seed: int = 0,
+              rising: tuple[int, ...] = ()) -> dict[str, Any]:
+    """LambdaMART (LightGBM's lambdarank) over the raw features, flattened for ``learned.Trees``; a
+    ``seed`` other than 0 draws 80 % of the features per tree (how much a model moves by chance); the
+    score may only rise with the features at ``rising``."""
     import lightgbm
 
     x = np.concatenate([r["x"] for r in rows])
+    monotone = {"monotone_constraints": [int(i in rising) for i in range(x.shape[1])]} if rising else {}
     y = np.concatenate([r["y"] for r in rows]).astype(int)
     model = lightgbm.LGBMRanker(objective="lambdarank", n_estimators=trees, num_leaves=leaves,
                                 learning_rate=LEARNING_RATE, min_child_samples=MIN_LEAF, subsample=1.0,
-                                colsample_bytree=1.0, reg_lambda=1.0, random_state=0, deterministic=True,
-                                force_row_wise=True, n_jobs=1, verbose=-1, lambdarank_truncation_level=HEAD)
+                                colsample_bytree=0.8 if seed else 1.0, reg_lambda=1.0, random_state=seed,
+                                deterministic=True, force_row_wise=True, n_jobs=1, verbose=-1,
+                                lambdarank_truncation_level=HEAD, **monotone)
     model.fit(x, y, group=[len(r["y"]) for r in rows])
     n = x.shape[1]
     return {"mean": np.zeros(n), "scale": np.ones(n), "weights": np.zeros(n),
@@ -261,6 +269,32 @@ def sections(modes: list[str], log: Any) -> list[dict[str, Any]]:
     return out
 
 
+def add_gate(rows: list[dict[str, Any]], contexts: list[dict[str, Any]], log: Any, saved: Path) -> dict[str, Any]:
+    """Each row's features widened by ``ranker_gate.GATE_FEATURES``, its question's gate value out of
+    fold; the gate fitted on every question (to serve with) and what to say of it. The questions'
+    vectors are kept in ``saved`` (every question of ``contexts``, in order)."""
+    import ranker_gate
+
+    def embed(texts: list[str]) -> np.ndarray:
+        if saved.exists():
+            kept = np.load(saved)
+            if len(kept) == len(texts):
+                return kept
+        from mcp_server.core.settings import Settings
+        from mcp_server.embedding.registry import ModelRegistry
+
+        vectors = np.asarray(ModelRegistry.load(Settings(log_dir=None)).fast.embed_queries(texts), dtype=np.float32)
+        np.save(saved, vectors)
+        return vectors
+
+    oof, gate = ranker_gate.gate_values(contexts, embed, log)
+    for row in rows:
+        row["x"] = np.hstack([row["x"], ranker_gate.columns(oof[row["question"]], row["signals"].table)])
+    return {"features": ranker_gate.GATE_FEATURES, "gate": gate,
+            "about": {"kind": "logistic regression over the question's MiniLM vector, P(answer needs a table)",
+                      "out_of_fold": ranker_gate.FOLDS, "c": ranker_gate.C}}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dry-run", action="store_true", help="fit and report only")
@@ -276,6 +310,12 @@ def main() -> None:
                              "self-supervised heads join the training (never the held-out figures)")
     parser.add_argument("--strict-labels", action="store_true",
                         help="label TAT-QA's heads with train_reranker.gold_tests (the gold table's own values)")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="trees: other than 0, each tree sees 80%% of the features drawn with this seed")
+    parser.add_argument("--rising", default="", help="trees: comma-separated features the score may only rise with")
+    parser.add_argument("--gate", action="store_true",
+                        help="add ranker_gate.GATE_FEATURES (P(the answer needs a table) from the question's "
+                             "vector, out of fold in training) and write the gate beside --out (tried, not kept)")
     parser.add_argument("--out", type=Path, default=ROOT / "mcp_server" / "retrieval" / "ranker.json")
     args = parser.parse_args()
     started = time.perf_counter()
@@ -297,14 +337,24 @@ def main() -> None:
     if args.strict_labels:
         rows = strict(rows, contexts, args.contexts)
     extra = sections(args.sections.split(",") if args.sections else [], log)
-    dropped = [FEATURES.index(name) for name in args.drop.split(",") if name]
     for row in rows + extra:
         row["x"] = features(row["signals"])
+    gate_body: dict[str, Any] = {}
+    if args.gate:
+        if extra:
+            raise SystemExit("--gate reads TAT-QA questions only: not with --sections")
+        gate_body = add_gate(rows, contexts, log, work / "gate-vectors.npy")
+    names = list(FEATURES) + list(gate_body.get("features", []))
+    dropped = [names.index(name) for name in args.drop.split(",") if name]
+    for row in rows + extra:
         row["x"][:, dropped] = 0.0
     log(f"{len(rows)} questions; relevant candidates per head: mean {np.mean([r['y'].sum() for r in rows]):.2f}, "
         f"first relevant at fused place 1 for {np.mean([bool(r['y'][0]) for r in rows]):.3f}")
     def fit(chosen: list[dict[str, Any]]) -> dict[str, Any]:
-        return fit_trees(chosen, args.trees, args.leaves) if args.kind == "trees" else fit_linear(chosen)
+        rising = tuple(names.index(n) for n in args.rising.split(",") if n)
+        if args.kind == "linear":
+            return fit_linear(chosen)
+        return fit_trees(chosen, args.trees, args.leaves, args.seed, rising)
 
     documents = sorted({r["doc"] for r in rows})
     cut = documents[int(len(documents) * (1 - HELD_OUT_SHARE))]
@@ -317,20 +367,27 @@ def main() -> None:
         for name, weight in sorted(zip(FEATURES, model["weights"], strict=True), key=lambda item: -abs(item[1])):
             log(f"  {name:16s} {weight:+.3f}")
     body = {
-        "model_id": f"tatqa-{args.kind}-v2", "features": list(FEATURES), "head": HEAD, "with_fusion": WITH_FUSION,
+        "model_id": f"tatqa-{args.kind}-v2{'-gated' if args.gate else ''}{f'-seed{args.seed}' if args.seed else ''}",
+        "features": names, "head": HEAD, "with_fusion": WITH_FUSION,
         "mean": [round(float(v), 6) for v in model["mean"]], "scale": [round(float(v), 6) for v in model["scale"]],
         "weights": [round(float(v), 6) for v in model["weights"]],
         "trees": model.get("trees"),
         "trained_on": {"data": "TAT-QA train/tatqa (dev + test gold), MIT", "questions": len(rows),
                        "contexts_per_document": args.contexts, "kind": args.kind, "held_out": held_out,
-                       "unused": [FEATURES[i] for i in dropped],
+                       "unused": [names[i] for i in dropped],
                        **({"sections": args.sections, "section_questions": len(extra)} if extra else {}),
                        **({"labels": "strict"} if args.strict_labels else {}),
+                       **({"gate": gate_body["about"]} if gate_body else {}),
                        **({"trees": args.trees, "leaves": args.leaves} if args.kind == "trees" else {})},
     }
     if not args.dry_run:
         args.out.write_text(json.dumps(body, separators=(",", ":")) + "\n", encoding="utf-8")
         log(f"wrote {args.out}")
+        if gate_body:
+            import ranker_gate
+
+            gate_body["gate"].save(ranker_gate.gate_path(args.out))
+            log(f"wrote {ranker_gate.gate_path(args.out)}")
 
 
 if __name__ == "__main__":

@@ -311,3 +311,51 @@ def test_strict_labels_take_the_gold_table_and_not_another_reports_with_the_same
     row = {"doc": 0, "texts": texts, "context": "own", "question": "q", "y": np.array([True, True])}
     (relabelled,) = script.strict([row], [own, other], 278)
     assert relabelled["y"].tolist() == [False, True]
+
+
+def test_each_questions_gate_value_comes_from_a_gate_that_never_saw_its_report() -> None:
+    gate = _script("ranker_gate")
+    rng = np.random.default_rng(0)
+    groups = np.repeat(np.arange(20), 5)  # 20 reports of 5 questions
+    vectors = rng.normal(size=(100, 8))
+    y = (groups % 2).astype(int)  # a report's label: learnable only from that report's own questions
+    vectors[:, 0] += groups * 0.01  # nothing else tells the labels apart
+    p = gate.out_of_fold(vectors, y, groups, folds=5)
+    fitted = gate.fit(vectors, y).p(vectors)
+    held = groups % 5 == 0
+    alone = gate.fit(vectors[~held], y[~held]).p(vectors[held])
+    assert np.allclose(p[held], alone)  # the fold's values are the other folds' gate's
+    assert np.mean((fitted >= 0.5) == y) > np.mean((p >= 0.5) == y)  # the whole fit memorises, out of fold not
+
+
+def test_a_gated_model_and_its_gate_load_from_files_and_order_a_head(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    gate = _script("ranker_gate")
+    script = _script("train_ranker")
+    rng = np.random.default_rng(0)
+    rows = []
+    for i in range(200):
+        p = 0.1 + 0.8 * (i % 2)  # half the questions ask for a table, whose candidate is then the relevant one
+        table = np.zeros(10, dtype=bool)
+        table[rng.integers(10)] = True
+        y = table.copy() if p > 0.5 else ~table & (np.arange(10) == (np.flatnonzero(~table)[0]))
+        x = np.hstack([np.zeros((10, len(FEATURES))), gate.columns(p, table)])
+        x[:, FEATURES.index("table")] = table
+        rows.append({"doc": 0, "x": x, "y": y})
+    model = script.fit_trees(rows)
+    body = {"model_id": "gated", "features": list(FEATURES) + list(gate.GATE_FEATURES), "head": 20,
+            "with_fusion": False, **{k: np.asarray(v).tolist() for k, v in model.items() if k != "trees"},
+            "trees": model["trees"]}
+    path = tmp_path / "gated.json"
+    path.write_text(json.dumps(body), encoding="utf-8")
+    gate.Gate(weights=np.array([8.0] + [0.0] * 7), intercept=0.0).save(gate.gate_path(path))
+    ranker = gate.load(path)
+    assert gate.is_gated(path) and ranker.head == 20
+    index, embedder = build(TEXTS, table=2)
+    head = fused_head(index, index.query_vector("revenue", embedder.embed_query), "revenue", 5)[:20]
+    facts = signals(index, "revenue", head)
+    table_at = int(np.flatnonzero(facts.table)[0])
+    asks_table, asks_text = np.eye(8)[0], -np.eye(8)[0]  # P(table) ~1 and ~0 through the gate's weights
+    assert ranker.order(facts, asks_table)[0] == table_at
+    assert ranker.order(facts, asks_text)[0] != table_at
+    with pytest.raises(ValueError, match="vector"):
+        ranker.order(facts)  # the gate must be given the question

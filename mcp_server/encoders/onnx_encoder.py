@@ -57,9 +57,7 @@ _SAMPLE = 1 << 20  # bytes hashed at each end of a big model file (content_key)
 # PyTorch's (cosine; MiniLM's per-channel int8 measured 0.97-1.0 on a 10-K's sentences, mean 0.992)
 INT8_MIN_COSINE = 0.95
 INT8_SUFFIX = "@int8"  # the model id of an int8 graph's vectors: an index never mixes them with float ones
-# precision "int8-blocks" (``_int8_blocks``): its vectors are within a cosine of ~0.999 of the float ones, but
-# not the float ones either; the instruction classifier reads them (its tests hold on them)
-INT8_BLOCKS_SUFFIX = "@int8-blocks"
+INT8_BLOCKS_SUFFIX = "@int8-blocks"  # precision "int8-blocks" (``_int8_blocks``): ~0.999 of the float vectors
 INT8_PRECISIONS = {"int8": INT8_SUFFIX, "int8-blocks": INT8_BLOCKS_SUFFIX}
 
 
@@ -286,8 +284,7 @@ def _open_served(path: Path, threads: int | None, ort: Any, *, precision: str = 
 
     options = _session_options(threads)
     expected = np.asarray(side["vectors"], dtype=np.float32)
-    made = {"int8": quantized, "int8-blocks": quantized_blocks}.get(precision)
-    served = made(path) if made is not None else None
+    served = made(path) if (made := {"int8": quantized, "int8-blocks": quantized_blocks}.get(precision)) else None
     if served is not None:
         encoder = _encoder(served, options, tokenize, names, ort)
         cosine = float(np.min(np.sum(encoder.encode(side["probes"]) * expected, axis=1)))
@@ -319,22 +316,20 @@ def quantized(path: Path) -> Path | None:
 
     def make(made: Path) -> None:
         from onnxruntime.quantization import QuantType, quantize_dynamic
-
         # DefaultTensorType: the exporter's graph leaves some products' outputs untyped for the quantizer
         quantize_dynamic(str(path), str(made), weight_type=QuantType.QInt8, per_channel=True,
                          extra_options={"DefaultTensorType": 1})
-
     return _made_once(path, path.with_name(f"{path.stem}-int8.onnx"), make)
 
 
 def quantized_blocks(path: Path) -> Path | None:
     """The graph of int8 blocks beside the float graph ``path`` (``_int8_blocks``), made once, or None."""
     from mcp_server.encoders._int8_blocks import blockwise
-
     return _made_once(path, path.with_name(f"{path.stem}-int8b.onnx"), lambda made: blockwise(path, made))
 
 
 def _made_once(path: Path, target: Path, make: Callable[[Path], None]) -> Path | None:
+    """``target``, made by ``make`` beside ``path`` unless it is there (written whole or not at all), or None."""
     if target.is_file():
         used(target)
         return target

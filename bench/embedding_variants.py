@@ -11,10 +11,14 @@ time, the rounds alternating the variants (CPU = the process's, medians):
   int8 ffn       only the feed-forward products (intermediate and output dense) int8
   int8 not last  every product int8 but the last layer's
   int8 no qkv    every product int8 but the attention's query, key and value
-  static qdq     ONNX Runtime's static QDQ quantization of the weight products, per channel, calibrated on
-                 units of documents in no QA set (``../shared/corpus/docs``)
+  int8 but KIND  every product int8 but one kind's (``KINDS``: query, key, value, attention out, ffn in,
+                 ffn out): which products carry the error
+  static qdq     ONNX Runtime's static QDQ quantization of the weight products, per channel, calibrated
+                 (MinMax) on units of documents in no QA set (``../shared/corpus/docs``)
+  nbits8, nbits4 every product as MatMulNBits of 8- or 4-bit blocks of 32 inputs (``nbits8 b128``: of 128,
+                 as ``MCP_EMBEDDING_PRECISION=int8-blocks`` serves), activations int8 per block
   digits out     the float graph on the units' dense text without runs of digits and punctuation
-                 (``--strip``: its cosine is to the float vectors of the full units)
+                 (its cosine is to the float vectors of the full units)
 
 Cosine: each unit's vector against the float graph's (mean, min, 1st percentile). Nothing is cached.
 

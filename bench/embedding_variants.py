@@ -40,6 +40,7 @@ import argparse
 import functools
 import os
 import re
+import shutil
 import statistics
 import sys
 import tempfile
@@ -238,7 +239,7 @@ def serve(variant: str, argv: list[str], *, float_query: bool = False) -> None:
         def quantized(path: Path) -> Path | None:
             if variant == "int8":
                 return made(path)
-            folder = Path(tempfile.gettempdir()) / "bench-variants"
+            folder = Path(tempfile.gettempdir()) / "bench-variants"  # kept for the next run: delete when done
             folder.mkdir(exist_ok=True)
             return variant_graph(path, variant, folder, matmuls(path))
 
@@ -301,6 +302,7 @@ def main() -> None:
             made[variant] = (static(graph, tmp / "qdq.onnx", products, feeds), units)
     options = _session_options(1)
     encoders = {v: _encoder(path, options, tokenize, names, ort) for v, (path, _) in made.items()}
+    shutil.rmtree(tmp, ignore_errors=True)  # the sessions hold the graphs
     for encoder in encoders.values():
         encoder.streams = 1
     vectors: dict[str, np.ndarray] = {}

@@ -155,6 +155,11 @@ class CachedEmbedder(Embedder):
             out[todo] = super().embed([texts[i] for i in todo], **kwargs)
         return out
 
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Queries through the server's own query path (an embedder may embed them with another
+        graph than its documents: ``embedding_precision="int8-documents"``); few and not stored."""
+        return self.inner.embed_queries(texts)
+
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
         keys = [_digest(text) for text in texts]
         found = self.store.get_many(self.model_id, keys)  # query vectors arrive here (embed_query)

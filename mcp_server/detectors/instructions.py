@@ -33,6 +33,7 @@ import numpy as np
 
 from mcp_server.core.errors import ModelLoadError
 from mcp_server.encoders.embedders import Embedder
+from mcp_server.encoders.onnx_encoder import INT8_BLOCKS_SUFFIX
 from mcp_server.text.lexical import without_page_markers
 from mcp_server.text.sentences import split_sentences
 
@@ -340,14 +341,15 @@ class EmbeddingInstructionDetector(InstructionDetector):
 
     def __init__(self, embedder: Embedder, layers: Sequence[tuple[np.ndarray, np.ndarray]], *,
                  embedder_id: str, version: str) -> None:
-        if embedder.model_id != embedder_id:
+        # the int8 blocks' vectors are within a cosine of ~0.999 of the float ones: its tests hold on them
+        if embedder.model_id not in (embedder_id, embedder_id + INT8_BLOCKS_SUFFIX):
             raise ModelLoadError(f"the instruction classifier was trained on {embedder_id}'s vectors, "
                                  f"not {embedder.model_id}'s")
         if not layers or layers[0][0].shape[0] != input_size(embedder.dimension):
             raise ModelLoadError("the instruction classifier's input size is not the embedder's dimension")
         self.embedder = embedder
         self.layers = [(np.asarray(w, dtype=np.float32), np.asarray(b, dtype=np.float32)) for w, b in layers]
-        self.model_id = f"instructions-{version}+rules{RULES_VERSION}@{embedder_id}"
+        self.model_id = f"instructions-{version}+rules{RULES_VERSION}@{embedder.model_id}"
 
     @classmethod
     def load(cls, embedder: Embedder, path: Path | None = None) -> EmbeddingInstructionDetector:

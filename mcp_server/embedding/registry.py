@@ -42,7 +42,7 @@ from mcp_server.core.errors import ModelLoadError
 from mcp_server.core.settings import Settings
 from mcp_server.detectors.instructions import EmbeddingInstructionDetector, FakeInstructionDetector, InstructionDetector
 from mcp_server.encoders.embedders import Embedder, FakeEmbedder, SentenceTransformerEmbedder
-from mcp_server.encoders.onnx_encoder import local_folder
+from mcp_server.encoders.onnx_encoder import INT8_BLOCKS_SUFFIX, local_folder
 from mcp_server.rerankers.cross_encoders import CrossEncoderReranker, FakeReranker, Reranker
 from mcp_server.rerankers.onnx_cross_encoder import BUNDLED_ID, MODEL_DIR, OnnxCrossEncoder
 from mcp_server.text.analysis import base_language
@@ -487,9 +487,10 @@ def _load_instructions(
         status["instructions"] = RoleStatus(configured="", model_id=None, weights=None, loaded=False, fallback=None)
         return None
     try:
-        # the classifier reads MiniLM's float vectors: an int8 graph's (embedding_precision) cost it recall
-        # (tests/detectors: plain requests 3 of 5 flagged instead of 4-5), so it keeps a float MiniLM of its own
-        minilm = fast if fast.model_id == MINILM_ID else loader.load(
+        # the classifier reads MiniLM's float vectors or its int8 blocks' (~0.999 of them); the dynamic int8
+        # graph's (embedding_precision "int8") cost it recall (tests/detectors: plain requests 3 of 5 flagged
+        # instead of 4-5), so it keeps a float MiniLM of its own then
+        minilm = fast if fast.model_id in (MINILM_ID, MINILM_ID + INT8_BLOCKS_SUFFIX) else loader.load(
             MINILM_ID, functools.partial(embedder, precision="float32"))[0]
         detector = EmbeddingInstructionDetector.load(minilm)
     except ModelLoadError as exc:

@@ -322,15 +322,16 @@ class SentenceTransformerEmbedder(Embedder):
         which then embeds passages and queries; where it cannot be built, PyTorch does and
         ``runtime`` says why. A model on this machine whose graph loads without PyTorch
         (``onnx_encoder.load_graph``) never imports it: the server process stays ~390 MB lighter.
-        ``precision="int8"``: such a graph with int8 weights, its model id ``model_id`` + ``@int8``."""
+        ``precision="int8"``: such a graph with int8 weights, its model id ``model_id`` + ``@int8``;
+        ``"int8-blocks"``: with int8 blocks (``@int8-blocks``)."""
         if runtime == "onnx" and device == "cpu" and local_files_only:
-            from mcp_server.encoders.onnx_encoder import INT8_SUFFIX, load_graph, local_folder
+            from mcp_server.encoders.onnx_encoder import load_graph, local_folder
 
             if local_folder(source, token) is None:  # what sentence-transformers would find out, without importing it
                 raise ModelLoadError(f"{source} is not in the Hugging Face cache")
             served, why = load_graph(source, threads=threads, token=token, precision=precision)
             if served is not None:
-                model_id += INT8_SUFFIX if served.int8 else ""
+                model_id += served.suffix
                 return cls.from_graph(served, model_id=model_id, batch_size=batch_size, reload=lambda: _pytorch_model(
                     source, device=device, local_files_only=local_files_only, token=token))
             log.info("models.onnx_without_torch", extra={"model": model_id, "reason": why})

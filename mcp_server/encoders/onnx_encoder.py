@@ -57,6 +57,8 @@ _SAMPLE = 1 << 20  # bytes hashed at each end of a big model file (content_key)
 # PyTorch's (cosine; MiniLM's per-channel int8 measured 0.97-1.0 on a 10-K's sentences, mean 0.992)
 INT8_MIN_COSINE = 0.95
 INT8_SUFFIX = "@int8"  # the model id of an int8 graph's vectors: an index never mixes them with float ones
+INT8_BLOCKS_SUFFIX = "@int8-blocks"  # precision "int8-blocks" (``_int8_blocks``): ~0.999 of the float vectors
+INT8_PRECISIONS = {"int8": INT8_SUFFIX, "int8-blocks": INT8_BLOCKS_SUFFIX}
 
 
 class OnnxEncoder:
@@ -209,7 +211,8 @@ class ServedGraph:
     dimension: int
     prompts: dict[str, str]
     how: str  # the runtime line of health
-    int8: bool = False  # the int8 graph serves (``quantized``): its vectors are a model of their own
+    int8: bool = False  # an int8 graph serves (``quantized``): its vectors are a model of their own
+    suffix: str = ""  # what the model id gains where an int8 graph serves (``INT8_PRECISIONS``)
 
 
 def local_folder(source: str, token: str | None = None) -> Path | None:
@@ -235,7 +238,8 @@ def load_graph(
     folder has no graph with its sidecar yet; a graph whose vectors are not PyTorch's on the probes
     is exported again once, else refused (``build_encoder`` then tries with PyTorch loaded).
     ``precision="int8"``: the graph's matrix products with int8 weights (``quantized``), made once
-    beside it; where that fails the float graph serves (``ServedGraph.int8`` says which)."""
+    beside it; where that fails the float graph serves (``ServedGraph.int8`` says which).
+    ``precision="int8-blocks"``: its products as int8 blocks instead (``quantized_blocks``)."""
     try:
         import onnxruntime as ort
     except ImportError as exc:
@@ -256,7 +260,7 @@ def load_graph(
             if not _sidecar_path(path).is_file():  # the graph stays: build_encoder runs it with PyTorch's tokenizer
                 return None, "the model's tokenizer cannot run without PyTorch"
         try:
-            return _open_served(path, threads, ort, int8=precision == "int8"), ""
+            return _open_served(path, threads, ort, precision=precision), ""
         except Exception as exc:  # noqa: BLE001 - a damaged, stale or drifting file: exported again once
             reason = f"{type(exc).__name__}: {str(exc)[:200]}"
         if fresh:
@@ -268,7 +272,7 @@ def load_graph(
     return None, reason
 
 
-def _open_served(path: Path, threads: int | None, ort: Any, *, int8: bool = False) -> ServedGraph:
+def _open_served(path: Path, threads: int | None, ort: Any, *, precision: str = "float32") -> ServedGraph:
     from tokenizers import Tokenizer
 
     side = json.loads(_sidecar_path(path).read_text(encoding="utf-8"))
@@ -280,7 +284,7 @@ def _open_served(path: Path, threads: int | None, ort: Any, *, int8: bool = Fals
 
     options = _session_options(threads)
     expected = np.asarray(side["vectors"], dtype=np.float32)
-    served = quantized(path) if int8 else None
+    served = made(path) if (made := {"int8": quantized, "int8-blocks": quantized_blocks}.get(precision)) else None
     if served is not None:
         encoder = _encoder(served, options, tokenize, names, ort)
         cosine = float(np.min(np.sum(encoder.encode(side["probes"]) * expected, axis=1)))
@@ -293,10 +297,10 @@ def _open_served(path: Path, threads: int | None, ort: Any, *, int8: bool = Fals
         if drift > TOLERANCE:
             raise ValueError(f"the ONNX graph's vectors differ from PyTorch's by {drift:.2g}")
     how = (f"onnxruntime {ort.__version__}, {options.intra_op_num_threads} thread(s) per run, up to {encoder.streams} "
-           f"batch(es) side by side, without PyTorch" + (", int8 weights" if served is not None else ""))
+           f"batch(es) side by side, without PyTorch" + (f", {precision} weights" if served is not None else ""))
     return ServedGraph(encoder=encoder, tokenizer=tokenizer, max_tokens=int(side["max_tokens"]),
                        dimension=int(side["dimension"]), prompts=dict(side["prompts"]), how=how,
-                       int8=served is not None)
+                       int8=served is not None, suffix=INT8_PRECISIONS[precision] if served is not None else "")
 
 
 def _encoder(path: Path, options: Any, tokenize: Any, names: list[str], ort: Any) -> OnnxEncoder:
@@ -309,18 +313,30 @@ def quantized(path: Path) -> Path | None:
     """The int8 graph beside the float graph ``path``, made once (ONNX Runtime's dynamic quantization: every
     matrix product's weights int8 per output channel, activations quantized per run; about half the CPU
     of the float graph on a 10-K's sentences, bench/build_stages.py), or None where it cannot be made."""
-    target = path.with_name(f"{path.stem}-int8.onnx")
+
+    def make(made: Path) -> None:
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+        # DefaultTensorType: the exporter's graph leaves some products' outputs untyped for the quantizer
+        quantize_dynamic(str(path), str(made), weight_type=QuantType.QInt8, per_channel=True,
+                         extra_options={"DefaultTensorType": 1})
+    return _made_once(path, path.with_name(f"{path.stem}-int8.onnx"), make)
+
+
+def quantized_blocks(path: Path) -> Path | None:
+    """The graph of int8 blocks beside the float graph ``path`` (``_int8_blocks``), made once, or None."""
+    from mcp_server.encoders._int8_blocks import blockwise
+    return _made_once(path, path.with_name(f"{path.stem}-int8b.onnx"), lambda made: blockwise(path, made))
+
+
+def _made_once(path: Path, target: Path, make: Callable[[Path], None]) -> Path | None:
+    """``target``, made by ``make`` beside ``path`` unless it is there (written whole or not at all), or None."""
     if target.is_file():
         used(target)
         return target
     try:
-        from onnxruntime.quantization import QuantType, quantize_dynamic
-
         with tempfile.TemporaryDirectory(dir=path.parent, prefix=".int8-") as tmp:
             made = Path(tmp) / target.name
-            # DefaultTensorType: the exporter's graph leaves some products' outputs untyped for the quantizer
-            quantize_dynamic(str(path), str(made), weight_type=QuantType.QInt8, per_channel=True,
-                             extra_options={"DefaultTensorType": 1})
+            make(made)
             os.replace(made, target)
     except Exception as exc:  # noqa: BLE001 - the float graph serves
         reason = f"{type(exc).__name__}: {exc}"[:300]
@@ -411,7 +427,7 @@ def prune_cache(path: Path, *, keep: int = KEEP_GRAPHS) -> None:
     for _, graph in sorted(graphs, reverse=True)[max(0, keep - 1):]:
         # the graph and every file named after it (its sidecar, the multilingual graph's probes, its int8 graph)
         for companion in [graph, *graph.parent.glob(glob.escape(graph.stem) + ".*"),
-                          graph.with_name(f"{graph.stem}-int8.onnx")]:
+                          *(graph.with_name(f"{graph.stem}-{kind}.onnx") for kind in ("int8", "int8b"))]:
             with contextlib.suppress(OSError):
                 companion.unlink()
 

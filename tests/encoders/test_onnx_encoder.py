@@ -256,11 +256,32 @@ def test_an_int8_graph_that_cannot_be_made_leaves_the_float_graph_serving(
     assert served is not None and not served.int8 and not served.how.endswith("int8 weights")
 
 
-def test_a_pruned_graph_takes_its_int8_graph_with_it(tmp_path: Path) -> None:
+def test_a_pruned_graph_takes_its_int8_graphs_with_it(tmp_path: Path) -> None:
     digests = [f"{n:024x}" for n in range(2)]
     new, old = tmp_path / f"model-{digests[0]}.onnx", tmp_path / f"model-{digests[1]}.onnx"
-    for path in (new, old, old.with_name(f"{old.stem}-int8.onnx"), new.with_name(f"{new.stem}-int8.onnx")):
+    for path in (new, old, *(graph.with_name(f"{graph.stem}-{kind}.onnx") for graph in (old, new)
+                             for kind in ("int8", "int8b"))):
         path.write_bytes(b"x")
     os.utime(old, (time.time() - 60, time.time() - 60))
     onnx_encoder.prune_cache(new, keep=1)
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([new.name, f"{new.stem}-int8.onnx"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([new.name, f"{new.stem}-int8.onnx",
+                                                                 f"{new.stem}-int8b.onnx"])
+
+
+def test_the_int8_blocks_graph_gives_vectors_nearer_the_float_ones_than_the_int8_graph(
+    minilm_registry: ModelRegistry, tmp_path: Path,
+) -> None:
+    texts = ["  Revenue GREW in Q2 ", QUERIES[1], QUERIES[2], "The board approved a dividend of $0.25 per share.",
+             "| Total assets | 46,455 | 47,072 |"]
+    floats = fast(minilm_registry)._torch(texts)
+    cosines = {}
+    for precision in ("int8", "int8-blocks"):
+        served, _ = onnx_encoder.load_graph(MINILM, threads=1, cache_dir=tmp_path, precision=precision)
+        assert served is not None and served.int8 and served.how.endswith(f"{precision} weights")
+        assert served.suffix == onnx_encoder.INT8_PRECISIONS[precision]
+        cosines[precision] = np.sum(served.encoder.encode(texts) * floats, axis=1)
+    assert cosines["int8-blocks"].min() >= 0.995 and cosines["int8-blocks"].mean() > cosines["int8"].mean()
+    assert sorted(p.name.rsplit("-", 1)[-1] for p in tmp_path.glob("*-int8*.onnx")) == ["int8.onnx", "int8b.onnx"]
+    embedder = SentenceTransformerEmbedder.load(MINILM, model_id="m", device="cpu", local_files_only=True,
+                                                runtime="onnx", threads=1, precision="int8-blocks")
+    assert embedder.model_id == "m" + onnx_encoder.INT8_BLOCKS_SUFFIX

@@ -156,8 +156,8 @@ class CachedEmbedder(Embedder):
         return out
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        """Queries through the server's own query path (an embedder may embed them with another
-        graph than its documents: ``embedding_precision="int8-documents"``); few and not stored."""
+        """Queries through the embedder's own query path (``bench/embedding_variants.py --serve-documents``
+        embeds them with another graph than the documents); few and not stored."""
         return self.inner.embed_queries(texts)
 
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:

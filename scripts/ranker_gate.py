@@ -104,16 +104,10 @@ class GatedRanker:
     """A ranker file with GATE_FEATURES after ``learned.FEATURES`` and its gate (``<file>.gate.npz``)."""
 
     def __init__(self, path: Path) -> None:
-        from mcp_server.retrieval.learned import FEATURES, LearnedRanker, Trees
+        from mcp_server.retrieval.learned import FEATURES, LearnedRanker
 
         body = json.loads(path.read_text(encoding="utf-8"))
-        names = tuple(body["features"])
-        if names != FEATURES + GATE_FEATURES:
-            raise ValueError(f"{path}: not a gated model ({names[len(FEATURES):]})")
-        arrays = {k: np.asarray(body[k], dtype=np.float64) for k in ("mean", "scale", "weights")}
-        self.model = LearnedRanker(model_id=str(body["model_id"]), names=names, head=int(body["head"]),
-                                   trees=Trees.from_dict(body["trees"]) if body.get("trees") else None,
-                                   with_fusion=bool(body.get("with_fusion", False)), **arrays)
+        self.model = LearnedRanker.from_dict(body, expected=FEATURES + GATE_FEATURES)
         self.head = self.model.head
         self.gate = Gate.load(gate_path(path))
         self.vector: np.ndarray | None = None  # the question's, set by a bench before each search

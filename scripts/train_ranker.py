@@ -364,7 +364,7 @@ def main() -> None:
     model = fit(rows + extra)
     log(f"on all: fusion {evaluate(rows, None)}, learned (fitted on them) {evaluate(rows, model)}")
     if args.kind == "linear":
-        for name, weight in sorted(zip(FEATURES, model["weights"], strict=True), key=lambda item: -abs(item[1])):
+        for name, weight in sorted(zip(names, model["weights"], strict=True), key=lambda item: -abs(item[1])):
             log(f"  {name:16s} {weight:+.3f}")
     body = {
         "model_id": f"tatqa-{args.kind}-v2{'-gated' if args.gate else ''}{f'-seed{args.seed}' if args.seed else ''}",

@@ -147,10 +147,11 @@ class LearnedRanker:
     with_fusion: bool = False  # order by the model's and the fusion's places together (``order``)
 
     @classmethod
-    def from_dict(cls, body: dict[str, object]) -> LearnedRanker:
+    def from_dict(cls, body: dict[str, object], *, expected: tuple[str, ...] = FEATURES) -> LearnedRanker:
+        """A model from its JSON body, whose features must be ``expected`` (this code's FEATURES)."""
         names = tuple(str(n) for n in body["features"])  # type: ignore[attr-defined]
-        if names != FEATURES:
-            raise ValueError(f"the model's features {names} are not this code's {FEATURES}")
+        if names != expected:
+            raise ValueError(f"the model's features {names} are not this code's {expected}")
         arrays = {k: np.asarray(body[k], dtype=np.float64) for k in ("mean", "scale", "weights")}
         trees = Trees.from_dict(body["trees"]) if body.get("trees") else None  # type: ignore[arg-type]
         return cls(model_id=str(body["model_id"]), names=names, head=int(body["head"]),  # type: ignore[call-overload]
